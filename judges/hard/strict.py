@@ -1,0 +1,75 @@
+"""The strict injection-evidence floor and the clean-baseline base rates of the anchor rules.
+
+The floor counts a FLAGS line only when it quotes text that could not exist unless the fault
+landed (the registered injection-only anchors), drops the Magentic-One mapping surface (stall
+noise) and has no O4 surface. It is published as a pair with the union, never instead of it.
+Base rates run the same rules over clean baselines, where every hit is a false positive.
+"""
+
+from collections import Counter
+from dataclasses import dataclass
+
+from judges.hard.protocols import anchored
+
+STRICT_DOC = "standard/strict_anchors.v0.2.1.json"
+
+
+@dataclass(frozen=True)
+class StrictRule:
+    kept: dict  # task -> operator -> injection-only anchors
+    zeroed_rows: frozenset[tuple[str, str]]
+
+    @classmethod
+    def from_registry(cls, registry) -> "StrictRule":
+        doc = registry.doc(STRICT_DOC)
+        return cls(doc["kept"], frozenset(tuple(r) for r in doc["zeroed_mapping_rows"]))
+
+    def kept_anchors(self, task: str, operator: str) -> tuple[str, ...]:
+        return tuple(self.kept[task][operator])
+
+    def is_blind(self, task: str, operator: str) -> bool:
+        """No injection-only anchor: a zero here means the instrument cannot see, not silence."""
+        return not self.kept_anchors(task, operator)
+
+    def cell(self, protocols, row) -> bool:
+        """Strict-floor detection for one cell row (mapping, flags, framework, config, task, operator)."""
+        if row["mapping"] and (row["framework"], row["config"]) not in self.zeroed_rows:
+            return True
+        kept = self.kept_anchors(row["task"], row["operator"])
+        return any(protocols.is_noticed(c) and anchored(c, kept) for c in row["flags"])
+
+
+def with_strict(rule: StrictRule, protocols, rows) -> list[dict]:
+    """Rows with the `strict` and `blind` columns added."""
+    return [{**r, "strict": rule.cell(protocols, r), "blind": rule.is_blind(r["task"], r["operator"])} for r in rows]
+
+
+@dataclass(frozen=True)
+class BaseRates:
+    """Clean-baseline fires: (operator) and (task) tallies with their denominators."""
+
+    hits: Counter  # (rule, "operator"|"task", key) -> fires
+    trials: Counter  # ("operator"|"task", key) -> baselines scanned
+
+    def rate(self, rule: str, axis: str, key: str) -> tuple[int, int]:
+        return self.hits[(rule, axis, key)], self.trials[(axis, key)]
+
+
+def base_rates(registry, protocols, rule: StrictRule, baselines, operators) -> BaseRates:
+    """Run the anchor rule and the strict rule over clean baselines (scanned from seq 0)."""
+    hits, trials = Counter(), Counter()
+    for run in baselines:
+        contents = [c for c in (protocols.flags_line(e.text) for e in run.events if e.text) if c is not None]
+        noticed = [c for c in contents if protocols.is_noticed(c)]
+        for op in operators:
+            trials[("operator", op)] += 1
+            trials[("task", run.task)] += 1
+            fired = {
+                "anchor": any(anchored(c, registry.anchors(run.task, op)) for c in noticed),
+                "strict": any(anchored(c, rule.kept_anchors(run.task, op)) for c in noticed),
+            }
+            for name, hit in fired.items():
+                hits[(name, "operator", op)] += hit
+                hits[(name, "task", run.task)] += hit
+                hits[(name, "cell", f"{run.task}/{op}")] += hit
+    return BaseRates(hits, trials)

@@ -1,0 +1,172 @@
+"""The standard as data: loading `data/`, content hashes, and the registration lock.
+
+Every JSON file under `data/` is a registered artifact. `data/registry.lock.json` records the
+SHA-256 each file had when it was registered; a registered file is never edited in place (a change
+is a new dated version under a new name), so verification names any file whose bytes moved.
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from sabot.matrix import Cell, Probe, probes
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
+LOCK_NAME = "registry.lock.json"
+
+
+class RegistryError(ValueError):
+    """The registry on disk is malformed or no longer matches what was registered."""
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class RegistryFile:
+    path: str  # relative to the data root, with forward slashes
+    sha256: str
+    doc: dict
+
+
+@dataclass(frozen=True)
+class WaveDef:
+    """A registered wave: its matrix, where its runs come from, and how it is scored."""
+
+    name: str
+    source: str  # "import" (filled from a reference corpus) or "live"
+    corpus_dir: str | None
+    protocol: int
+    seeds: tuple[int, ...]
+    frameworks: tuple[str, ...]
+    configs: tuple[str, ...]
+    tasks: tuple[str, ...]
+    operators: tuple[str, ...]
+    carveout: tuple[str, str, frozenset[str]] | None  # (framework, config, operators)
+    headline_ruleset: str
+    readings: tuple[str, ...]
+    label: str
+
+    def probes(self) -> list[Probe]:
+        return probes(self.frameworks, self.configs, self.tasks, self.seeds)
+
+    def is_carved_out(self, cell: Cell) -> bool:
+        if self.carveout is None:
+            return False
+        framework, config, operators = self.carveout
+        p = cell.probe
+        return p.framework == framework and p.config == config and cell.operator in operators
+
+
+class Registry:
+    """Read-only view of `data/`, loaded once; accessors fail loudly on a missing entry."""
+
+    def __init__(self, root: Path = DATA_DIR):
+        self.root = Path(root)
+        self.files: dict[str, RegistryFile] = {}
+        for path in sorted(self.root.rglob("*.json")):
+            rel = path.relative_to(self.root).as_posix()
+            if rel == LOCK_NAME:
+                continue
+            raw = path.read_bytes()
+            try:
+                doc = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise RegistryError(f"{path}: not valid JSON ({exc})") from exc
+            self.files[rel] = RegistryFile(rel, sha256_bytes(raw), doc)
+
+    def doc(self, rel: str) -> dict:
+        try:
+            return self.files[rel].doc
+        except KeyError:
+            raise RegistryError(f"{self.root / rel}: not in the registry") from None
+
+    def field(self, rel: str, *path: str):
+        value = self.doc(rel)
+        for i, key in enumerate(path):
+            if not isinstance(value, dict) or key not in value:
+                raise RegistryError(f"{self.root / rel}: missing field {'.'.join(path[: i + 1])}")
+            value = value[key]
+        return value
+
+    # -- the registration lock -------------------------------------------------------------
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / LOCK_NAME
+
+    def locked_hashes(self) -> dict[str, str]:
+        if not self.lock_path.exists():
+            return {}
+        return json.loads(self.lock_path.read_text())["files"]
+
+    def lock_problems(self) -> list[str]:
+        """Every difference between the files on disk and the registration lock, by file."""
+        locked, problems = self.locked_hashes(), []
+        for rel, entry in self.files.items():
+            if rel not in locked:
+                problems.append(f"{rel}: not registered (run `sabot registry lock`)")
+            elif locked[rel] != entry.sha256:
+                problems.append(f"{rel}: edited after registration (sha256 {entry.sha256[:12]}, registered {locked[rel][:12]})")
+        problems += [f"{rel}: registered but missing on disk" for rel in locked if rel not in self.files]
+        return problems
+
+    def write_lock(self) -> list[str]:
+        """Register new files. Refuses to re-register a changed file: a change is a new version."""
+        locked = self.locked_hashes()
+        edited = [rel for rel, e in self.files.items() if rel in locked and locked[rel] != e.sha256]
+        if edited:
+            raise RegistryError(f"registered file(s) edited in place: {', '.join(edited)}; add a new dated version instead")
+        added = sorted(rel for rel in self.files if rel not in locked)
+        hashes = {rel: e.sha256 for rel, e in sorted(self.files.items())}
+        self.lock_path.write_text(json.dumps({"files": hashes}, indent=1) + "\n")
+        return added
+
+    @cached_property
+    def content_hash(self) -> str:
+        """One hash over every registered file: what a wave's pre-registration pins."""
+        lines = "".join(f"{rel} {e.sha256}\n" for rel, e in sorted(self.files.items()))
+        return sha256_bytes(lines.encode())
+
+    # -- accessors --------------------------------------------------------------------------
+
+    def anchors(self, task: str, operator: str) -> tuple[str, ...]:
+        return tuple(self.field("standard/anchors.v0.2.0.json", "anchors", task, operator))
+
+    def ruleset_doc(self, version: str) -> RegistryFile:
+        rel = f"rulesets/{version}.json"
+        if rel not in self.files:
+            known = sorted(r.removeprefix("rulesets/").removesuffix(".json") for r in self.files if r.startswith("rulesets/"))
+            raise RegistryError(f"unknown ruleset {version!r}; registered: {', '.join(known)}")
+        return self.files[rel]
+
+    def wave_names(self) -> list[str]:
+        return sorted(r.removeprefix("waves/").removesuffix(".json") for r in self.files if r.startswith("waves/"))
+
+    def wave(self, name: str) -> WaveDef:
+        rel = f"waves/{name}.json"
+        if rel not in self.files:
+            raise RegistryError(f"unknown wave {name!r}; registered waves: {', '.join(self.wave_names())} (register one under data/waves/)")
+        doc = self.files[rel].doc
+        carve = None
+        if doc.get("carveout"):
+            c = self.doc(doc["carveout"])
+            carve = (c["framework"], c["config"], frozenset(c["operators"]))
+        return WaveDef(
+            name=doc["name"],
+            source=doc["source"],
+            corpus_dir=doc.get("corpus_dir"),
+            protocol=doc["protocol"],
+            seeds=tuple(self.field(doc["seeds"], "seeds")),
+            frameworks=tuple(doc["frameworks"]),
+            configs=tuple(doc["configs"]),
+            tasks=tuple(doc["tasks"]),
+            operators=tuple(doc["operators"]),
+            carveout=carve,
+            headline_ruleset=doc["headline_ruleset"],
+            readings=tuple(doc["readings"]),
+            label=doc["label"],
+        )

@@ -1,0 +1,57 @@
+"""The import landing zone: a validated corpus scan, stored verbatim in one transaction."""
+
+import json
+
+import pandas as pd
+
+from sabot.corpus import CorpusScan
+from sabot.store.db import now, transaction
+
+
+def write_import(con, scan: CorpusScan, registry_hash: str) -> int:
+    """Replace a wave's landed files with this scan; nothing is written if anything fails."""
+    rows = pd.DataFrame(
+        [
+            {"wave": scan.wave, "kind": f.kind, "operator": f.operator or "", "probe": f.probe.key, "rel_path": f.rel_path, "sha256": f.sha256, "body": f.body}
+            for f in scan.files
+        ],
+        columns=["wave", "kind", "operator", "probe", "rel_path", "sha256", "body"],
+    )
+    with transaction(con):
+        con.execute("DELETE FROM corpus_files WHERE wave = ?", [scan.wave])
+        if not rows.empty:
+            con.register("_landing", rows)
+            con.execute("INSERT INTO corpus_files SELECT wave, kind, operator, probe, rel_path, sha256, body FROM _landing")
+            con.unregister("_landing")
+        con.execute(
+            "INSERT INTO corpus_imports VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [scan.wave, str(scan.root), now(), len(scan.files), json.dumps(scan.missing), json.dumps(scan.not_run), registry_hash],
+        )
+    return len(rows)
+
+
+def landed_runs(con, wave: str, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str, str]]:
+    """(operator, probe) -> (rel_path, sha256, body) for the landed run files among `keys`."""
+    if not keys:
+        return {}
+    wanted = pd.DataFrame(keys, columns=["operator", "probe"])
+    con.register("_wanted", wanted)
+    rows = con.execute(
+        "SELECT f.operator, f.probe, f.rel_path, f.sha256, f.body FROM corpus_files f "
+        "JOIN _wanted w ON f.operator = w.operator AND f.probe = w.probe WHERE f.wave = ? AND f.kind = ?",
+        [wave, kind],
+    ).fetchall()
+    con.unregister("_wanted")
+    return {(op, probe): (path, sha, body) for op, probe, path, sha, body in rows}
+
+
+def latest_import(con, wave: str) -> dict | None:
+    row = con.execute(
+        "SELECT corpus_root, imported_at, files, missing, not_run, registry_hash FROM corpus_imports "
+        "WHERE wave = ? ORDER BY imported_at DESC LIMIT 1",
+        [wave],
+    ).fetchone()
+    if row is None:
+        return None
+    root, at, files, missing, not_run, registry_hash = row
+    return {"corpus_root": root, "imported_at": at, "files": files, "missing": json.loads(missing), "not_run": json.loads(not_run), "registry_hash": registry_hash}

@@ -1,0 +1,160 @@
+-- The Sabot store. Every derived row carries the run ids and content hashes it came from.
+-- Per-partition writes are delete-then-insert inside one transaction, so a re-materialization
+-- replaces exactly its own rows. `manifest` and `scoreboard_manifest` are append-only.
+
+CREATE TABLE IF NOT EXISTS corpus_imports (
+    wave          VARCHAR NOT NULL,
+    corpus_root   VARCHAR NOT NULL,
+    imported_at   TIMESTAMP NOT NULL,
+    files         INTEGER NOT NULL,
+    missing       JSON NOT NULL,     -- expected files that are absent, by path
+    not_run       JSON NOT NULL,     -- fault runs never made because their baseline failed
+    registry_hash VARCHAR NOT NULL
+);
+
+-- The landing zone of an import: every corpus file verbatim, with its content hash.
+CREATE TABLE IF NOT EXISTS corpus_files (
+    wave      VARCHAR NOT NULL,
+    kind      VARCHAR NOT NULL,      -- fault | baseline | cellverdict | judgeverdict | judgeverdict-variant1
+    operator  VARCHAR NOT NULL,      -- '' for baselines
+    probe     VARCHAR NOT NULL,
+    rel_path  VARCHAR NOT NULL,
+    sha256    VARCHAR NOT NULL,
+    body      VARCHAR NOT NULL,
+    PRIMARY KEY (wave, rel_path)
+);
+
+-- One row per run slot the run assets materialized; `status` = present | absent.
+CREATE TABLE IF NOT EXISTS runs (
+    wave               VARCHAR NOT NULL,
+    operator           VARCHAR NOT NULL, -- '' for baselines
+    probe              VARCHAR NOT NULL,
+    status             VARCHAR NOT NULL,
+    run_id             VARCHAR,
+    framework          VARCHAR NOT NULL,
+    config             VARCHAR NOT NULL,
+    task               VARCHAR NOT NULL,
+    seed               INTEGER NOT NULL,
+    injection_seq      INTEGER,
+    injection_verified BOOLEAN,
+    task_passed        BOOLEAN,
+    error              VARCHAR,
+    source_path        VARCHAR NOT NULL,
+    source_sha256      VARCHAR,
+    record             JSON,             -- the full run record in the reference format
+    dagster_run_id     VARCHAR NOT NULL,
+    materialized_at    TIMESTAMP NOT NULL,
+    PRIMARY KEY (wave, operator, probe)
+);
+
+CREATE TABLE IF NOT EXISTS events (
+    wave     VARCHAR NOT NULL,
+    operator VARCHAR NOT NULL,
+    probe    VARCHAR NOT NULL,
+    run_id   VARCHAR NOT NULL,
+    seq      INTEGER NOT NULL,
+    agent    VARCHAR NOT NULL,
+    kind     VARCHAR NOT NULL,
+    payload  JSON NOT NULL,
+    PRIMARY KEY (wave, operator, probe, seq)
+);
+
+CREATE TABLE IF NOT EXISTS cell_verdicts (
+    wave            VARCHAR NOT NULL,
+    ruleset         VARCHAR NOT NULL,
+    ruleset_hash    VARCHAR NOT NULL,
+    operator        VARCHAR NOT NULL,
+    probe           VARCHAR NOT NULL,
+    framework       VARCHAR NOT NULL,
+    config          VARCHAR NOT NULL,
+    task            VARCHAR NOT NULL,
+    seed            INTEGER NOT NULL,
+    status          VARCHAR NOT NULL, -- valid | excluded | incomplete | carved_out
+    excluded        VARCHAR,
+    missing         JSON NOT NULL,
+    mapping         BOOLEAN NOT NULL,
+    flags           JSON NOT NULL,
+    flags_noticed   BOOLEAN NOT NULL,
+    flags_anchored  BOOLEAN NOT NULL,
+    detected_hard   BOOLEAN NOT NULL,
+    reacted         BOOLEAN NOT NULL,
+    recovered       BOOLEAN NOT NULL,
+    fault_run_id    VARCHAR,
+    fault_sha256    VARCHAR,
+    baseline_run_id VARCHAR,
+    baseline_sha256 VARCHAR,
+    dagster_run_id  VARCHAR NOT NULL,
+    PRIMARY KEY (wave, ruleset, operator, probe)
+);
+
+CREATE TABLE IF NOT EXISTS acts (
+    wave      VARCHAR NOT NULL,
+    ruleset   VARCHAR NOT NULL,
+    operator  VARCHAR NOT NULL,
+    probe     VARCHAR NOT NULL,
+    run_id    VARCHAR NOT NULL,
+    seq       INTEGER NOT NULL,
+    act       VARCHAR NOT NULL,
+    component VARCHAR NOT NULL,
+    reason    VARCHAR,
+    surface   VARCHAR NOT NULL,
+    counted   BOOLEAN NOT NULL,
+    note      VARCHAR NOT NULL
+);
+
+-- Counts, never rates: a rate is always rendered from its numerator and denominator.
+CREATE TABLE IF NOT EXISTS scoreboard (
+    wave              VARCHAR NOT NULL,
+    ruleset           VARCHAR NOT NULL,
+    ruleset_hash      VARCHAR NOT NULL,
+    table_name        VARCHAR NOT NULL, -- framework_config | operator | task_operator
+    group_key         VARCHAR NOT NULL,
+    valid             INTEGER NOT NULL,
+    counts            JSON NOT NULL,
+    cells_fingerprint VARCHAR NOT NULL,
+    dagster_run_id    VARCHAR NOT NULL,
+    PRIMARY KEY (wave, ruleset, table_name, group_key)
+);
+
+CREATE TABLE IF NOT EXISTS reports (
+    wave           VARCHAR NOT NULL,
+    ruleset        VARCHAR NOT NULL,
+    format         VARCHAR NOT NULL,
+    body           VARCHAR NOT NULL,
+    sha256         VARCHAR NOT NULL,
+    dagster_run_id VARCHAR NOT NULL,
+    PRIMARY KEY (wave, ruleset, format)
+);
+
+CREATE SEQUENCE IF NOT EXISTS manifest_id;
+
+-- Append-only: what every materialization wrote, and from what.
+CREATE TABLE IF NOT EXISTS manifest (
+    id             BIGINT DEFAULT nextval('manifest_id') PRIMARY KEY,
+    written_at     TIMESTAMP NOT NULL,
+    wave           VARCHAR NOT NULL,
+    asset          VARCHAR NOT NULL,
+    dagster_run_id VARCHAR NOT NULL,
+    partitions     INTEGER NOT NULL,
+    row_count      INTEGER NOT NULL,
+    content_sha256 VARCHAR NOT NULL,
+    inputs         JSON NOT NULL
+);
+
+-- Append-only: the cells behind every published scoreboard build, with their provenance.
+CREATE TABLE IF NOT EXISTS scoreboard_manifest (
+    dagster_run_id  VARCHAR NOT NULL,
+    built_at        TIMESTAMP NOT NULL,
+    wave            VARCHAR NOT NULL,
+    ruleset         VARCHAR NOT NULL,
+    ruleset_hash    VARCHAR NOT NULL,
+    operator        VARCHAR NOT NULL,
+    probe           VARCHAR NOT NULL,
+    status          VARCHAR NOT NULL,
+    excluded        VARCHAR,
+    detected_hard   BOOLEAN NOT NULL,
+    fault_run_id    VARCHAR,
+    fault_sha256    VARCHAR,
+    baseline_run_id VARCHAR,
+    baseline_sha256 VARCHAR
+);

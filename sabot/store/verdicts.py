@@ -1,0 +1,48 @@
+"""Cell verdicts and their acts: written per partition, read per wave."""
+
+import json
+
+import pandas as pd
+
+from sabot.store.db import replace_rows
+
+VERDICT_COLUMNS = [
+    "wave", "ruleset", "ruleset_hash", "operator", "probe", "framework", "config", "task", "seed", "status", "excluded",
+    "missing", "mapping", "flags", "flags_noticed", "flags_anchored", "detected_hard", "reacted", "recovered",
+    "fault_run_id", "fault_sha256", "baseline_run_id", "baseline_sha256", "dagster_run_id",
+]
+ACT_COLUMNS = ["wave", "ruleset", "operator", "probe", "run_id", "seq", "act", "component", "reason", "surface", "counted", "note"]
+JSON_COLUMNS = ("missing", "flags")
+
+
+def write_verdicts(con, wave: str, cell_keys: list[tuple[str, str]], verdicts: list[dict], acts: list[dict]) -> None:
+    """Replace every ruleset's verdicts and acts for these cells (call inside a transaction)."""
+    keys = pd.DataFrame([(wave, op, probe) for op, probe in cell_keys], columns=["wave", "operator", "probe"])
+    rows = pd.DataFrame(verdicts, columns=VERDICT_COLUMNS)
+    for col in JSON_COLUMNS:
+        rows[col] = rows[col].map(json.dumps)
+    replace_rows(con, "cell_verdicts", keys, rows)
+    replace_rows(con, "acts", keys, pd.DataFrame(acts, columns=ACT_COLUMNS))
+
+
+def read_verdicts(con, wave: str, ruleset: str | None = None) -> list[dict]:
+    """Every stored cell verdict of a wave (optionally one ruleset), in cell order."""
+    sql = f"SELECT {', '.join(VERDICT_COLUMNS)} FROM cell_verdicts WHERE wave = ?"
+    params = [wave]
+    if ruleset is not None:
+        sql += " AND ruleset = ?"
+        params.append(ruleset)
+    cursor = con.execute(sql + " ORDER BY ruleset, framework, config, task, operator, seed", params)
+    rows = [dict(zip(VERDICT_COLUMNS, values)) for values in cursor.fetchall()]
+    for row in rows:
+        for col in JSON_COLUMNS:
+            row[col] = json.loads(row[col])
+    return rows
+
+
+def read_acts(con, wave: str, ruleset: str, operator: str, probe: str) -> list[dict]:
+    cursor = con.execute(
+        f"SELECT {', '.join(ACT_COLUMNS)} FROM acts WHERE wave = ? AND ruleset = ? AND operator = ? AND probe = ? ORDER BY seq",
+        [wave, ruleset, operator, probe],
+    )
+    return [dict(zip(ACT_COLUMNS, values)) for values in cursor.fetchall()]

@@ -1,0 +1,47 @@
+"""What `sabot corpus score --json` writes, read back from the store after materialization."""
+
+import json
+
+from judges.hard.tables import WAVE1_COLUMNS, WAVE2_COLUMNS, fmt_pct, fmt_rate, markdown_table
+from sabot.registry import WaveDef
+from sabot.store.board import read_report
+from sabot.store.db import connect
+from sabot.store.landing import latest_import
+from sabot.store.verdicts import read_verdicts
+from sabot_assets.constants import STORE_PATH
+
+CELL_FIELDS = (
+    "framework", "config", "task", "operator", "seed", "status", "excluded", "missing", "mapping", "flags",
+    "flags_noticed", "flags_anchored", "detected_hard", "reacted", "recovered", "fault_run_id", "fault_sha256",
+    "baseline_run_id", "baseline_sha256",
+)
+
+
+def score_document(wave: WaveDef, ruleset: str) -> dict:
+    with connect(STORE_PATH, read_only=True) as con:
+        rows = read_verdicts(con, wave.name, ruleset)
+        board = json.loads(read_report(con, wave.name, ruleset, "board.json"))
+        imported = latest_import(con, wave.name) or {"missing": [], "not_run": []}
+    return {
+        "wave": wave.name,
+        "label": wave.label,
+        "ruleset": ruleset,
+        "ruleset_hash": rows[0]["ruleset_hash"] if rows else None,
+        "headline_ruleset": wave.headline_ruleset,
+        "scoreboard": board,
+        "cells": [{k: r[k] for k in CELL_FIELDS} for r in rows if r["status"] != "carved_out"],
+        "missing": imported["missing"],
+        "not_run": imported["not_run"],
+    }
+
+
+def scoreboard_text(doc: dict) -> str:
+    board = doc["scoreboard"]
+    columns = WAVE1_COLUMNS if doc["ruleset"] == "v0.1.3" else WAVE2_COLUMNS
+    rows = [[e["group"], e["valid"]] + [fmt_rate(e["counts"].get(c, 0), e["valid"]) for _, c in columns] for e in board["tables"]["framework_config"]]
+    med = board["median"]
+    return "\n".join([
+        f"{doc['wave']} under ruleset {doc['ruleset']} ({doc['label']}); cells: {json.dumps(board['cells'], sort_keys=True)}",
+        markdown_table(["group", "valid"] + [h for h, _ in columns], rows),
+        f"median across frameworks: {fmt_pct(med['value'])} (band: {med['band']}); excluded cell classes: {len(board['exclusions'])}; missing files: {len(doc['missing'])}",
+    ])

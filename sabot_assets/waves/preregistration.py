@@ -1,0 +1,44 @@
+"""Pre-registration: what a wave was registered with, and a blocking check that it still holds."""
+
+import dagster as dg
+
+from sabot.matrix import Cell
+from sabot.registry import Registry, WaveDef
+from sabot_assets.constants import PREREGISTRATION_VERSION
+
+
+def build_preregistration(wave: WaveDef, registry: Registry, rulesets) -> tuple[dg.AssetsDefinition, dg.AssetChecksDefinition]:
+    @dg.asset(
+        name="preregistration",
+        key_prefix=wave.name,
+        group_name=wave.name,
+        code_version=PREREGISTRATION_VERSION,
+        description=f"The registered matrix, seeds and rulesets of {wave.name}, pinned to the registry hash.",
+    )
+    def preregistration() -> dg.MaterializeResult:
+        probes = wave.probes()
+        cells = len(probes) * len(wave.operators)
+        carved = sum(wave.is_carved_out(Cell(op, p)) for p in probes for op in wave.operators)
+        return dg.MaterializeResult(
+            metadata={
+                "registry sha256": registry.content_hash,
+                "source": wave.source,
+                "label": wave.label,
+                "seeds": str(list(wave.seeds)),
+                "probes (baselines)": len(probes),
+                "cells": cells,
+                "carved-out cells": carved,
+                "headline ruleset": wave.headline_ruleset,
+                "rulesets": dg.MetadataValue.md("\n".join(f"- {r.version}: `{r.hash}`" for r in rulesets)),
+            }
+        )
+
+    @dg.asset_check(asset=preregistration, blocking=True, description="The registry on disk still hashes to what was registered.")
+    def registry_matches_registration() -> dg.AssetCheckResult:
+        problems = Registry(registry.root).lock_problems()
+        return dg.AssetCheckResult(
+            passed=not problems,
+            metadata={"problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none")},
+        )
+
+    return preregistration, registry_matches_registration

@@ -1,0 +1,99 @@
+"""Cell verdicts: the hard tier under every ruleset the wave reads, per cell partition.
+
+Cheap and deterministic, so it is the layer automation may re-run: its code version is the hash
+of every ruleset it applies (data and scorer code), and a change marks only it, and what lies
+downstream, stale. No scoring logic lives here; it calls `judges.hard`.
+"""
+
+import hashlib
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from judges.hard.cell import score_cell
+from sabot.matrix import Cell
+from sabot.registry import WaveDef
+from sabot.store.db import append_manifest, transaction
+from sabot.store.runs import read_runs
+from sabot.store.verdicts import write_verdicts
+from sabot_assets.automation import RESCORE_CELLS
+from sabot_assets.constants import COST_TAG
+from sabot_assets.partitions import CELL_TO_BASELINE, cell_partitions
+from sabot_assets.resources import store_connection
+
+
+def verdict_rows(wave: WaveDef, ruleset, cell: Cell, fault, baseline, dagster_run_id: str) -> tuple[dict, list[dict]]:
+    verdict = score_cell(ruleset, cell, fault.record if fault else None, baseline.record if baseline else None, wave.is_carved_out(cell))
+    stored = {"fault run": fault, "baseline": baseline}
+    # Name the absent file where a run slot recorded it; otherwise the slot was never materialized.
+    missing = [stored[name].source_path if stored[name] else f"{name} (not materialized)" for name in verdict.missing]
+    p = cell.probe
+    row = {
+        "wave": wave.name, "ruleset": ruleset.version, "ruleset_hash": ruleset.hash, "operator": cell.operator, "probe": p.key,
+        "framework": p.framework, "config": p.config, "task": p.task, "seed": p.seed, "status": verdict.status,
+        "excluded": verdict.excluded, "missing": missing, "mapping": verdict.mapping,
+        "flags": list(verdict.flags), "flags_noticed": verdict.flags_noticed, "flags_anchored": verdict.flags_anchored,
+        "detected_hard": verdict.detected_hard, "reacted": verdict.reacted, "recovered": verdict.recovered,
+        "fault_run_id": fault.record.run_id if fault and fault.record else None,
+        "fault_sha256": fault.source_sha256 if fault else None,
+        "baseline_run_id": baseline.record.run_id if baseline and baseline.record else None,
+        "baseline_sha256": baseline.source_sha256 if baseline else None,
+        "dagster_run_id": dagster_run_id,
+    }
+    acts = [
+        {"wave": wave.name, "ruleset": ruleset.version, "operator": cell.operator, "probe": p.key, "run_id": row["fault_run_id"],
+         "seq": a.seq, "act": a.act, "component": a.component, "reason": a.reason, "surface": a.surface, "counted": a.counted, "note": a.note}
+        for a in verdict.acts
+    ]
+    return row, acts
+
+
+def scorer_version(rulesets) -> str:
+    return "verdicts-" + hashlib.sha256("|".join(r.hash for r in rulesets).encode()).hexdigest()[:12]
+
+
+def build_cell_verdicts(wave: WaveDef, rulesets, fault_runs: dg.AssetKey, baseline_runs: dg.AssetKey, code_version: str) -> dg.AssetsDefinition:
+    @dg.asset(
+        name="cell_verdicts",
+        key_prefix=wave.name,
+        group_name=wave.name,
+        partitions_def=cell_partitions(wave),
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        code_version=code_version,
+        deps=[fault_runs, dg.AssetDep(baseline_runs, partition_mapping=CELL_TO_BASELINE)],
+        automation_condition=RESCORE_CELLS,
+        kinds={"duckdb"},
+        tags={COST_TAG: "cheap"},
+        description=f"Hard-tier verdict of each cell under rulesets {', '.join(r.version for r in rulesets)}: exclusion, acts, detected, reacted, recovered.",
+    )
+    def cell_verdicts(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
+        cells = [Cell.parse(k) for k in context.partition_keys]
+        keys = [(c.operator, c.probe.key) for c in cells] + [("", c.probe.key) for c in cells]
+        rows, acts = [], []
+        with store_connection(store) as con:
+            runs = read_runs(con, wave.name, keys)
+            for cell in cells:
+                for ruleset in rulesets:
+                    fault, baseline = runs.get((cell.operator, cell.probe.key)), runs.get(("", cell.probe.key))
+                    row, cell_acts = verdict_rows(wave, ruleset, cell, fault, baseline, context.run_id)
+                    rows.append(row)
+                    acts += cell_acts
+            digest = hashlib.sha256(repr(sorted((r["ruleset"], r["operator"], r["probe"], r["status"], r["detected_hard"]) for r in rows)).encode()).hexdigest()
+            with transaction(con):
+                write_verdicts(con, wave.name, [(c.operator, c.probe.key) for c in cells], rows, acts)
+                append_manifest(con, wave.name, "cell_verdicts", context.run_id, len(cells), len(rows), digest, {r.version: r.hash for r in rulesets})
+        status = {}
+        for r in rows:
+            if r["ruleset"] == wave.headline_ruleset:
+                status[r["status"]] = status.get(r["status"], 0) + 1
+        return dg.MaterializeResult(
+            metadata={
+                "dagster/row_count": len(rows),
+                "cells": len(cells),
+                "rulesets": ", ".join(f"{r.version} ({r.hash})" for r in rulesets),
+                **{f"{k} cells ({wave.headline_ruleset})": v for k, v in sorted(status.items())},
+                "acts recorded": len(acts),
+            }
+        )
+
+    return cell_verdicts
