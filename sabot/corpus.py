@@ -42,8 +42,16 @@ class CorpusScan:
     missing: list[str] = field(default_factory=list)  # expected files that are absent
     not_run: list[str] = field(default_factory=list)  # fault runs skipped because the baseline failed
 
+    def digest(self) -> str:
+        return digest_of((f.rel_path, f.sha256) for f in self.files)
+
     def runs(self) -> dict[tuple[str | None, str], CorpusFile]:
         return {(f.operator, f.probe.key): f for f in self.files if f.record is not None}
+
+
+def digest_of(pairs) -> str:
+    """One hash over (path, sha256) pairs, independent of their order."""
+    return sha256_bytes("".join(f"{path} {sha}\n" for path, sha in sorted(pairs)).encode())
 
 
 def _coordinates(wave: WaveDef, rel: Path, source: str) -> tuple[Probe, str | None]:

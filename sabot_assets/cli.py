@@ -96,35 +96,27 @@ def corpus():
     """Reference corpora: import raw traces and score them through the asset graph."""
 
 
-def _import(ctx: Context, directory: Path, wave_name: str):
-    from sabot.corpus import scan
-    from sabot.store.db import connect
-    from sabot.store.landing import write_import
-    from sabot_assets.constants import STORE_PATH
-    from sabot_assets.materialize import WaveRunner, blocks
+def _bar(label):
+    def progress(blocks):
+        with click.progressbar(blocks, label=label, item_show_func=lambda b: b and f"{b.framework}/{b.config} {b.first_task}-{b.last_task}") as bar:
+            yield from bar
 
-    problems = ctx.registry.lock_problems()
-    if problems:
-        raise click.ClickException("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
-    wave = ctx.registry.wave(wave_name)
-    if wave.source != "import":
-        raise click.ClickException(f"wave {wave_name} is a live wave; only import waves read a corpus")
-    found = scan(wave, directory)
-    with connect(STORE_PATH) as con:
-        write_import(con, found, ctx.registry.content_hash)
-    runner = WaveRunner(ctx.defs(), wave, ctx.instance())
-    runner.preregister()
-    touched = {(f.probe.framework, f.probe.config, f.probe.task) for f in found.files}
-    spans = blocks(wave, touched)
-    with click.progressbar(spans, label=f"{wave.name}: run assets", item_show_func=lambda b: b and f"{b.framework}/{b.config} {b.first_task}-{b.last_task}") as bar:
-        for block in bar:
-            runner.runs(block)
-    click.echo(f"{wave.name}: imported {len(found.files)} file(s) from {directory}")
+    return progress
+
+
+def _import(ctx: Context, directory: Path, wave_name: str):
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.corpus_jobs import import_corpus
+
+    imported = import_corpus(ctx.registry, ctx.defs(), ctx.instance(), STORE_PATH, directory, wave_name, _bar(f"{wave_name}: run assets"))
+    found = imported.scan
+    state = "imported" if imported.runs_materialized else "unchanged since the last import of"
+    click.echo(f"{wave_name}: {state} {len(found.files)} file(s) from {directory}")
     for path in found.missing:
         click.echo(f"  missing: {path}")
     if found.not_run:
         click.echo(f"  not run (baseline failed): {len(found.not_run)} fault run(s)")
-    return wave, runner, spans, found
+    return imported
 
 
 @corpus.command("import")
@@ -146,18 +138,18 @@ def corpus_score(directory, wave_name, ruleset, json_out):
 
 
 def _score(ctx: Context, directory: Path, wave_name: str, ruleset: str | None, json_out: Path | None):
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.corpus_jobs import score_corpus
     from sabot_assets.export import score_document, scoreboard_text
 
     started = time.perf_counter()
-    wave, runner, spans, found = _import(ctx, directory, wave_name)
+    wave = ctx.registry.wave(wave_name)
     ruleset = ruleset or wave.headline_ruleset
     if ruleset not in wave.readings:
         raise click.ClickException(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {ruleset!r}")
-    with click.progressbar(spans, label=f"{wave.name}: cell verdicts") as bar:
-        for block in bar:
-            runner.verdicts(block)
-    runner.board()
-    doc = score_document(wave, ruleset)
+    imported = _import(ctx, directory, wave_name)
+    score_corpus(imported, _bar(f"{wave_name}: cell verdicts"))
+    doc = score_document(STORE_PATH, wave, ruleset)
     click.echo(scoreboard_text(doc))
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)

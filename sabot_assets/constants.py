@@ -6,7 +6,6 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 VAR_DIR = Path(os.environ.get("SABOT_VAR", PROJECT_ROOT / "var"))
 STORE_PATH = Path(os.environ.get("SABOT_DB", VAR_DIR / "sabot.duckdb"))
-REPORTS_DIR = VAR_DIR / "reports"
 
 # Manual versions for the run layer: bumping one is a reviewed decision, never automatic.
 IMPORT_RUNS_VERSION = "import-v1"

@@ -8,7 +8,6 @@ from sabot.store.board import read_report
 from sabot.store.db import connect
 from sabot.store.landing import latest_import
 from sabot.store.verdicts import read_verdicts
-from sabot_assets.constants import STORE_PATH
 
 CELL_FIELDS = (
     "framework", "config", "task", "operator", "seed", "status", "excluded", "missing", "mapping", "flags",
@@ -17,8 +16,8 @@ CELL_FIELDS = (
 )
 
 
-def score_document(wave: WaveDef, ruleset: str) -> dict:
-    with connect(STORE_PATH, read_only=True) as con:
+def score_document(store_path, wave: WaveDef, ruleset: str) -> dict:
+    with connect(store_path, read_only=True) as con:
         rows = read_verdicts(con, wave.name, ruleset)
         board = json.loads(read_report(con, wave.name, ruleset, "board.json"))
         imported = latest_import(con, wave.name) or {"missing": [], "not_run": []}

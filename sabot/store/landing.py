@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from sabot.corpus import CorpusScan
+from sabot.corpus import CorpusScan, digest_of
 from sabot.store.db import now, transaction
 
 
@@ -55,3 +55,9 @@ def latest_import(con, wave: str) -> dict | None:
         return None
     root, at, files, missing, not_run, registry_hash = row
     return {"corpus_root": root, "imported_at": at, "files": files, "missing": json.loads(missing), "not_run": json.loads(not_run), "registry_hash": registry_hash}
+
+
+def landed_digest(con, wave: str) -> str | None:
+    """The digest of what is landed for a wave, comparable with `CorpusScan.digest()`."""
+    rows = con.execute("SELECT rel_path, sha256 FROM corpus_files WHERE wave = ? ORDER BY rel_path", [wave]).fetchall()
+    return digest_of(rows) if rows else None

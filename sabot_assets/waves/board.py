@@ -6,6 +6,7 @@ their run ids and content hashes, to `scoreboard_manifest`.
 """
 
 import json
+from pathlib import Path
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
@@ -20,7 +21,7 @@ from sabot.store.landing import latest_import
 from sabot.store.runs import read_baselines
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
-from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION, REPORTS_DIR
+from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
 from sabot_assets.resources import store_connection
 
 
@@ -70,7 +71,7 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                 board = json.loads(read_report(con, wave.name, ruleset.version, "board.json"))
                 body = render_markdown(wave.name, wave.label, board, missing, ruleset.version == wave.headline_ruleset)
                 write_report(con, wave.name, ruleset.version, "md", body, context.run_id)
-                path = REPORTS_DIR / wave.name / f"{ruleset.version}.md"
+                path = Path(store.database).parent / "reports" / wave.name / f"{ruleset.version}.md"
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(body)
                 paths[ruleset.version] = path

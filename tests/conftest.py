@@ -1,0 +1,56 @@
+"""Shared fixtures: the reference corpus beside the project, and scored waves in temp stores."""
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster_duckdb import DuckDBResource
+
+from sabot.registry import Registry
+from sabot_assets.corpus_jobs import import_corpus, score_corpus
+from sabot_assets.definitions import build_definitions
+
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED = PROJECT.parent / "shared"
+CORPUS = SHARED / "external" / "sabot-public"
+WAVE2_DIR = CORPUS / "harness" / "runs" / "wave2"
+
+
+def require_corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"the reference corpus is not beside the project ({CORPUS})")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def registry() -> Registry:
+    return Registry()
+
+
+class ScoredWave:
+    """A wave imported and scored through the asset graph, in its own store and instance."""
+
+    def __init__(self, registry, tmp: Path, wave: str, instance, corpus: Path = CORPUS, scorer=None):
+        self.store_path = tmp / "sabot.duckdb"
+        self.defs = build_definitions(registry, DuckDBResource(database=str(self.store_path)), scorer=scorer)
+        self.instance = instance
+        self.imported = import_corpus(registry, self.defs, instance, self.store_path, corpus, wave)
+        score_corpus(self.imported)
+
+
+@pytest.fixture(scope="session")
+def scored_wave2(registry, tmp_path_factory):
+    require_corpus()
+    tmp = tmp_path_factory.mktemp("wave2")
+    (tmp / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+        yield ScoredWave(registry, tmp, "public_wave2", instance)
+
+
+@pytest.fixture(scope="session")
+def scored_wave1(registry, tmp_path_factory):
+    require_corpus()
+    tmp = tmp_path_factory.mktemp("wave1")
+    (tmp / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+        yield ScoredWave(registry, tmp, "public_wave1", instance)
