@@ -64,10 +64,22 @@ class WaveRunner:
         return dg.AssetKey([self.wave.name, name])
 
     def run(self, names: list[str], partition_range: tuple[str, str] | None = None) -> dg.ExecuteInProcessResult:
+        result = self._execute(names, partition_range)
+        if not result.success:
+            self._fail(result, names, partition_range)
+        return result
+
+    def _fail(self, result, names, partition_range) -> None:
+        where = ", ".join(names) + (f" [{partition_range[0]}...{partition_range[1]}]" if partition_range else "")
+        failure = next((e for e in result.all_events if e.is_failure), None)
+        detail = failure.message if failure else "see the Dagster run log"
+        raise MaterializationError(f"{self.wave.name}: materializing {where} failed (run {result.run_id}): {detail}")
+
+    def _execute(self, names: list[str], partition_range: tuple[str, str] | None) -> dg.ExecuteInProcessResult:
         tags = dict(self.tags)
         if partition_range:
             tags[RANGE_START], tags[RANGE_END] = partition_range
-        result = dg.materialize(
+        return dg.materialize(
             [*self.defs.assets, *self.defs.asset_checks],
             selection=[self.key(n) for n in names],
             instance=self.instance,
@@ -76,18 +88,15 @@ class WaveRunner:
             run_config=QUIET,
             raise_on_error=False,
         )
-        if not result.success:
-            where = f"{', '.join(names)}" + (f" [{partition_range[0]}...{partition_range[1]}]" if partition_range else "")
-            failure = next((e for e in result.all_events if e.is_failure), None)
-            detail = failure.message if failure else "see the Dagster run log"
-            raise MaterializationError(f"{self.wave.name}: materializing {where} failed (run {result.run_id}): {detail}")
-        return result
 
     def preregister(self) -> None:
-        result = self.run(["preregistration"])
+        """Materialize the pre-registration; its blocking check failing stops everything here."""
+        result = self._execute(["preregistration"], None)
         for check in result.get_asset_check_evaluations():
             if not check.passed:
                 raise MaterializationError(f"{self.wave.name}: pre-registration check failed: {check.metadata['problems'].value}")
+        if not result.success:
+            self._fail(result, ["preregistration"], None)
 
     def runs(self, block: Block) -> None:
         self.run(["baseline_runs"], block.probe_range(self.wave))
