@@ -2,7 +2,7 @@
 
 import json
 
-from judges.hard.tables import WAVE1_COLUMNS, WAVE2_COLUMNS, fmt_pct, fmt_rate, markdown_table
+from judges.hard.tables import columns_for, entries_markdown, fmt_pct
 from sabot.registry import WaveDef
 from sabot.store.board import read_report
 from sabot.store.db import connect
@@ -36,11 +36,9 @@ def score_document(store_path, wave: WaveDef, ruleset: str) -> dict:
 
 def scoreboard_text(doc: dict) -> str:
     board = doc["scoreboard"]
-    columns = WAVE1_COLUMNS if doc["ruleset"] == "v0.1.3" else WAVE2_COLUMNS
-    rows = [[e["group"], e["valid"]] + [fmt_rate(e["counts"].get(c, 0), e["valid"]) for _, c in columns] for e in board["tables"]["framework_config"]]
     med = board["median"]
     return "\n".join([
         f"{doc['wave']} under ruleset {doc['ruleset']} ({doc['label']}); cells: {json.dumps(board['cells'], sort_keys=True)}",
-        markdown_table(["group", "valid"] + [h for h, _ in columns], rows),
+        entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"])),
         f"median across frameworks: {fmt_pct(med['value'])} (band: {med['band']}); excluded cell classes: {len(board['exclusions'])}; missing files: {len(doc['missing'])}",
     ])

@@ -38,19 +38,19 @@ class ScoredWave:
         score_corpus(self.imported)
 
 
-@pytest.fixture(scope="session")
-def scored_wave2(registry, tmp_path_factory):
+def _scored(registry, tmp_path_factory, wave):
     require_corpus()
-    tmp = tmp_path_factory.mktemp("wave2")
+    tmp = tmp_path_factory.mktemp(wave)
     (tmp / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
-        yield ScoredWave(registry, tmp, "public_wave2", instance)
+        yield ScoredWave(registry, tmp, wave, instance)
+
+
+@pytest.fixture(scope="session")
+def scored_wave2(registry, tmp_path_factory):
+    yield from _scored(registry, tmp_path_factory, "public_wave2")
 
 
 @pytest.fixture(scope="session")
 def scored_wave1(registry, tmp_path_factory):
-    require_corpus()
-    tmp = tmp_path_factory.mktemp("wave1")
-    (tmp / "dagster").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
-        yield ScoredWave(registry, tmp, "public_wave1", instance)
+    yield from _scored(registry, tmp_path_factory, "public_wave1")

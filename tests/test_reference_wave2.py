@@ -50,3 +50,17 @@ def test_the_twelve_unrun_cells_are_baseline_fail_not_missing(scored_wave2):
     found = scored_wave2.imported.scan
     assert found.missing == []
     assert len(found.not_run) == 12 and all("/T4/" in p and ("seed12" in p or "seed15" in p) for p in found.not_run)
+
+
+def test_clean_baseline_base_rates_match_the_published_t3_slice(scored_wave2):
+    """The anchor-collision review publishes T3 clean fires per row: langgraph/default is 0 of 5 for every operator."""
+    import json
+
+    from sabot.store.board import read_report
+
+    with connect(scored_wave2.store_path, read_only=True) as con:
+        board = json.loads(read_report(con, "public_wave2", "v0.2.0", "board.json"))
+    assert board["baselines_scanned"] == 25
+    assert board["base_rates_by_task"]["anchor"]["T3"] == [0, 30]  # 5 baselines x 6 operators, no fire
+    # T1's source carries a natural 47.1-vs-41.7 discrepancy the reviewers quote: the registered anchors fire on clean runs.
+    assert board["base_rates"]["anchor"]["O1"][0] > 0 and board["base_rates"]["anchor"]["O1"][1] == 25

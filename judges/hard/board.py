@@ -49,6 +49,10 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators) 
             rule: {op: list(rates.rate(rule, "operator", op)) for op in operators}
             for rule in ("anchor", "strict")
         },
+        "base_rates_by_task": {
+            rule: {task: list(rates.rate(rule, "task", task)) for task in sorted({b.task for b in baselines})}
+            for rule in ("anchor", "strict")
+        },
         "baselines_scanned": len(baselines),
         "cells_fingerprint": fingerprint(scored),
     }

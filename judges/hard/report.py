@@ -1,15 +1,10 @@
 """The wave report in Markdown, rendered from a board (never hand-edited)."""
 
-from judges.hard.tables import WAVE1_COLUMNS, WAVE2_COLUMNS, fmt_pct, fmt_rate, markdown_table
-
-
-def _funnel_table(entries, columns) -> str:
-    rows = [[e["group"], e["valid"]] + [fmt_rate(e["counts"].get(c, 0), e["valid"]) for _, c in columns] for e in entries]
-    return markdown_table(["group", "valid"] + [h for h, _ in columns], rows)
+from judges.hard.tables import columns_for, entries_markdown as _funnel_table, fmt_pct, fmt_rate, markdown_table
 
 
 def render_markdown(wave: str, label: str, board: dict, missing: list[str], headline: bool) -> str:
-    columns = WAVE2_COLUMNS if board["ruleset"] != "v0.1.3" else WAVE1_COLUMNS
+    columns = columns_for(board["ruleset"])
     med = board["median"]
     out = [
         f"# Sabot — {wave}, ruleset {board['ruleset']}{' (headline)' if headline else ' (alternative reading)'}",
@@ -51,6 +46,11 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         markdown_table(
             ["operator", "registered anchors fire", "strict anchors fire"],
             [[op, fmt_rate(*board["base_rates"]["anchor"][op]), fmt_rate(*board["base_rates"]["strict"][op])] for op in sorted(board["base_rates"]["anchor"])],
+        ),
+        "",
+        markdown_table(
+            ["task", "registered anchors fire", "strict anchors fire"],
+            [[t, fmt_rate(*board["base_rates_by_task"]["anchor"][t]), fmt_rate(*board["base_rates_by_task"]["strict"][t])] for t in sorted(board["base_rates_by_task"]["anchor"])],
         ),
         "",
         "## Missing from the corpus",

@@ -21,6 +21,11 @@ WAVE1_COLUMNS = (
     ("recovery", "recovered"),
     ("recovery w/o detection (hard only)", "recovered_without_detection"),
 )
+def columns_for(ruleset: str):
+    """Wave-1 rules have no FLAGS surface: their tables are the wave-1 funnel."""
+    return WAVE1_COLUMNS if ruleset == "v0.1.3" else WAVE2_COLUMNS
+
+
 GROUPINGS = {
     "framework_config": ("framework", "config"),
     "operator": ("framework", "operator"),
@@ -43,6 +48,12 @@ def markdown_table(headers, rows) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def entries_markdown(entries, columns) -> str:
+    """A funnel table from stored entries ({group, valid, counts})."""
+    rows = [[e["group"], e["valid"]] + [fmt_rate(e["counts"].get(c, 0), e["valid"]) for _, c in columns] for e in entries]
+    return markdown_table(["group", "valid"] + [h for h, _ in columns], rows)
 
 
 def funnel_lines(funnel_rows: list[FunnelRow], columns) -> list[list[str]]:

@@ -13,7 +13,7 @@ from dagster_duckdb import DuckDBResource
 
 from judges.hard.board import build_board
 from judges.hard.report import render_markdown
-from judges.hard.tables import WAVE2_COLUMNS, fmt_pct, fmt_rate, markdown_table
+from judges.hard.tables import columns_for, entries_markdown, fmt_pct
 from sabot.registry import Registry, WaveDef
 from sabot.store.board import read_report, write_board, write_report
 from sabot.store.db import transaction
@@ -23,11 +23,6 @@ from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
 from sabot_assets.resources import store_connection
-
-
-def headline_preview(board: dict) -> str:
-    rows = [[e["group"], e["valid"]] + [fmt_rate(e["counts"].get(c, 0), e["valid"]) for _, c in WAVE2_COLUMNS] for e in board["tables"]["framework_config"]]
-    return markdown_table(["group", "valid"] + [h for h, _ in WAVE2_COLUMNS], rows)
 
 
 def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdicts: dg.AssetKey, scorer: str) -> list[dg.AssetsDefinition]:
@@ -53,7 +48,7 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                 "band": str(head["median"]["band"]),
                 "cells": json.dumps(head["cells"], sort_keys=True),
                 "cells fingerprint": head["cells_fingerprint"],
-                "scoreboard": dg.MetadataValue.md(headline_preview(head)),
+                "scoreboard": dg.MetadataValue.md(entries_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset))),
                 "lineage": dg.MetadataValue.md(
                     f"`SELECT * FROM scoreboard_manifest WHERE dagster_run_id = '{context.run_id}'` lists every cell behind these numbers, with run ids and sha256."
                 ),
