@@ -14,3 +14,8 @@ REPORT_VERSION = "report-v1"
 PREREGISTRATION_VERSION = "prereg-v1"
 
 COST_TAG = "sabot/cost"  # "cheap" assets may be automated; nothing else ever is
+
+# Live runs: bump RUNNER_VERSION by hand when the pipelines, prompts or scripted model change.
+RUNNER_VERSION = "runner-v1"
+LLM_POOL = "llm_agent"
+LIVE_CHUNK = 50  # partitions per backfill run: one process start per chunk, not per cell

@@ -13,8 +13,6 @@ def build_definitions(registry: Registry | None = None, store=None, scorer: str 
     assets, checks = [], []
     for name in registry.wave_names():
         wave = registry.wave(name)
-        if wave.source != "import":
-            continue  # live waves are built by the live-run layer once it exists
         wave_assets, wave_checks = build_wave(wave, registry, scorer)
         assets += wave_assets
         checks += wave_checks

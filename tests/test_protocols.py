@@ -2,7 +2,7 @@
 
 import pytest
 
-from judges.hard.protocols import Protocols, anchored
+from sabot.protocols import Protocols, anchored
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 import pytest
 
 from judges.hard.funnel import exclusion_appendix, funnel, median_across_frameworks
-from judges.hard.protocols import Protocols
+from sabot.protocols import Protocols
 from judges.hard.strict import StrictRule, with_strict
 from judges.hard.tables import GROUPINGS, WAVE2_COLUMNS, coverage_lines, funnel_lines, strict_lines
 from tests.conftest import WAVE2_DIR, require_corpus

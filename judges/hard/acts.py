@@ -7,7 +7,7 @@ simulator intended is visible to these functions.
 
 from dataclasses import dataclass
 
-from judges.hard.protocols import anchored, rule_matches
+from sabot.protocols import anchored, rule_matches
 from sabot.trace import RunRecord
 
 

@@ -8,7 +8,7 @@ import hashlib
 import json
 
 from judges.hard.funnel import exclusion_appendix, funnel, median_across_frameworks, band
-from judges.hard.protocols import Protocols
+from sabot.protocols import Protocols
 from judges.hard.strict import StrictRule, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
 

@@ -10,7 +10,7 @@ import inspect
 from dataclasses import dataclass
 from functools import lru_cache
 
-from judges.hard.protocols import Protocols
+from sabot.protocols import Protocols
 
 RETRY_REASON_RULES = ("any", "references_anomaly")
 REACTED_RULES = ("equals_detected", "corrective_after_detection")
@@ -48,7 +48,8 @@ def _choice(value, allowed, where):
 @lru_cache(maxsize=1)
 def scorer_source_hash() -> str:
     """Hash of the scorer's code: a change to any rule function changes every ruleset hash."""
-    from judges.hard import acts, cell, protocols  # the modules whose code decides a verdict
+    from judges.hard import acts, cell  # the modules whose code decides a verdict
+    from sabot import protocols
 
     source = "".join(inspect.getsource(m) for m in (acts, cell, protocols)) + inspect.getsource(Ruleset)
     return hashlib.sha256(source.encode()).hexdigest()

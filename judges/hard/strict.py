@@ -9,7 +9,7 @@ Base rates run the same rules over clean baselines, where every hit is a false p
 from collections import Counter
 from dataclasses import dataclass
 
-from judges.hard.protocols import anchored
+from sabot.protocols import anchored
 
 STRICT_DOC = "standard/strict_anchors.v0.2.1.json"
 

@@ -83,3 +83,8 @@ def read_baselines(con, wave: str) -> list[RunRecord]:
         "SELECT record, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
     ).fetchall()
     return [parse_runresult(json.loads(record), path) for record, path in rows]
+
+
+def write_intent(con, wave: str, operator: str | None, probe: str, run_id: str, intent: list) -> None:
+    con.execute("DELETE FROM simulator_intent WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator or "", probe])
+    con.execute("INSERT INTO simulator_intent VALUES (?, ?, ?, ?, ?)", [wave, operator or "", probe, run_id, json.dumps(intent)])

@@ -158,3 +158,14 @@ CREATE TABLE IF NOT EXISTS scoreboard_manifest (
     baseline_run_id VARCHAR,
     baseline_sha256 VARCHAR
 );
+
+-- What the scripted model decided and why, per live run. The scorer never reads this table; the
+-- oracle tests compare the scorer's verdicts against it.
+CREATE TABLE IF NOT EXISTS simulator_intent (
+    wave     VARCHAR NOT NULL,
+    operator VARCHAR NOT NULL,
+    probe    VARCHAR NOT NULL,
+    run_id   VARCHAR NOT NULL,
+    intent   JSON NOT NULL,
+    PRIMARY KEY (wave, operator, probe)
+);

@@ -6,20 +6,22 @@ from judges.hard.rulesets import load_ruleset
 from sabot.registry import Registry, WaveDef
 from sabot_assets.waves.board import build_board_assets
 from sabot_assets.waves.preregistration import build_preregistration
+from sabot_assets.waves.live_runs import build_live_run_assets
 from sabot_assets.waves.runs import build_run_assets
 from sabot_assets.waves.verdicts import build_cell_verdicts, scorer_version
 
 
 def build_wave(wave: WaveDef, registry: Registry, scorer: str | None = None) -> tuple[list, list]:
     """(assets, checks) of a wave. `scorer` overrides the derived scorer code version (tests)."""
-    if wave.source != "import":
-        raise ValueError(f"wave {wave.name}: live execution is not available yet; only imported waves can be built")
     rulesets = [load_ruleset(registry, v) for v in wave.readings]
     if wave.headline_ruleset not in wave.readings:
         raise ValueError(f"wave {wave.name}: headline ruleset {wave.headline_ruleset} is not among its readings")
     scorer = scorer or scorer_version(rulesets)
     prereg, check = build_preregistration(wave, registry, rulesets)
-    baseline_runs, fault_runs = build_run_assets(wave, prereg.key)
+    if wave.source == "import":
+        baseline_runs, fault_runs = build_run_assets(wave, prereg.key)
+    else:
+        baseline_runs, fault_runs = build_live_run_assets(wave, registry, prereg.key)
     verdicts = build_cell_verdicts(wave, rulesets, fault_runs.key, baseline_runs.key, scorer)
     board = build_board_assets(wave, registry, rulesets, verdicts.key, scorer)
     return [prereg, baseline_runs, fault_runs, verdicts, *board], [check]

@@ -1,0 +1,117 @@
+"""One live run of one cell (or baseline): isolated, retried once on infrastructure failure.
+
+The run gets its own working directory and HOME, its own fault, and (by default) its own scripted
+model server seeded by the cell; ground truth stays with the harness (the fault's values and the
+pass criterion) and never enters a prompt. The simulator's intent log is returned beside the run
+record, never inside it, so the scorer cannot read it.
+"""
+
+import contextlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import openai
+
+from adapters.endpoint import Endpoint, provider_from_env, scripted
+from adapters.langgraph_pipeline import LangGraphPipeline, llm_factory
+from adapters.scripted.policy import ScriptedPolicy
+from adapters.scripted.server import ScriptedModelServer
+from adapters.tools import TaskTools
+from sabot.protocols import Protocols
+from operators import make_fault
+from sabot import tasks
+from sabot.recorder import Recorder
+from sabot.trace import RunRecord
+
+PIPELINES = {"langgraph": LangGraphPipeline}
+INFRASTRUCTURE_ERRORS = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError, httpx.HTTPError, ConnectionError, TimeoutError)
+
+
+class AdapterMissing(NotImplementedError):
+    """A framework whose adapter is not built: a definition error, not a run error."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    wave: str
+    protocol: int  # 1: wave-1 prompts; 2: the anomaly-first reviewer addendum
+    framework: str
+    config: str
+    task: str
+    operator: str | None
+    seed: int
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.wave}-{self.framework}-{self.task}-{self.config}-{self.operator or 'baseline'}-s{self.seed}"
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    record: RunRecord
+    intent: list  # what the scripted model decided and why (empty against a real provider)
+
+
+@contextlib.contextmanager
+def isolated_home(run_dir: Path):
+    """Each run writes under its own HOME (framework caches, credentials), restored afterwards."""
+    home = run_dir / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    previous = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = previous
+
+
+def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
+    if spec.framework not in PIPELINES:
+        raise AdapterMissing(f"no {spec.framework} adapter yet; runnable frameworks: {', '.join(PIPELINES)}")
+    models = registry.doc("standard/models.v0.1.1.json")
+    task, oracle = tasks.served(spec.task), tasks.oracle(spec.task)
+    recorder = Recorder()
+    fault = make_fault(spec.operator, oracle.operators, models["o4_downgrade_model"])
+    if spec.operator == "O4":  # the swap happens at set-up, before any call: that is where it lands
+        recorder.record(task.worker_role, "tool-call", tool="model_config", injected=True, operator="O4")
+    tools = TaskTools(task, recorder, fault, run_dir, task.worker_role)
+    endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
+    policy = ScriptedPolicy(f"{spec.run_id}", weak_model=models["o4_downgrade_model"])
+    with contextlib.ExitStack() as stack:
+        if endpoint is None:
+            server = stack.enter_context(ScriptedModelServer(policy))
+            endpoint = scripted(server.base_url, models["pipeline_model"], models["o4_downgrade_model"])
+        stack.enter_context(isolated_home(run_dir))
+        pipeline = PIPELINES[spec.framework](spec.config, task, tools, recorder, llm_factory(endpoint, fault), Protocols.from_registry(registry), spec.protocol >= 2)
+        pipeline.run()
+        exchanges = list(server.exchanges) if endpoint.scripted else []
+    served = {e.payload.get("model_id") for e in recorder.events if e.kind == "agent-msg"}
+    landed = fault.landed or (spec.operator == "O4" and models["o4_downgrade_model"] in served)
+    passed = tasks.passes(spec.task, run_dir)
+    recorder.record("emit", "verdict", task_passed=passed)
+    record = recorder.record_of(
+        run_id=spec.run_id, framework=spec.framework, config=spec.config, task=spec.task, operator=spec.operator,
+        seed=spec.seed, injection_verified=bool(spec.operator) and landed, task_passed=passed,
+        error=None, extra={"endpoint": endpoint.label, "exchanges": exchanges, "protocol": spec.protocol},
+    )
+    return RunOutcome(record, policy.intent if endpoint.scripted else [])
+
+
+def run(spec: RunSpec, registry, work_root: Path) -> RunOutcome:
+    """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised)."""
+    error = None
+    for attempt in (1, 2):
+        run_dir = Path(work_root) / spec.run_id
+        shutil.rmtree(run_dir, ignore_errors=True)
+        try:
+            return _execute(spec, registry, run_dir)
+        except INFRASTRUCTURE_ERRORS as exc:
+            error = f"attempt {attempt}: {type(exc).__name__}: {exc}"
+    record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error)
+    return RunOutcome(record, [])

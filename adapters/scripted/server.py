@@ -1,0 +1,418 @@
+"""A scripted OpenAI-compatible model server: the HTTP/protocol layer only.
+
+Real agent frameworks (openai SDK, langchain-openai, CrewAI, AutoGen) talk to this
+server over real HTTP on 127.0.0.1. What to answer is decided by a pluggable
+``Responder``; this module only turns its ``Reply`` into the wire format the
+clients expect (plain JSON or SSE streams) and records every exchange in memory.
+
+Stdlib only, and nothing is ever written to disk.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterator
+
+log = logging.getLogger(__name__)
+log.addHandler(logging.NullHandler())  # quiet unless the application configures logging
+
+CHAT_ROUTE = "/chat/completions"
+MODELS_ROUTE = "/models"
+REDACTED_HEADERS = ("authorization", "proxy-authorization", "api-key", "x-api-key", "cookie")
+STREAM_PIECES = 4  # content is split into about this many deltas, like a real stream
+ARG_PIECES = 3  # tool-call arguments likewise arrive in several continuation deltas
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: str  # a JSON string, passed through verbatim
+
+
+@dataclass(frozen=True)
+class Reply:
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str | None = None  # the model id reported as serving the call; default: the request's "model"
+    status: int = 200  # non-200 -> an OpenAI-style error body
+    error: str | None = None
+
+
+Responder = Callable[[dict], Reply]  # receives the parsed request body (plus "path")
+
+
+# ---------------------------------------------------------------------------
+# Wire format: pure functions from (reply, request) to JSON-able objects
+# ---------------------------------------------------------------------------
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap deterministic token estimate; the scripted runs need stable numbers, not exact ones."""
+    return len(text) // 4 + 1
+
+
+def usage_for(request: dict, reply: Reply) -> dict:
+    prompt = estimate_tokens(json.dumps(request.get("messages", []), sort_keys=True))
+    spoken = (reply.content or "") + "".join(c.name + c.arguments for c in reply.tool_calls)
+    completion = estimate_tokens(spoken)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def error_body(status: int, message: str) -> dict:
+    kind = ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def finish_reason(reply: Reply) -> str:
+    return "tool_calls" if reply.tool_calls else "stop"
+
+
+def tool_call_id(n: int, i: int) -> str:
+    return f"call_{n}_{i}"
+
+
+def completion_body(n: int, model: str, request: dict, reply: Reply) -> dict:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": tool_call_id(n, i), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for i, c in enumerate(reply.tool_calls)
+        ]
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(reply), "logprobs": None}],
+        "usage": usage_for(request, reply),
+    }
+
+
+def split_text(text: str, pieces: int) -> list[str]:
+    """Split text into at most `pieces` non-empty parts (none for empty text)."""
+    size = max(1, -(-len(text) // pieces))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def stream_deltas(n: int, reply: Reply) -> Iterator[dict]:
+    """The deltas of a streamed answer, in the order OpenAI sends them."""
+    yield {"role": "assistant", "content": ""}
+    for piece in split_text(reply.content or "", STREAM_PIECES):
+        yield {"content": piece}
+    for i, call in enumerate(reply.tool_calls):
+        opening = {"index": i, "id": tool_call_id(n, i), "type": "function",
+                   "function": {"name": call.name, "arguments": ""}}
+        yield {"tool_calls": [opening]}
+        for part in split_text(call.arguments, ARG_PIECES):
+            yield {"tool_calls": [{"index": i, "function": {"arguments": part}}]}
+
+
+def stream_chunks(n: int, model: str, request: dict, reply: Reply) -> list[dict]:
+    """Every SSE data object of a streamed completion ([DONE] is added by the writer)."""
+    created = int(time.time())
+
+    def chunk(choices: list[dict]) -> dict:
+        return {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "created": created,
+                "model": model, "choices": choices}
+
+    chunks = [chunk([{"index": 0, "delta": d, "finish_reason": None}]) for d in stream_deltas(n, reply)]
+    chunks.append(chunk([{"index": 0, "delta": {}, "finish_reason": finish_reason(reply)}]))
+    if (request.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**chunk([]), "usage": usage_for(request, reply)})
+    return chunks
+
+
+def redact_headers(headers) -> dict[str, str]:
+    """Request headers with credentials masked: the API key must never be stored."""
+    recorded = {}
+    for name, value in headers.items():
+        key = name.lower()
+        if key in REDACTED_HEADERS:
+            scheme = value.split(" ", 1)[0] if " " in value else ""
+            value = f"{scheme} ***".strip()
+        recorded[key] = value
+    return recorded
+
+
+def route_of(path: str) -> str:
+    """Normalise a request path: drop the query, a trailing slash and the optional /v1 prefix."""
+    route = path.split("?", 1)[0].rstrip("/") or "/"
+    if route == "/v1" or route.startswith("/v1/"):
+        route = route[len("/v1"):] or "/"
+    return route
+
+
+# ---------------------------------------------------------------------------
+# HTTP handling
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one request produced: a JSON body or a list of SSE chunks, plus bookkeeping."""
+
+    status: int
+    body: dict | None = None
+    chunks: list[dict] | None = None
+    model: str | None = None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 so clients get proper chunked SSE; every response closes its connection
+    # so stop() never has to wait on idle keep-alive sockets and pools never hold stale ones.
+    protocol_version = "HTTP/1.1"
+    timeout = 30  # a client that connects and goes silent must not pin a thread forever
+    server: "_HTTPServer"
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    do_PUT = do_DELETE = do_PATCH = do_GET
+
+    def version_string(self) -> str:
+        return "ScriptedModelServer/1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # Quiet by default: http.server writes to stderr; route it to debug logging instead.
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def _handle(self) -> None:
+        owner = self.server.owner
+        n = owner._next_number()
+        headers = redact_headers(self.headers)
+        request = self._read_json()
+        outcome = owner._dispatch(n, self.command, self.path, request)
+        reply = outcome.chunks if outcome.chunks is not None else outcome.body
+        # Recorded before sending: a client that has its answer must already see the exchange.
+        owner._record({"n": n, "path": self.path, "request": request, "reply": reply,
+                       "model": outcome.model, "status": outcome.status, "headers": headers})
+        if outcome.chunks is not None:
+            self._send_stream(n, outcome.chunks)
+        else:
+            self._send_json(n, outcome.status, outcome.body)
+
+    def _read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._read_chunked()
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            return b""  # a malformed length reads as an empty body, which the router rejects
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _read_chunked(self) -> bytes:
+        parts = []
+        while True:
+            size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass  # skip trailers
+                return b"".join(parts)
+            parts.append(self.rfile.read(size))
+            self.rfile.readline()  # the CRLF after each chunk
+
+    def _read_json(self) -> Any:
+        """The parsed body; {} when empty, the raw text when it is not JSON (the router rejects it)."""
+        raw = self._read_body()
+        if not raw.strip():
+            return {}
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+
+    def _send_json(self, n: int, status: int, body: dict | None) -> None:
+        payload = json.dumps(body).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self._common_headers(n)
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            log.debug("client of exchange %d went away before the reply", n)
+
+    def _send_stream(self, n: int, chunks: list[dict]) -> None:
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self._common_headers(n)
+            for chunk in chunks:
+                self._write_chunk(f"data: {json.dumps(chunk)}\n\n".encode("utf-8"))
+            self._write_chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")  # end of the chunked body
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            log.debug("client of exchange %d went away mid-stream", n)
+
+    def _common_headers(self, n: int) -> None:
+        self.send_header("x-request-id", f"req_{n}")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    def _write_chunk(self, data: bytes) -> None:
+        # One HTTP chunk per SSE event, flushed, so clients see a real incremental stream.
+        self.wfile.write(f"{len(data):X}\r\n".encode("ascii") + data + b"\r\n")
+        self.wfile.flush()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True  # an in-flight request never blocks interpreter exit or stop()
+
+    def __init__(self, address: tuple[str, int], owner: "ScriptedModelServer"):
+        self.owner = owner
+        super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # socketserver prints tracebacks to stderr; keep them in logging instead.
+        log.warning("error while serving %s", client_address, exc_info=True)
+
+
+# ---------------------------------------------------------------------------
+# Public server
+# ---------------------------------------------------------------------------
+
+
+class ScriptedModelServer:
+    """An OpenAI-compatible HTTP server whose answers come from a responder callable."""
+
+    def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0,
+                 models: tuple[str, ...] = ()):
+        self.responder = responder
+        self.host = host
+        self.port = port
+        self.exchanges: list[dict] = []
+        self._fixed_models = tuple(models)
+        self._seen_models: list[str] = []
+        self._lock = threading.Lock()
+        self._counter = 0
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def start(self) -> "ScriptedModelServer":
+        if self._httpd is not None:
+            raise RuntimeError("ScriptedModelServer already started")
+        self._httpd = _HTTPServer((self.host, self.port), self)
+        self.port = self._httpd.server_address[1]  # the real port when 0 asked for a free one
+        # A short poll interval so stop() returns promptly instead of after up to 0.5 s.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=f"scripted-model-server:{self.port}", daemon=True)
+        self._thread.start()
+        log.debug("scripted model server listening on %s", self.base_url)
+        return self
+
+    def stop(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._httpd = self._thread = None
+        log.debug("scripted model server on port %s stopped", self.port)
+
+    def __enter__(self) -> "ScriptedModelServer":
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("base_url is known once the server is started")
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def models(self) -> list[str]:
+        """The fixed model ids followed by every other id requested or served so far."""
+        with self._lock:
+            return list(dict.fromkeys((*self._fixed_models, *self._seen_models)))
+
+    # -- bookkeeping (called from handler threads) ---------------------------
+
+    def _next_number(self) -> int:
+        with self._lock:
+            self._counter += 1
+            return self._counter
+
+    def _record(self, exchange: dict) -> None:
+        # Kept ordered by arrival number even when concurrent requests finish out of order.
+        with self._lock:
+            bisect.insort(self.exchanges, exchange, key=lambda e: e["n"])
+
+    def _remember_models(self, *ids: Any) -> None:
+        with self._lock:
+            for model in ids:
+                if isinstance(model, str) and model and model not in self._seen_models:
+                    self._seen_models.append(model)
+
+    # -- routing -------------------------------------------------------------
+
+    def _dispatch(self, n: int, method: str, path: str, request: Any) -> Outcome:
+        """Route one request; a bug in building the answer becomes a 500, never a dead connection."""
+        try:
+            return self._route(n, method, path, request)
+        except Exception as exc:
+            log.warning("failed to answer %s %s", method, path, exc_info=True)
+            return Outcome(500, error_body(500, f"server error: {type(exc).__name__}: {exc}"))
+
+    def _route(self, n: int, method: str, path: str, request: Any) -> Outcome:
+        route = route_of(path)
+        if method == "POST" and route == CHAT_ROUTE:
+            return self._chat(n, path, request)
+        if method == "GET" and route == MODELS_ROUTE:
+            return Outcome(200, self._models_body())
+        return Outcome(404, error_body(404, f"no route for {method} {path}"))
+
+    def _models_body(self) -> dict:
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in self.models]
+        return {"object": "list", "data": data}
+
+    def _chat(self, n: int, path: str, request: Any) -> Outcome:
+        if not isinstance(request, dict):
+            return Outcome(400, error_body(400, "request body must be a JSON object"))
+        reply = self._ask_responder(request, path)
+        model = reply.model or request.get("model") or "scripted"
+        self._remember_models(request.get("model"), model)
+        if reply.status != 200:
+            return Outcome(reply.status, error_body(reply.status, reply.error or "scripted error"), model=model)
+        if request.get("stream"):
+            return Outcome(200, chunks=stream_chunks(n, model, request, reply), model=model)
+        return Outcome(200, completion_body(n, model, request, reply), model=model)
+
+    def _ask_responder(self, request: dict, path: str) -> Reply:
+        """The responder's Reply; any failure becomes a 500 Reply so the server never dies."""
+        try:
+            # A deep copy: a responder that edits its input must not alter the recorded request.
+            reply = self.responder({**copy.deepcopy(request), "path": path})
+            if not isinstance(reply, Reply):
+                raise TypeError(f"responder returned {type(reply).__name__}, not Reply")
+            return reply
+        except Exception as exc:  # the responder is foreign code; report, never crash
+            log.warning("responder failed on %s", path, exc_info=True)
+            return Reply(status=500, error=f"responder error: {type(exc).__name__}: {exc}")

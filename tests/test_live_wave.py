@@ -1,0 +1,71 @@
+"""A live offline wave through the asset graph, checked against the scripted model's intent log.
+
+The scorer never reads the intent log; here it is the oracle. Where the log is unambiguous the
+scorer must agree: a reviewer that rejected after the fault landed is a hard detection; a FLAGS
+line that quoted a registered anchor is an anchored flag; a default-config run whose reviewers
+neither rejected nor reported an anchor has no detection; a silent no-op never recovers.
+"""
+
+import json
+
+import dagster as dg
+import pytest
+from dagster_duckdb import DuckDBResource
+
+from sabot.protocols import anchored
+from sabot.store.db import connect
+from sabot.store.verdicts import read_verdicts
+from sabot_assets.definitions import build_definitions
+from sabot_assets.wave_jobs import run_wave
+
+
+@pytest.fixture(scope="module")
+def demo(registry, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    (tmp / "dagster").mkdir()
+    store_path = tmp / "sabot.duckdb"
+    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+        defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
+        result = run_wave(registry, defs, instance, "demo", ["langgraph"])
+        yield result, store_path
+
+
+def intents(store_path):
+    with connect(store_path, read_only=True) as con:
+        rows = con.execute("SELECT operator, probe, intent FROM simulator_intent WHERE wave = 'demo'").fetchall()
+    return {(op, probe): json.loads(intent) for op, probe, intent in rows}
+
+
+def test_the_demo_wave_scores_both_langgraph_rows(demo):
+    result, store_path = demo
+    assert result.rows == [("langgraph", "default"), ("langgraph", "guardrail")]
+    with connect(store_path, read_only=True) as con:
+        rows = read_verdicts(con, "demo", "v0.2.0")
+    langgraph = [r for r in rows if r["framework"] == "langgraph"]
+    assert len(langgraph) == 2 * 5 * 6  # two configs x five tasks x six operators, one seed
+    assert {r["status"] for r in langgraph} <= {"valid", "excluded"}
+    assert all(r["excluded"] != "INJECTION_UNVERIFIED" for r in langgraph)
+
+
+def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(demo, registry):
+    _, store_path = demo
+    logs = intents(store_path)
+    with connect(store_path, read_only=True) as con:
+        rows = [r for r in read_verdicts(con, "demo", "v0.2.0") if r["status"] == "valid"]
+    checked = 0
+    for r in rows:
+        if r["operator"] == "O6":  # every review happens before the write it would have to catch
+            assert not r["recovered"]
+            continue
+        reviews = [e for e in logs[(r["operator"], r["probe"])] if e.get("stage") == "reviewer"]
+        acted = any(e["acted"] for e in reviews)
+        anchors = registry.anchors(r["task"], r["operator"])
+        reported = any(e["flags_line"] and anchored(e["flags_line"].removeprefix("FLAGS:"), anchors) for e in reviews)
+        if acted:
+            assert r["mapping"] and r["detected_hard"], r
+        if reported:
+            assert r["flags_anchored"], r
+        if r["config"] == "default" and not acted and not reported:
+            assert not r["detected_hard"], r
+        checked += 1
+    assert checked >= 40
