@@ -106,12 +106,14 @@ def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
 def run(spec: RunSpec, registry, work_root: Path) -> RunOutcome:
     """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised)."""
     error = None
+    provider = provider_from_env("", "")
+    where = provider.label if provider else "the scripted model on 127.0.0.1"
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)
         try:
             return _execute(spec, registry, run_dir)
         except INFRASTRUCTURE_ERRORS as exc:
-            error = f"attempt {attempt}: {type(exc).__name__}: {exc}"
+            error = f"attempt {attempt}: {type(exc).__name__}: {exc} (endpoint: {where})"
     record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error)
     return RunOutcome(record, [])

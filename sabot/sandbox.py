@@ -13,10 +13,12 @@ write outside its directory, print gigabytes or allocate huge memory. Containmen
   sockets, ctypes and writes outside the directory. Defence in depth only, see there.
 """
 
+import dataclasses
 import functools
 import math
 import os
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -167,8 +169,14 @@ def run_python(files: dict[str, str], entry: str, *, timeout: float = 10.0, memo
 def run_tests(solution: str, tests: str, *, module: str = "solution", timeout: float = 10.0) -> SandboxResult:
     """Convenience: files {module + '.py': solution, 'test_hidden.py': tests}; the tests file is a plain
     script of asserts (no pytest dependency) that imports the module; ok means every assert passed."""
-    files = {f"{module}.py": solution, "test_hidden.py": tests}
-    return run_python(files, "test_hidden.py", timeout=timeout)
+    # Exit status 0 alone is forgeable (`os._exit(0)` on import): the tests must also reach their
+    # last line, which prints a fresh nonce the solution cannot guess in advance.
+    done = f"sabot-tests-complete-{secrets.token_hex(8)}"
+    files = {f"{module}.py": solution, "test_hidden.py": f"{tests}\n\nprint({done!r})\n"}
+    result = run_python(files, "test_hidden.py", timeout=timeout)
+    if result.ok and done not in result.stdout:
+        return dataclasses.replace(result, ok=False, reason="the tests did not run to completion")
+    return result
 
 
 def network_isolation() -> str:

@@ -19,20 +19,30 @@ from sabot_assets.definitions import build_definitions
 from sabot_assets.wave_jobs import run_wave
 
 
-@pytest.fixture(scope="module")
-def demo(registry, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("demo")
+def live_wave(registry, tmp_path_factory, name):
+    tmp = tmp_path_factory.mktemp(name)
     (tmp / "dagster").mkdir()
     store_path = tmp / "sabot.duckdb"
     with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
         defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
-        result = run_wave(registry, defs, instance, "demo", ["langgraph"])
+        result = run_wave(registry, defs, instance, name, ["langgraph"])
         yield result, store_path
 
 
-def intents(store_path):
+@pytest.fixture(scope="module")
+def demo(registry, tmp_path_factory):
+    yield from live_wave(registry, tmp_path_factory, "demo")
+
+
+@pytest.fixture(scope="module")
+def wave2(registry, tmp_path_factory):
+    """The full LangGraph rows of wave 2: 2 configs x 6 operators x 5 tasks x 5 seeds + 50 baselines."""
+    yield from live_wave(registry, tmp_path_factory, "wave2")
+
+
+def intents(store_path, wave):
     with connect(store_path, read_only=True) as con:
-        rows = con.execute("SELECT operator, probe, intent FROM simulator_intent WHERE wave = 'demo'").fetchall()
+        rows = con.execute("SELECT operator, probe, intent FROM simulator_intent WHERE wave = ?", [wave]).fetchall()
     return {(op, probe): json.loads(intent) for op, probe, intent in rows}
 
 
@@ -47,11 +57,11 @@ def test_the_demo_wave_scores_both_langgraph_rows(demo):
     assert all(r["excluded"] != "INJECTION_UNVERIFIED" for r in langgraph)
 
 
-def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(demo, registry):
-    _, store_path = demo
-    logs = intents(store_path)
+def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(wave2, registry):
+    _, store_path = wave2
+    logs = intents(store_path, "wave2")
     with connect(store_path, read_only=True) as con:
-        rows = [r for r in read_verdicts(con, "demo", "v0.2.0") if r["status"] == "valid"]
+        rows = [r for r in read_verdicts(con, "wave2", "v0.2.0") if r["status"] == "valid"]
     checked = 0
     for r in rows:
         if r["operator"] == "O6":  # every review happens before the write it would have to catch
@@ -68,4 +78,14 @@ def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(demo, registr
         if r["config"] == "default" and not acted and not reported:
             assert not r["detected_hard"], r
         checked += 1
-    assert checked >= 40
+    assert checked >= 200
+
+
+def test_most_baselines_pass_on_every_task(wave2):
+    _, store_path = wave2
+    with connect(store_path, read_only=True) as con:
+        rates = con.execute(
+            "SELECT task, avg(task_passed::INT) FROM runs WHERE wave = 'wave2' AND operator = '' GROUP BY task ORDER BY task"
+        ).fetchall()
+    assert [t for t, _ in rates] == ["T1", "T2", "T3", "T4", "T5"]
+    assert all(rate > 0.5 for _, rate in rates), rates  # a task nobody can pass measures nothing

@@ -213,3 +213,8 @@ def test_a_process_that_slips_past_the_audit_hook_dies_with_the_run():
 def test_files_may_not_escape_the_directory():
     with pytest.raises(ValueError, match="outside the sandbox directory"):
         run_python({"../evil.py": "pass"}, "../evil.py")
+
+
+def test_exiting_zero_on_import_does_not_pass_the_tests():
+    result = run_tests("import os\nos._exit(0)\n", "import solution\nassert solution.add(2, 3) == 5\n")
+    assert not result.ok and result.reason == "the tests did not run to completion"
