@@ -1,0 +1,118 @@
+"""The wave report as one static HTML page, rendered from the boards (never hand-edited).
+
+The page is self-contained (inline CSS and SVG, no JavaScript, no external resources) and built
+by the Jinja templates beside this module, with autoescaping on: every string from a board, the
+label, the footnotes and the missing-files list is escaped. This module only shapes the boards
+into rows; rates are formatted with `judges.hard.tables.fmt_rate`, as in the Markdown report.
+
+The scoreboard table (`id="scoreboard"`) is the only element drawn with `HEADER_COLOUR` (its
+header row background); the screenshot test finds the table by that colour.
+"""
+
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from judges.hard.tables import GROUPINGS, columns_for, fmt_pct, fmt_rate
+
+HEADER_COLOUR = "#7b2d8e"  # scoreboard header row background, rgb(123, 45, 142)
+
+TABLE_TITLES = {
+    "framework_config": "Scoreboard — by framework x config",
+    "operator": "By operator",
+    "task_operator": "By task x operator",
+}
+FUNNEL_STAGES = (("valid", None), ("detected (headline)", "detected_hard"), ("reacted", "reacted"), ("recovered", "recovered"))
+FUNNEL_WIDTH = 220  # px of the longest bar (the valid denominator)
+
+_env = Environment(
+    loader=FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_env.filters["rate"] = lambda pair: fmt_rate(*pair)
+_env.filters["pct"] = fmt_pct
+
+
+def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, missing: list[str], footnotes: list[str]) -> str:
+    """The report page: the headline board in full, plus every ruleset's value where they diverge."""
+    if headline not in boards:
+        raise ValueError(f"headline ruleset {headline!r} has no board (have {sorted(boards)})")
+    board = boards[headline]
+    rulesets = [headline] + sorted(r for r in boards if r != headline)
+    return _env.get_template("report.html.j2").render(
+        wave=wave,
+        label=label,
+        headline=headline,
+        rulesets=rulesets,
+        board=board,
+        columns=columns_for(headline),
+        titles=TABLE_TITLES,
+        base=base_rate_lookup(board),
+        funnels=[funnel_bars(e) for e in board["tables"]["framework_config"]],
+        floor=floor_rows(board),
+        readings=reading_rows(boards, rulesets),
+        missing=missing,
+        footnotes=footnotes,
+        header_colour=HEADER_COLOUR,
+        bar_width=FUNNEL_WIDTH,
+    )
+
+
+def operator_of(group: str) -> str:
+    """The operator of a by-operator or task x operator group (its last component)."""
+    return group.rsplit("/", 1)[-1]
+
+
+def base_rate_lookup(board: dict) -> dict:
+    """rule -> operator -> (fires, baselines), plus "*" for all operators pooled (the scoreboard's)."""
+    out = {}
+    for rule, per_op in board["base_rates"].items():
+        pooled = [sum(n for n, _ in per_op.values()), sum(d for _, d in per_op.values())]
+        out[rule] = {**per_op, "*": pooled}
+    return out
+
+
+def funnel_bars(entry: dict) -> dict:
+    """One scoreboard row's funnel: bar lengths scaled to the valid denominator."""
+    bars = []
+    for name, column in FUNNEL_STAGES:
+        count = entry["valid"] if column is None else entry["counts"].get(column, 0)
+        width = FUNNEL_WIDTH * count / entry["valid"] if entry["valid"] else 0
+        bars.append({"name": name, "count": count, "width": round(width, 1), "rate": fmt_rate(count, entry["valid"])})
+    return {"group": entry["group"], "bars": bars}
+
+
+def floor_rows(board: dict) -> list[dict]:
+    """Strict floor beside the union, and the coverage-adjusted floor, per framework x config."""
+    covered = {e["group"]: e for e in board["covered_floor"]}
+    rows = []
+    for e in board["tables"]["framework_config"]:
+        c = covered.get(e["group"], {"valid": 0, "counts": {}})
+        rows.append({
+            "group": e["group"],
+            "valid": e["valid"],
+            "strict": fmt_rate(e["counts"].get("strict", 0), e["valid"]),
+            "union": fmt_rate(e["counts"].get("detected_hard", 0), e["valid"]),
+            "covered": f"{c['valid']}/{e['valid']}",
+            "covered_strict": fmt_rate(c["counts"].get("strict", 0), c["valid"]),
+        })
+    return rows
+
+
+def reading_rows(boards: dict[str, dict], rulesets: list[str]) -> list[dict]:
+    """Every row whose headline value (detected_hard / valid) is not the same under every ruleset."""
+    rows = []
+    for table in GROUPINGS:
+        per_ruleset = {r: {e["group"]: (e["counts"].get("detected_hard", 0), e["valid"]) for e in boards[r]["tables"][table]} for r in rulesets}
+        groups = sorted(set().union(*(per_ruleset[r] for r in rulesets)))
+        for group in groups:
+            values = [per_ruleset[r].get(group) for r in rulesets]
+            if len(set(values)) > 1:
+                rows.append({"table": TABLE_TITLES[table], "group": group, "values": [fmt_rate(*v) if v else "—" for v in values]})
+    medians = [boards[r]["median"] for r in rulesets]
+    if len({(m["value"], m["band"]) for m in medians}) > 1:
+        rows.append({"table": "Median across frameworks", "group": "all frameworks", "values": [f"{fmt_pct(m['value'])} ({m['band']})" for m in medians]})
+    return rows

@@ -1,0 +1,149 @@
+"""Single-rate uncertainty: Wilson score intervals and the task-cluster bootstrap.
+
+Backed by `statsmodels.stats.proportion.proportion_confint(method="wilson")` for the Wilson
+interval and a `numpy.random.Generator` (PCG64, seeded) for the bootstrap resampling.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+from statsmodels.stats.proportion import proportion_confint
+
+NAN = float("nan")
+
+
+def wilson(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval for successes/n at level 1 - alpha.
+
+    Backed by `statsmodels.stats.proportion.proportion_confint(method="wilson")`, clipped to
+    [0, 1]. n == 0 returns (nan, nan): an empty denominator has no rate and no interval, and a
+    nan (rather than None) keeps the return type a pair of floats that formats as "n/a".
+    """
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"need 0 <= successes <= n, got {successes}/{n}")
+    if n == 0:
+        return (NAN, NAN)
+    lo, hi = proportion_confint(successes, n, alpha=alpha, method="wilson")
+    return (max(0.0, float(lo)), min(1.0, float(hi)))
+
+
+def _pct(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{100 * x:.1f}"
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A count rate with its Wilson interval; `rate`, `lo`, `hi` are nan when n == 0."""
+
+    successes: int
+    n: int
+    rate: float
+    lo: float
+    hi: float
+
+    def format(self) -> str:
+        """`55.1% (76/138) [46.7, 63.1]` — percent to one decimal, Wilson bounds in percent."""
+        if self.n == 0:
+            return f"n/a ({self.successes}/{self.n})"
+        return f"{_pct(self.rate)}% ({self.successes}/{self.n}) [{_pct(self.lo)}, {_pct(self.hi)}]"
+
+
+def rate_with_ci(successes: int, n: int, alpha: float = 0.05) -> Rate:
+    """successes/n with its Wilson interval (see `wilson`)."""
+    lo, hi = wilson(successes, n, alpha)
+    return Rate(successes, n, successes / n if n else NAN, lo, hi)
+
+
+@dataclass(frozen=True)
+class BootstrapCI:
+    """A point estimate with a percentile cluster-bootstrap interval (see `cluster_bootstrap`)."""
+
+    label: str
+    point: float
+    lo: float
+    hi: float
+    clusters: int
+    B: int
+    seed: int
+    cluster: str
+
+    def format(self) -> str:
+        return (
+            f"{self.label} {100 * self.point:+.1f} pp [{100 * self.lo:+.1f}, {100 * self.hi:+.1f}] "
+            f"({self.cluster}-cluster bootstrap, {self.clusters} clusters, B={self.B}, seed={self.seed})"
+        )
+
+
+def bootstrap_sums(
+    sums: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    B: int = 2000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> tuple[float, float, float]:
+    """Percentile cluster bootstrap over per-cluster additive totals.
+
+    `sums` is (clusters x k): per-cluster totals of k additive quantities (e.g. successes and
+    valid cells). Each of B resamples draws len(sums) clusters with replacement using
+    `numpy.random.default_rng(seed)` and adds their rows; `statistic` maps an (m x k) array of
+    totals to m values (nan where undefined, e.g. an empty denominator). Resamples where the
+    statistic is undefined are dropped. The interval is the alpha/2, 1 - alpha/2 percentiles by
+    `numpy.quantile(method="inverted_cdf")`, so each endpoint is a value some resample attained
+    (few clusters give a coarse lattice; interpolating would invent resolution).
+    Returns (point, lo, hi); all nan when there are no clusters or the point is undefined.
+    """
+    sums = np.asarray(sums, dtype=float)
+    if sums.ndim != 2 or len(sums) == 0:
+        return (NAN, NAN, NAN)
+    point = float(statistic(sums.sum(axis=0, keepdims=True))[0])
+    if math.isnan(point):
+        return (NAN, NAN, NAN)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(sums), size=(B, len(sums)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stats = np.asarray(statistic(sums[draws].sum(axis=1)), dtype=float)
+    stats = stats[~np.isnan(stats)]
+    if stats.size == 0:
+        return (point, NAN, NAN)
+    lo, hi = np.quantile(stats, [alpha / 2, 1 - alpha / 2], method="inverted_cdf")
+    return (point, float(lo), float(hi))
+
+
+def cluster_sums(records: Iterable, cluster: Callable[[object], object], values: Callable[[object], Sequence[float]]):
+    """(sorted cluster keys, clusters x k array of summed `values`) — sorted so resampling is deterministic."""
+    totals: dict[str, np.ndarray] = {}
+    for rec in records:
+        v = np.asarray(values(rec), dtype=float)
+        key = str(cluster(rec))
+        totals[key] = totals[key] + v if key in totals else v
+    keys = sorted(totals)
+    return keys, (np.vstack([totals[k] for k in keys]) if keys else np.empty((0, 0)))
+
+
+def _ratio(totals: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(totals[:, 1] > 0, totals[:, 0] / totals[:, 1], np.nan)
+
+
+def cluster_bootstrap(
+    rows: Iterable[Mapping],
+    column: str,
+    cluster: str = "task",
+    B: int = 2000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> tuple[float, float, float]:
+    """Pooled rate of `column` over valid rows, with a percentile CI from resampling clusters.
+
+    Pooled = (sum of the column over valid rows) / (valid rows). Clusters (default: tasks) are
+    resampled with replacement, B times, with `numpy.random.default_rng(seed)`; the same seed
+    gives the same interval. See `bootstrap_sums` for the percentile rule. Returns
+    (rate, lo, hi); (nan, nan, nan) when there are no valid rows.
+    """
+    valid = [r for r in rows if r["status"] == "valid"]
+    _, sums = cluster_sums(valid, lambda r: r[cluster], lambda r: (float(bool(r[column])), 1.0))
+    return bootstrap_sums(sums, _ratio, B=B, seed=seed, alpha=alpha)

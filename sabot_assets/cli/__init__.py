@@ -1,0 +1,21 @@
+"""The `sabot` command line, built on click (already a Dagster dependency).
+
+Every command materializes through the same asset graph the UI shows, against the project's
+Dagster instance and DuckDB store. Heavy imports happen inside commands, so `--help` stays fast.
+"""
+
+import click
+
+from sabot_assets.cli.corpus import corpus
+from sabot_assets.cli.explain import explain
+from sabot_assets.cli.registry import registry
+from sabot_assets.cli.wave import wave
+
+
+@click.group()
+def main():
+    """Sabot on Dagster: plant faults, score what the pipelines' own checks caught."""
+
+
+for command in (registry, corpus, wave, explain):
+    main.add_command(command)

@@ -1,0 +1,3 @@
+from sabot_assets.cli import main
+
+main()

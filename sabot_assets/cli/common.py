@@ -1,0 +1,56 @@
+"""Shared pieces of the command line: the project's instance, the registry, error handling."""
+
+import os
+
+import click
+
+from sabot_assets.constants import PROJECT_ROOT, VAR_DIR
+
+
+def _instance_env() -> None:
+    """Point Dagster at the project's instance (dagster.yaml at the root, storage under var/)."""
+    os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT))
+    os.environ.setdefault("SABOT_DAGSTER_STORAGE", str(VAR_DIR / "dagster"))
+    os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+
+
+class Context:
+    """Lazily built pieces shared by the commands (Dagster imports are slow; `--help` stays fast)."""
+
+    def __init__(self):
+        from sabot.registry import Registry
+
+        _instance_env()
+        self.registry = Registry()
+
+    def instance(self):
+        import dagster as dg
+
+        return dg.DagsterInstance.get()
+
+    def defs(self):
+        from sabot_assets.definitions import build_definitions
+
+        return build_definitions(self.registry)
+
+
+def guarded(fn, *args):
+    """Run a command body; the project's input errors become one clear line and exit status 1."""
+    from judges.hard.acts import ScoringError
+    from sabot.corpus import CorpusError
+    from sabot.registry import RegistryError
+    from sabot.trace import TraceError
+    from sabot_assets.materialize import MaterializationError
+
+    try:
+        return fn(*args)
+    except (CorpusError, RegistryError, TraceError, ScoringError, MaterializationError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def progress_bar(label):
+    def progress(blocks):
+        with click.progressbar(blocks, label=label, item_show_func=lambda b: b and f"{b.framework}/{b.config} {b.first_task}-{b.last_task}") as bar:
+            yield from bar
+
+    return progress

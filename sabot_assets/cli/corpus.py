@@ -1,0 +1,68 @@
+"""`sabot corpus`: import a reference corpus and score it through the asset graph."""
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from sabot_assets.cli.common import Context, progress_bar, guarded
+
+
+@click.group()
+def corpus():
+    """Reference corpora: import raw traces and score them through the asset graph."""
+
+
+def _import(ctx: Context, directory: Path, wave_name: str):
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.corpus_jobs import import_corpus
+
+    imported = import_corpus(ctx.registry, ctx.defs(), ctx.instance(), STORE_PATH, directory, wave_name, progress_bar(f"{wave_name}: run assets"))
+    found = imported.scan
+    state = "imported" if imported.runs_materialized else "unchanged since the last import of"
+    click.echo(f"{wave_name}: {state} {len(found.files)} file(s) from {directory}")
+    for path in found.missing:
+        click.echo(f"  missing: {path}")
+    if found.not_run:
+        click.echo(f"  not run (baseline failed): {len(found.not_run)} fault run(s)")
+    return imported
+
+
+@corpus.command("import")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--wave", "wave_name", required=True, help="A registered import wave (data/waves/).")
+def corpus_import(directory, wave_name):
+    """Validate a corpus checkout and load its runs into the wave's run assets."""
+    guarded(_import, Context(), directory, wave_name)
+
+
+@corpus.command("score")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--wave", "wave_name", required=True, help="A registered import wave (data/waves/).")
+@click.option("--ruleset", default=None, help="Ruleset to report (default: the wave's headline ruleset).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
+def corpus_score(directory, wave_name, ruleset, json_out):
+    """Import, then materialize cell verdicts, scoreboard and report; print the scoreboard."""
+    guarded(_score, Context(), directory, wave_name, ruleset, json_out)
+
+
+def _score(ctx: Context, directory: Path, wave_name: str, ruleset: str | None, json_out: Path | None):
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.corpus_jobs import score_corpus
+    from sabot_assets.export import score_document, scoreboard_text
+
+    started = time.perf_counter()
+    wave = ctx.registry.wave(wave_name)
+    ruleset = ruleset or wave.headline_ruleset
+    if ruleset not in wave.readings:
+        raise click.ClickException(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {ruleset!r}")
+    imported = _import(ctx, directory, wave_name)
+    score_corpus(imported, progress_bar(f"{wave_name}: cell verdicts"))
+    doc = score_document(STORE_PATH, wave, ruleset)
+    click.echo(scoreboard_text(doc))
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+        click.echo(f"wrote {json_out}")
+    click.echo(f"done in {time.perf_counter() - started:.1f} s")

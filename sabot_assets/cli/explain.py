@@ -1,0 +1,45 @@
+"""`sabot explain`: walk a published number back to its cells, acts, events and model exchanges."""
+
+import json
+
+import click
+
+from sabot_assets.cli.common import Context
+
+
+@click.command("explain")
+@click.argument("wave_name")
+@click.argument("table")
+@click.argument("row")
+@click.argument("column")
+@click.option("--ruleset", default=None, help="Default: the wave's headline ruleset.")
+@click.option("--cell", "cell_key", default=None, help="Drill into one cell, e.g. 'O1|langgraph.default.T1.s11'.")
+def explain(wave_name, table, row, column, ruleset, cell_key):
+    """Trace a published number to its cells; with --cell, to the acts, events and model exchanges."""
+    from sabot.store.db import connect
+    from sabot.store.lineage import cell_detail, number_cells
+    from sabot_assets.constants import STORE_PATH
+
+    wave = Context().registry.wave(wave_name)
+    ruleset = ruleset or wave.headline_ruleset
+    try:
+        with connect(STORE_PATH, read_only=True) as con:
+            numerator, denominator = number_cells(con, wave.name, ruleset, table, row, column)
+            detail = cell_detail(con, wave.name, ruleset, *cell_key.split("|", 1)) if cell_key else None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    rate = f"{100 * len(numerator) / len(denominator):.1f}%" if denominator else "n/a"
+    click.echo(f"{wave.name} / {ruleset} / {table} / {row} / {column}: {rate} ({len(numerator)}/{len(denominator)})")
+    for name, cells in (("numerator", numerator), ("denominator", denominator)):
+        click.echo(f"{name}: {len(cells)} cells")
+        for c in cells:
+            click.echo(f"  {c['operator']}|{c['probe']}  run {c['fault_run_id']}  sha256 {(c['fault_sha256'] or '')[:12]}  baseline {c['baseline_run_id']}")
+    if detail:
+        click.echo(f"cell {cell_key}: {json.dumps(detail['verdict'], default=str)}")
+        for a in detail["acts"]:
+            click.echo(f"  act seq {a['seq']}: {a['act']} by {a['component']} ({a['surface']}, {'counted' if a['counted'] else 'not counted: ' + a['note']}): {a['reason']}")
+        for e in detail["events"]:
+            click.echo(f"  event seq {e['seq']}: {e['agent']} {e['kind']} {json.dumps(e['payload'], ensure_ascii=False)[:300]}")
+        click.echo(f"  model exchanges recorded: {len(detail['exchanges'])}" + ("" if detail["exchanges"] else " (imported corpora carry none)"))
+        for x in detail["exchanges"]:
+            click.echo(f"    #{x['n']} {x['model']}: {json.dumps(x['request'].get('messages', [])[-1:], ensure_ascii=False)[:200]} -> {json.dumps(x['reply'], ensure_ascii=False)[:200]}")

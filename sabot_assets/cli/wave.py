@@ -1,0 +1,62 @@
+"""`sabot wave`: run a live wave, score it, export it."""
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from sabot_assets.cli.common import Context, progress_bar, guarded
+
+
+@click.group()
+def wave():
+    """Live waves: real framework runs against the model endpoint (the scripted model by default)."""
+
+
+@wave.command("run")
+@click.argument("name")
+@click.option("--framework", "frameworks", multiple=True, help="Limit to these frameworks (repeatable).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
+def wave_run(name, frameworks, json_out):
+    """Run a registered live wave (e.g. `demo`), score it and print its scoreboard."""
+    guarded(_wave, Context(), name, frameworks, json_out)
+
+
+def _wave(ctx: Context, name: str, frameworks, json_out: Path | None):
+    from adapters.endpoint import provider_from_env
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.export import score_document, scoreboard_text
+    from sabot_assets.wave_jobs import run_wave
+
+    started = time.perf_counter()
+    models = ctx.registry.doc("standard/models.v0.1.1.json")
+    endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
+    click.echo(f"{name}: model endpoint: {endpoint.label if endpoint else 'simulation (scripted model on 127.0.0.1)'}")
+    result = run_wave(ctx.registry, ctx.defs(), ctx.instance(), name, frameworks or None, progress_bar(f"{name}: runs and verdicts"))
+    for reason in result.skipped:
+        click.echo(f"  skipped {reason}")
+    wave_def = ctx.registry.wave(name)
+    doc = score_document(STORE_PATH, wave_def, wave_def.headline_ruleset)
+    click.echo(scoreboard_text(doc))
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+        click.echo(f"wrote {json_out}")
+    click.echo(f"done in {time.perf_counter() - started:.1f} s")
+
+
+@wave.command("export")
+@click.argument("name")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--ruleset", default=None, help="Ruleset of the cellverdict.json files (default: the wave's headline).")
+def wave_export(name, directory, ruleset):
+    """Write a wave's runs and verdicts in the reference corpus layout under DIRECTORY/harness/runs/NAME."""
+    from sabot.corpus_export import export_wave
+    from sabot.store.db import connect
+    from sabot_assets.constants import STORE_PATH
+
+    wave_def = Context().registry.wave(name)
+    with connect(STORE_PATH, read_only=True) as con:
+        written = export_wave(con, wave_def, ruleset or wave_def.headline_ruleset, directory)
+    click.echo(f"{name}: wrote {len(written)} file(s) under {directory}/harness/runs/{name}")

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install headless Chromium (Debian package `chromium`) for the HTML report screenshot test
+# (tests/test_html_report.py). Idempotent: does nothing when /usr/bin/chromium already exists.
+# Needs root and Debian's package mirror. Quiet: apt/dpkg output goes to a log, shown only on failure.
+set -uo pipefail
+
+if [ -x /usr/bin/chromium ]; then
+    exit 0
+fi
+
+LOG="$(mktemp -t install_chromium.XXXXXX.log)"
+
+fail() {
+    echo "install_chromium.sh: $1" >&2
+    if [ -s "$LOG" ]; then
+        echo "--- last lines of $LOG ---" >&2
+        tail -n 20 "$LOG" >&2
+    fi
+    exit 1
+}
+
+[ "$(id -u)" -eq 0 ] || fail "must run as root to apt-get install chromium"
+command -v apt-get >/dev/null || fail "apt-get not found (this script expects Debian)"
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >>"$LOG" 2>&1 || fail "apt-get update failed (is Debian's package mirror reachable?)"
+apt-get install -y -qq chromium >>"$LOG" 2>&1 || fail "apt-get install -y chromium failed"
+[ -x /usr/bin/chromium ] || fail "chromium package installed but /usr/bin/chromium is missing"
+rm -f "$LOG"

@@ -1,0 +1,36 @@
+"""Export then re-import of a wave is lossless: every field of every run comes back."""
+
+import json
+
+from sabot.corpus import scan
+from sabot.corpus_export import as_import_wave, export_wave
+from sabot.store.db import connect
+from sabot.store.runs import read_runs
+from sabot.store.verdicts import read_verdicts
+from tests.conftest import CORPUS
+
+
+def test_export_then_reimport_is_lossless(scored_wave2, registry, tmp_path):
+    wave = registry.wave("public_wave2")
+    with connect(scored_wave2.store_path, read_only=True) as con:
+        written = export_wave(con, wave, "v0.2.0", tmp_path)
+        keys = [tuple(r) for r in con.execute("SELECT operator, probe FROM runs WHERE wave = 'public_wave2' AND status = 'present'").fetchall()]
+        stored = read_runs(con, "public_wave2", keys)
+        verdicts = {(r["operator"], r["probe"]): r for r in read_verdicts(con, "public_wave2", "v0.2.0")}
+    assert len(keys) == 163 and len(written) == 163 + 150
+
+    back = scan(as_import_wave(wave), tmp_path)
+    assert back.missing == [] and len(back.not_run) == 12
+    runs = {(op or "", key): f for (op, key), f in back.runs().items()}
+    assert set(runs) == set(stored)
+    for key, slot in stored.items():
+        assert runs[key].record == slot.record, key  # every field, events and extras included
+        # ...and the exported object is the reference file's object, byte-level formatting aside.
+        original = CORPUS / slot.source_path
+        assert json.loads(original.read_text()) == json.loads(runs[key].body), key
+
+    cellverdicts = [f for f in back.files if f.kind == "cellverdict"]
+    assert len(cellverdicts) == 150
+    for f in cellverdicts:
+        obj, ours = json.loads(f.body), verdicts[(f.operator, f.probe.key)]
+        assert (obj["excluded"], obj["detected_hard"], obj["reacted"], obj["recovered"]) == (ours["excluded"], ours["detected_hard"], ours["reacted"], ours["recovered"])
