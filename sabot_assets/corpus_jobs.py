@@ -52,4 +52,6 @@ def score_corpus(imported: ImportResult, progress=iter) -> None:
     """Materialize cell verdicts for every imported block, then the scoreboard and report."""
     for block in progress(imported.blocks):
         imported.runner.verdicts(block)
+        imported.runner.judge(block)  # cached reference verdicts only: no model call
+    imported.runner.kappa()
     imported.runner.board()

@@ -4,6 +4,7 @@ import dagster as dg
 
 from sabot.registry import Registry
 from sabot_assets.automation import rescore_sensor
+from sabot_assets.contrasts import build_contrast_assets
 from sabot_assets.resources import default_store
 from sabot_assets.waves.factory import build_wave
 
@@ -17,7 +18,7 @@ def build_definitions(registry: Registry | None = None, store=None, scorer: str 
         assets += wave_assets
         checks += wave_checks
     return dg.Definitions(
-        assets=assets,
+        assets=assets + build_contrast_assets(registry),
         asset_checks=checks,
         sensors=[rescore_sensor],
         resources={"store": store or default_store()},

@@ -23,7 +23,7 @@ def score_document(store_path, wave: WaveDef, ruleset: str) -> dict:
         imported = latest_import(con, wave.name) or {"missing": [], "not_run": []}
     return {
         "wave": wave.name,
-        "label": wave.label,
+        "label": board.get("label", wave.label),
         "ruleset": ruleset,
         "ruleset_hash": rows[0]["ruleset_hash"] if rows else None,
         "headline_ruleset": wave.headline_ruleset,

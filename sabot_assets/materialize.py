@@ -105,5 +105,16 @@ class WaveRunner:
     def verdicts(self, block: Block) -> None:
         self.run(["cell_verdicts"], block.cell_range(self.wave))
 
+    def judge(self, block: Block) -> None:
+        self.run(["judge_verdicts"], block.cell_range(self.wave))
+
+    def kappa(self) -> bool:
+        """The kappa audit; False when its blocking check failed (the soft tier is low-confidence)."""
+        result = self._execute(["kappa_audit"], None)
+        failed = [c for c in result.get_asset_check_evaluations() if not c.passed]
+        if not result.success and not failed:
+            self._fail(result, ["kappa_audit"], None)
+        return not failed
+
     def board(self) -> None:
         self.run(["scoreboard", "report"])

@@ -36,5 +36,7 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     for block in progress(blocks):
         runner.runs(block)
         runner.verdicts(block)
+        runner.judge(block)
+    runner.kappa()
     runner.board()
     return WaveRun(wave.name, [(fw, cfg) for fw in runnable for cfg in wave.configs], skipped)

@@ -17,7 +17,7 @@ def test_export_then_reimport_is_lossless(scored_wave2, registry, tmp_path):
         keys = [tuple(r) for r in con.execute("SELECT operator, probe FROM runs WHERE wave = 'public_wave2' AND status = 'present'").fetchall()]
         stored = read_runs(con, "public_wave2", keys)
         verdicts = {(r["operator"], r["probe"]): r for r in read_verdicts(con, "public_wave2", "v0.2.0")}
-    assert len(keys) == 163 and len(written) == 163 + 150
+    assert len(keys) == 163 and len(written) == 163 + 150 + 11  # runs, cell verdicts, judge verdicts
 
     back = scan(as_import_wave(wave), tmp_path)
     assert back.missing == [] and len(back.not_run) == 12
@@ -34,3 +34,9 @@ def test_export_then_reimport_is_lossless(scored_wave2, registry, tmp_path):
     for f in cellverdicts:
         obj, ours = json.loads(f.body), verdicts[(f.operator, f.probe.key)]
         assert (obj["excluded"], obj["detected_hard"], obj["reacted"], obj["recovered"]) == (ours["excluded"], ours["detected_hard"], ours["reacted"], ours["recovered"])
+
+    judge_files = [f for f in back.files if f.kind.startswith("judgeverdict")]
+    assert len(judge_files) == 11
+    for f in judge_files:
+        original = CORPUS / f.rel_path.replace(f"harness/runs/public_wave2/", "harness/runs/wave2/")
+        assert json.loads(original.read_text()) == json.loads(f.body), f.rel_path

@@ -3,7 +3,35 @@
 from judges.hard.tables import columns_for, entries_markdown as _funnel_table, fmt_pct, fmt_rate, markdown_table
 
 
-def render_markdown(wave: str, label: str, board: dict, missing: list[str], headline: bool) -> str:
+def _interval(bounds) -> str:
+    lo, hi = bounds
+    return "n/a" if lo != lo or hi != hi else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def soft_section(board: dict, kappa: dict | None) -> list[str]:
+    """The soft tier, never blended into the headline, labelled with its measured reliability."""
+    if kappa is None or not kappa.get("n"):
+        confidence = "kappa not measured (no double-judged pairs): **low-confidence**"
+    else:
+        confidence = f"Cohen's kappa {kappa['kappa']:.3f} [{kappa['lo']:.3f}, {kappa['hi']:.3f}] over {kappa['n']} double-judged pairs; bound {kappa['bound']}: **{kappa['confidence']}**"
+    rows = [
+        [g, f"{e['judged']}/{e['valid']}", fmt_rate(e["soft_notice"], e["judged"]), fmt_rate(e["hard"], e["judged"]),
+         "n/a" if not e["judged"] else f"{100 * (e['soft_notice'] - e['hard']) / e['judged']:+.1f} pp",
+         fmt_rate(e["recovered_without_detection"], e["judged"])]
+        for g, e in sorted(board.get("soft", {}).items())
+    ]
+    backends = ", ".join(board.get("judge_backends", [])) or "none"
+    return [
+        f"## Soft tier (judge: {backends}) — separate from the headline",
+        "",
+        confidence + ". Rates are over the judged valid cells.",
+        "",
+        markdown_table(["group", "judged", "soft notice", "hard (same cells)", "override gap", "recovered w/o detection (soft reading)"], rows),
+        "",
+    ]
+
+
+def render_markdown(wave: str, label: str, board: dict, missing: list[str], headline: bool, kappa: dict | None = None) -> str:
     columns = columns_for(board["ruleset"])
     med = board["median"]
     out = [
@@ -20,6 +48,18 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "## Scoreboard — by framework x config",
         "",
         _funnel_table(board["tables"]["framework_config"], columns),
+        "",
+        "## Uncertainty of the headline column",
+        "",
+        markdown_table(
+            ["group", "detected (hard)", "Wilson 95%", "task-cluster bootstrap 95%"],
+            [
+                [e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"]), _interval(e["wilson"]["detected_hard"]), _interval(board["cluster_bootstrap"][e["group"]][1:])]
+                for e in board["tables"]["framework_config"]
+            ],
+        ),
+        "",
+        "A difference between rows is only a finding where a paired test separates them; never rank rows by point estimate alone.",
         "",
         "## By operator",
         "",
@@ -53,6 +93,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
             [[t, fmt_rate(*board["base_rates_by_task"]["anchor"][t]), fmt_rate(*board["base_rates_by_task"]["strict"][t])] for t in sorted(board["base_rates_by_task"]["anchor"])],
         ),
         "",
+        *soft_section(board, kappa),
         "## Missing from the corpus",
         "",
         "\n".join(f"- `{path}`" for path in missing) if missing else "Nothing missing.",

@@ -16,6 +16,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from judges.hard.tables import GROUPINGS, columns_for, fmt_pct, fmt_rate
 
 HEADER_COLOUR = "#7b2d8e"  # scoreboard header row background, rgb(123, 45, 142)
+SCOREBOARD_MIN_WIDTH = 640  # px: the scoreboard table is at least this wide...
+HEADER_MIN_HEIGHT = 28  # px: ...and its header row at least this tall (the screenshot test's floor)
 
 TABLE_TITLES = {
     "framework_config": "Scoreboard — by framework x config",
@@ -34,6 +36,7 @@ _env = Environment(
 )
 _env.filters["rate"] = lambda pair: fmt_rate(*pair)
 _env.filters["pct"] = fmt_pct
+_env.globals.update(fmt_rate=fmt_rate, operator_of=lambda group: group.rsplit("/", 1)[-1])
 
 
 def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, missing: list[str], footnotes: list[str]) -> str:
@@ -48,6 +51,7 @@ def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, m
         headline=headline,
         rulesets=rulesets,
         board=board,
+        boards=boards,
         columns=columns_for(headline),
         titles=TABLE_TITLES,
         base=base_rate_lookup(board),
@@ -57,13 +61,10 @@ def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, m
         missing=missing,
         footnotes=footnotes,
         header_colour=HEADER_COLOUR,
+        scoreboard_min_width=SCOREBOARD_MIN_WIDTH,
+        header_min_height=HEADER_MIN_HEIGHT,
         bar_width=FUNNEL_WIDTH,
     )
-
-
-def operator_of(group: str) -> str:
-    """The operator of a by-operator or task x operator group (its last component)."""
-    return group.rsplit("/", 1)[-1]
 
 
 def base_rate_lookup(board: dict) -> dict:
@@ -106,13 +107,13 @@ def reading_rows(boards: dict[str, dict], rulesets: list[str]) -> list[dict]:
     """Every row whose headline value (detected_hard / valid) is not the same under every ruleset."""
     rows = []
     for table in GROUPINGS:
-        per_ruleset = {r: {e["group"]: (e["counts"].get("detected_hard", 0), e["valid"]) for e in boards[r]["tables"][table]} for r in rulesets}
-        groups = sorted(set().union(*(per_ruleset[r] for r in rulesets)))
-        for group in groups:
-            values = [per_ruleset[r].get(group) for r in rulesets]
-            if len(set(values)) > 1:
-                rows.append({"table": TABLE_TITLES[table], "group": group, "values": [fmt_rate(*v) if v else "—" for v in values]})
+        values = {r: {e["group"]: (e["counts"].get("detected_hard", 0), e["valid"]) for e in boards[r]["tables"][table]} for r in rulesets}
+        for group in sorted(set().union(*values.values())):
+            pairs = [values[r].get(group) for r in rulesets]  # None: the group has no valid cell there
+            if len(set(pairs)) > 1:
+                rows.append({"table": TABLE_TITLES[table], "group": group, "readings": [fmt_rate(*p) if p else "—" for p in pairs]})
     medians = [boards[r]["median"] for r in rulesets]
     if len({(m["value"], m["band"]) for m in medians}) > 1:
-        rows.append({"table": "Median across frameworks", "group": "all frameworks", "values": [f"{fmt_pct(m['value'])} ({m['band']})" for m in medians]})
+        readings = [f"{fmt_pct(m['value'])} ({m['band']})" for m in medians]
+        rows.append({"table": "Median across frameworks", "group": "all frameworks", "readings": readings})
     return rows

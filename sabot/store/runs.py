@@ -88,3 +88,11 @@ def read_baselines(con, wave: str) -> list[RunRecord]:
 def write_intent(con, wave: str, operator: str | None, probe: str, run_id: str, intent: list) -> None:
     con.execute("DELETE FROM simulator_intent WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator or "", probe])
     con.execute("INSERT INTO simulator_intent VALUES (?, ?, ?, ?, ?)", [wave, operator or "", probe, run_id, json.dumps(intent)])
+
+
+def endpoints(con, wave: str) -> set[str]:
+    """The model endpoints a wave's present runs were made against (as labelled in their records)."""
+    rows = con.execute(
+        "SELECT DISTINCT json_extract_string(record, '$.endpoint') FROM runs WHERE wave = ? AND status = 'present'", [wave]
+    ).fetchall()
+    return {r[0] for r in rows if r[0]}

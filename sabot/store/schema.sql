@@ -169,3 +169,24 @@ CREATE TABLE IF NOT EXISTS simulator_intent (
     intent   JSON NOT NULL,
     PRIMARY KEY (wave, operator, probe)
 );
+
+-- Soft tier: one judge verdict per cell and prompt variant (variant 1 only for the kappa subset).
+-- Cached: scoring a wave reads these rows and calls no model.
+CREATE TABLE IF NOT EXISTS judge_verdicts (
+    wave               VARCHAR NOT NULL,
+    operator           VARCHAR NOT NULL,
+    probe              VARCHAR NOT NULL,
+    prompt_variant     INTEGER NOT NULL,
+    backend            VARCHAR NOT NULL,
+    backend_version    VARCHAR,
+    status             VARCHAR NOT NULL, -- ok | judge_excluded
+    noticed            BOOLEAN,
+    by_which_component VARCHAR,
+    evidence_quote     VARCHAR,
+    raw                VARCHAR NOT NULL,
+    attempts           INTEGER,
+    reason             VARCHAR,
+    source             VARCHAR,
+    dagster_run_id     VARCHAR NOT NULL,
+    PRIMARY KEY (wave, operator, probe, prompt_variant)
+);

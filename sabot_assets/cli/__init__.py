@@ -7,7 +7,7 @@ Dagster instance and DuckDB store. Heavy imports happen inside commands, so `--h
 import click
 
 from sabot_assets.cli.corpus import corpus
-from sabot_assets.cli.explain import explain
+from sabot_assets.cli.explain import explain, predictions
 from sabot_assets.cli.registry import registry
 from sabot_assets.cli.wave import wave
 
@@ -17,5 +17,5 @@ def main():
     """Sabot on Dagster: plant faults, score what the pipelines' own checks caught."""
 
 
-for command in (registry, corpus, wave, explain):
+for command in (registry, corpus, wave, explain, predictions):
     main.add_command(command)

@@ -43,3 +43,21 @@ def explain(wave_name, table, row, column, ruleset, cell_key):
         click.echo(f"  model exchanges recorded: {len(detail['exchanges'])}" + ("" if detail["exchanges"] else " (imported corpora carry none)"))
         for x in detail["exchanges"]:
             click.echo(f"    #{x['n']} {x['model']}: {json.dumps(x['request'].get('messages', [])[-1:], ensure_ascii=False)[:200]} -> {json.dumps(x['reply'], ensure_ascii=False)[:200]}")
+
+
+@click.command("predictions")
+@click.argument("pair")
+def predictions(pair):
+    """Evaluate P1-P5 for a registered wave pair (e.g. live_contrasts) from the stored verdicts."""
+    import dagster as dg
+
+    ctx = Context()
+    defs = ctx.defs()
+    key = dg.AssetKey([pair, "predictions"])
+    assets = [a for a in defs.assets if key in a.keys]
+    if not assets:
+        raise click.ClickException(f"no pair {pair!r}; see data/standard/contrasts.v1.json")
+    result = dg.materialize(defs.assets, selection=[key], instance=ctx.instance(), resources=defs.resources, raise_on_error=False)
+    if not result.success:
+        raise click.ClickException(f"{pair}: evaluating the predictions failed (run {result.run_id})")
+    click.echo(result.asset_materializations_for_node(f"{pair}__predictions")[0].metadata["predictions"].value)

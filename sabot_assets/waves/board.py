@@ -13,36 +13,57 @@ from dagster_duckdb import DuckDBResource
 
 from judges.hard.board import build_board
 from judges.hard.report import render_markdown
+from judges.report.html import render_html
 from judges.hard.tables import columns_for, entries_markdown, fmt_pct
 from sabot.registry import Registry, WaveDef
 from sabot.store.board import read_report, write_board, write_report
 from sabot.store.db import transaction
+from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import
-from sabot.store.runs import read_baselines
+from sabot.store.runs import endpoints, read_baselines
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
 from sabot_assets.resources import store_connection
 
 
-def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdicts: dg.AssetKey, scorer: str) -> list[dg.AssetsDefinition]:
+def conformance_label(con, wave: WaveDef) -> str:
+    """"simulation" if any run used the scripted model; a real provider's runs are "derived": a Sabot
+    Score also needs a tagged spec revision's pinned versions, model ids and registered seeds."""
+    if wave.source == "import":
+        return wave.label
+    used = endpoints(con, wave.name)
+    return "simulation" if not used or any(e.startswith("simulation") for e in used) else "derived"
+
+
+def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
+    """The footnotes registry of a report: what each reading means and how the wave was made."""
+    notes = [f"Label: {label}. Numbers from the scripted model are simulation numbers; a Sabot Score needs a tagged spec revision's pinned versions, model ids and registered seeds."]
+    notes += [f"Ruleset {r.version} ({r.hash}): {registry.ruleset_doc(r.version).doc['summary']}" for r in rulesets]
+    notes.append("The strict injection-evidence floor counts only FLAGS lines quoting injection-only text and drops the Magentic-One mapping surface and O4; publish it with the union, never instead of it.")
+    return notes
+
+
+def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdicts: dg.AssetKey, judge_verdicts: dg.AssetKey, scorer: str) -> list[dg.AssetsDefinition]:
     common = dict(key_prefix=wave.name, group_name=wave.name, automation_condition=REBUILD_BOARD, tags={COST_TAG: "cheap"}, kinds={"duckdb"})
 
-    @dg.asset(name="scoreboard", deps=[cell_verdicts], code_version=f"{BOARD_VERSION}+{scorer}",
+    @dg.asset(name="scoreboard", deps=[cell_verdicts, judge_verdicts], code_version=f"{BOARD_VERSION}+{scorer}",
               description="Funnel tables, exclusion appendix, strict floor, base rates and band, under every ruleset the wave reads.", **common)
     def scoreboard(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         boards = {}
         with store_connection(store) as con:
             baselines = read_baselines(con, wave.name)
+            label = conformance_label(con, wave)
+            judged = {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave.name, variant=0).items()}
             with transaction(con):
                 for ruleset in rulesets:
                     rows = read_verdicts(con, wave.name, ruleset.version)
-                    boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators)
+                    boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged) | {"label": label}
                     write_board(con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id)
         head = boards[wave.headline_ruleset]
         return dg.MaterializeResult(
             metadata={
-                "label": wave.label,
+                "label": label,
                 "headline ruleset": wave.headline_ruleset,
                 "median across frameworks": fmt_pct(head["median"]["value"]),
                 "band": str(head["median"]["band"]),
@@ -58,21 +79,26 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
     @dg.asset(name="report", deps=[scoreboard], code_version=f"{REPORT_VERSION}+{scorer}",
               description="The wave report in Markdown per ruleset, generated from the store.", **common)
     def report(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
-        paths = {}
+        out_dir = Path(store.database).parent / "reports" / wave.name
+        out_dir.mkdir(parents=True, exist_ok=True)
         with store_connection(store) as con:
             imported = latest_import(con, wave.name)
             missing = imported["missing"] if imported else []
-            for ruleset in rulesets:
-                board = json.loads(read_report(con, wave.name, ruleset.version, "board.json"))
-                body = render_markdown(wave.name, wave.label, board, missing, ruleset.version == wave.headline_ruleset)
-                write_report(con, wave.name, ruleset.version, "md", body, context.run_id)
-                path = Path(store.database).parent / "reports" / wave.name / f"{ruleset.version}.md"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(body)
-                paths[ruleset.version] = path
+            boards = {r.version: json.loads(read_report(con, wave.name, r.version, "board.json")) for r in rulesets}
+            kappa_doc = read_report(con, wave.name, "soft", "kappa.json")
+            kappa = json.loads(kappa_doc) if kappa_doc else None
+            label = boards[wave.headline_ruleset]["label"]
+            markdown = {v: render_markdown(wave.name, label, b, missing, v == wave.headline_ruleset, kappa) for v, b in boards.items()}
+            html = render_html(wave.name, label, boards, wave.headline_ruleset, missing, footnotes(registry, rulesets, label))
+            for version, body in markdown.items():
+                write_report(con, wave.name, version, "md", body, context.run_id)
+                (out_dir / f"{version}.md").write_text(body)
+            write_report(con, wave.name, wave.headline_ruleset, "html", html, context.run_id)
+            (out_dir / "index.html").write_text(html)
         return dg.MaterializeResult(
-            metadata={f"report {v}": dg.MetadataValue.path(str(p)) for v, p in paths.items()}
-            | {"headline report": dg.MetadataValue.md(paths[wave.headline_ruleset].read_text()[:20000])}
+            metadata={"report (HTML)": dg.MetadataValue.path(str(out_dir / "index.html"))}
+            | {f"report {v}": dg.MetadataValue.path(str(out_dir / f"{v}.md")) for v in markdown}
+            | {"headline report": dg.MetadataValue.md(markdown[wave.headline_ruleset][:20000])}
         )
 
     return [scoreboard, report]

@@ -6,6 +6,7 @@ from judges.hard.rulesets import load_ruleset
 from sabot.registry import Registry, WaveDef
 from sabot_assets.waves.board import build_board_assets
 from sabot_assets.waves.preregistration import build_preregistration
+from sabot_assets.waves.judging import build_judging_assets
 from sabot_assets.waves.live_runs import build_live_run_assets
 from sabot_assets.waves.runs import build_run_assets
 from sabot_assets.waves.verdicts import build_cell_verdicts, scorer_version
@@ -23,5 +24,6 @@ def build_wave(wave: WaveDef, registry: Registry, scorer: str | None = None) -> 
     else:
         baseline_runs, fault_runs = build_live_run_assets(wave, registry, prereg.key)
     verdicts = build_cell_verdicts(wave, rulesets, fault_runs.key, baseline_runs.key, scorer)
-    board = build_board_assets(wave, registry, rulesets, verdicts.key, scorer)
-    return [prereg, baseline_runs, fault_runs, verdicts, *board], [check]
+    (judge_verdicts, kappa_audit), kappa_checks = build_judging_assets(wave, registry, fault_runs.key)
+    board = build_board_assets(wave, registry, rulesets, verdicts.key, judge_verdicts.key, scorer)
+    return [prereg, baseline_runs, fault_runs, verdicts, judge_verdicts, kappa_audit, *board], [check, *kappa_checks]

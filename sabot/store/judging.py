@@ -1,0 +1,25 @@
+"""Judge verdicts (soft tier) in the store: cached per cell and prompt variant."""
+
+import pandas as pd
+
+from sabot.store.db import replace_rows
+
+COLUMNS = ["wave", "operator", "probe", "prompt_variant", "backend", "backend_version", "status", "noticed",
+           "by_which_component", "evidence_quote", "raw", "attempts", "reason", "source", "dagster_run_id"]
+
+
+def write_judgements(con, wave: str, cell_keys: list[tuple[str, str]], rows: list[dict]) -> None:
+    """Replace the verdicts of these cells (call inside a transaction)."""
+    keys = pd.DataFrame([(wave, op, probe) for op, probe in cell_keys], columns=["wave", "operator", "probe"])
+    frame = pd.DataFrame(rows, columns=COLUMNS).astype({"noticed": "boolean", "attempts": "Int64"})
+    replace_rows(con, "judge_verdicts", keys, frame)
+
+
+def read_judgements(con, wave: str, variant: int | None = None) -> dict[tuple[str, str, int], dict]:
+    sql = f"SELECT {', '.join(COLUMNS)} FROM judge_verdicts WHERE wave = ?"
+    params = [wave]
+    if variant is not None:
+        sql += " AND prompt_variant = ?"
+        params.append(variant)
+    rows = [dict(zip(COLUMNS, r)) for r in con.execute(sql, params).fetchall()]
+    return {(r["operator"], r["probe"], r["prompt_variant"]): r for r in rows}
