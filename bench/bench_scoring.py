@@ -93,7 +93,7 @@ def main() -> None:
     print(f"pure scorer, {pure[0][0]} imported fault cells (+ baselines), headline ruleset: {med(p[1] for p in pure) * 1000:.0f} ms")
     print(f"pure scorer, same cells under all three rulesets:                 {med(p[2] for p in pure) * 1000:.0f} ms")
     print(f"wave-2 row through Dagster, import (baseline_runs + fault_runs):   {med(d[0] for d in dagster):.2f} s")
-    print(f"wave-2 row through Dagster, scoring (cell_verdicts, scoreboard, report): {med(d[1] for d in dagster):.2f} s")
+    print(f"wave-2 row through Dagster, scoring (cell + judge verdicts, kappa, scoreboard, report): {med(d[1] for d in dagster):.2f} s")
     print(f"wave-2 row through Dagster, import + scoring:                      {med(d[0] + d[1] for d in dagster):.2f} s")
     print(f"`sabot corpus score` cold, new process and fresh store:            {med(cli):.2f} s")
 

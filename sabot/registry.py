@@ -114,6 +114,12 @@ class Registry:
         problems += [f"{rel}: registered but missing on disk" for rel in locked if rel not in self.files]
         return problems
 
+    def require_registered(self) -> None:
+        """Refuse to run a wave against a registry that no longer matches its registration."""
+        problems = self.lock_problems()
+        if problems:
+            raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
+
     def write_lock(self) -> list[str]:
         """Register new files. Refuses to re-register a changed file: a change is a new version."""
         locked = self.locked_hashes()

@@ -26,9 +26,7 @@ def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.Dagster
 
     A corpus whose files are byte-identical to what is already landed is not re-materialized.
     """
-    problems = registry.lock_problems()
-    if problems:
-        raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
+    registry.require_registered()
     wave = registry.wave(wave_name)
     if wave.source != "import":
         raise RegistryError(f"wave {wave_name} is a live wave; only import waves read a corpus")
@@ -51,7 +49,6 @@ def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.Dagster
 def score_corpus(imported: ImportResult, progress=iter) -> None:
     """Materialize cell verdicts for every imported block, then the scoreboard and report."""
     for block in progress(imported.blocks):
-        imported.runner.verdicts(block)
-        imported.runner.judge(block)  # cached reference verdicts only: no model call
+        imported.runner.verdicts(block)  # judge verdicts here are the cached reference ones: no model call
     imported.runner.kappa()
     imported.runner.board()

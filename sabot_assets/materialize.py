@@ -16,6 +16,7 @@ from sabot.registry import WaveDef
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}  # the event log keeps everything
+SILENT = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # an expected check failure is a result, not an error
 
 
 class MaterializationError(RuntimeError):
@@ -75,7 +76,7 @@ class WaveRunner:
         detail = failure.message if failure else "see the Dagster run log"
         raise MaterializationError(f"{self.wave.name}: materializing {where} failed (run {result.run_id}): {detail}")
 
-    def _execute(self, names: list[str], partition_range: tuple[str, str] | None) -> dg.ExecuteInProcessResult:
+    def _execute(self, names: list[str], partition_range: tuple[str, str] | None, run_config=QUIET) -> dg.ExecuteInProcessResult:
         tags = dict(self.tags)
         if partition_range:
             tags[RANGE_START], tags[RANGE_END] = partition_range
@@ -85,7 +86,7 @@ class WaveRunner:
             instance=self.instance,
             resources=self.defs.resources,
             tags=tags,
-            run_config=QUIET,
+            run_config=run_config,
             raise_on_error=False,
         )
 
@@ -103,14 +104,12 @@ class WaveRunner:
         self.run(["fault_runs"], block.cell_range(self.wave))
 
     def verdicts(self, block: Block) -> None:
-        self.run(["cell_verdicts"], block.cell_range(self.wave))
-
-    def judge(self, block: Block) -> None:
-        self.run(["judge_verdicts"], block.cell_range(self.wave))
+        """Hard-tier verdicts and judge verdicts of a block, in one run (same partitions)."""
+        self.run(["cell_verdicts", "judge_verdicts"], block.cell_range(self.wave))
 
     def kappa(self) -> bool:
         """The kappa audit; False when its blocking check failed (the soft tier is low-confidence)."""
-        result = self._execute(["kappa_audit"], None)
+        result = self._execute(["kappa_audit"], None, run_config=SILENT)
         failed = [c for c in result.get_asset_check_evaluations() if not c.passed]
         if not result.success and not failed:
             self._fail(result, ["kappa_audit"], None)

@@ -18,9 +18,7 @@ class WaveRun:
 
 def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, wave_name: str, frameworks=None, progress=iter) -> WaveRun:
     """Baselines and fault runs block by block (one framework, config and task at a time), then the board."""
-    problems = registry.lock_problems()
-    if problems:
-        raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
+    registry.require_registered()
     wave = registry.wave(wave_name)
     if wave.source != "live":
         raise RegistryError(f"wave {wave_name} is filled by import; use `sabot corpus score`")
@@ -36,7 +34,6 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     for block in progress(blocks):
         runner.runs(block)
         runner.verdicts(block)
-        runner.judge(block)
     runner.kappa()
     runner.board()
     return WaveRun(wave.name, [(fw, cfg) for fw in runnable for cfg in wave.configs], skipped)

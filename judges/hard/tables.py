@@ -46,7 +46,7 @@ def fmt_pct(value: float | None) -> str:
 
 def markdown_table(headers, rows) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]  # a pipe would end the cell
     return "\n".join(lines)
 
 

@@ -54,3 +54,18 @@ def progress_bar(label):
             yield from bar
 
     return progress
+
+
+def publish(doc: dict, json_out, started: float) -> None:
+    """Print a scored wave's scoreboard; write the full document when asked."""
+    import json
+    import time
+
+    from sabot_assets.export import scoreboard_text
+
+    click.echo(scoreboard_text(doc))
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+        click.echo(f"wrote {json_out}")
+    click.echo(f"done in {time.perf_counter() - started:.1f} s")

@@ -1,12 +1,11 @@
 """`sabot corpus`: import a reference corpus and score it through the asset graph."""
 
-import json
 import time
 from pathlib import Path
 
 import click
 
-from sabot_assets.cli.common import Context, progress_bar, guarded
+from sabot_assets.cli.common import Context, guarded, progress_bar, publish
 
 
 @click.group()
@@ -50,7 +49,7 @@ def corpus_score(directory, wave_name, ruleset, json_out):
 def _score(ctx: Context, directory: Path, wave_name: str, ruleset: str | None, json_out: Path | None):
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.corpus_jobs import score_corpus
-    from sabot_assets.export import score_document, scoreboard_text
+    from sabot_assets.export import score_document
 
     started = time.perf_counter()
     wave = ctx.registry.wave(wave_name)
@@ -60,9 +59,4 @@ def _score(ctx: Context, directory: Path, wave_name: str, ruleset: str | None, j
     imported = _import(ctx, directory, wave_name)
     score_corpus(imported, progress_bar(f"{wave_name}: cell verdicts"))
     doc = score_document(STORE_PATH, wave, ruleset)
-    click.echo(scoreboard_text(doc))
-    if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
-        click.echo(f"wrote {json_out}")
-    click.echo(f"done in {time.perf_counter() - started:.1f} s")
+    publish(doc, json_out, started)

@@ -57,7 +57,9 @@ def predictions(pair):
     assets = [a for a in defs.assets if key in a.keys]
     if not assets:
         raise click.ClickException(f"no pair {pair!r}; see data/standard/contrasts.v1.json")
-    result = dg.materialize(defs.assets, selection=[key], instance=ctx.instance(), resources=defs.resources, raise_on_error=False)
+    from sabot_assets.materialize import QUIET
+
+    result = dg.materialize(defs.assets, selection=[key], instance=ctx.instance(), resources=defs.resources, run_config=QUIET, raise_on_error=False)
     if not result.success:
         raise click.ClickException(f"{pair}: evaluating the predictions failed (run {result.run_id})")
     click.echo(result.asset_materializations_for_node(f"{pair}__predictions")[0].metadata["predictions"].value)

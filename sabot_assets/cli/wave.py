@@ -1,12 +1,11 @@
 """`sabot wave`: run a live wave, score it, export it."""
 
-import json
 import time
 from pathlib import Path
 
 import click
 
-from sabot_assets.cli.common import Context, progress_bar, guarded
+from sabot_assets.cli.common import Context, guarded, progress_bar, publish
 
 
 @click.group()
@@ -26,7 +25,7 @@ def wave_run(name, frameworks, json_out):
 def _wave(ctx: Context, name: str, frameworks, json_out: Path | None):
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
-    from sabot_assets.export import score_document, scoreboard_text
+    from sabot_assets.export import score_document
     from sabot_assets.wave_jobs import run_wave
 
     started = time.perf_counter()
@@ -38,12 +37,7 @@ def _wave(ctx: Context, name: str, frameworks, json_out: Path | None):
         click.echo(f"  skipped {reason}")
     wave_def = ctx.registry.wave(name)
     doc = score_document(STORE_PATH, wave_def, wave_def.headline_ruleset)
-    click.echo(scoreboard_text(doc))
-    if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
-        click.echo(f"wrote {json_out}")
-    click.echo(f"done in {time.perf_counter() - started:.1f} s")
+    publish(doc, json_out, started)
 
 
 @wave.command("export")
