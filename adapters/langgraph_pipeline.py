@@ -42,9 +42,9 @@ class State(TypedDict, total=False):
 
 
 class LangGraphPipeline:
-    def __init__(self, config: str, task, tools: TaskTools, recorder: Recorder, llm_for, protocols, flags_protocol: bool):
+    def __init__(self, config: str, task, tools: TaskTools, recorder: Recorder, endpoint, fault, protocols, flags_protocol: bool):
         self.config, self.task, self.tools, self.recorder = config, task, tools, recorder
-        self.llm_for, self.protocols, self.flags_protocol = llm_for, protocols, flags_protocol
+        self.llm_for, self.protocols, self.flags_protocol = llm_factory(endpoint, fault), protocols, flags_protocol
         self.graph = self._build()
 
     def _call(self, stage: str, agent: str, messages) -> str:

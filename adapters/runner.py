@@ -16,7 +16,7 @@ import httpx
 import openai
 
 from adapters.endpoint import Endpoint, provider_from_env, scripted
-from adapters.langgraph_pipeline import LangGraphPipeline, llm_factory
+from adapters.langgraph_pipeline import LangGraphPipeline
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.server import ScriptedModelServer
 from adapters.tools import TaskTools
@@ -88,7 +88,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
             server = stack.enter_context(ScriptedModelServer(policy))
             endpoint = scripted(server.base_url, models["pipeline_model"], models["o4_downgrade_model"])
         stack.enter_context(isolated_home(run_dir))
-        pipeline = PIPELINES[spec.framework](spec.config, task, tools, recorder, llm_factory(endpoint, fault), Protocols.from_registry(registry), spec.protocol >= 2)
+        pipeline = PIPELINES[spec.framework](spec.config, task, tools, recorder, endpoint, fault, Protocols.from_registry(registry), spec.protocol >= 2)
         pipeline.run()
         exchanges = list(server.exchanges) if endpoint.scripted else []
     served = {e.payload.get("model_id") for e in recorder.events if e.kind == "agent-msg"}

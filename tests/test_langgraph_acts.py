@@ -3,7 +3,7 @@
 import pytest
 
 from adapters.endpoint import scripted
-from adapters.langgraph_pipeline import LangGraphPipeline, llm_factory
+from adapters.langgraph_pipeline import LangGraphPipeline
 from adapters.scripted.server import Reply, ScriptedModelServer
 from adapters.tools import TaskTools
 from judges.hard.acts import flag_lines, mapping_acts
@@ -44,7 +44,7 @@ def run_pipeline(config, script, tmp_path, registry, flags=True):
     tools = TaskTools(task, recorder, Fault(), tmp_path, task.worker_role)
     with ScriptedModelServer(script) as server:
         endpoint = scripted(server.base_url, "gpt-5.6-terra", "gpt-5.6-luna")
-        pipeline = LangGraphPipeline(config, task, tools, recorder, llm_factory(endpoint, Fault()), Protocols.from_registry(registry), flags)
+        pipeline = LangGraphPipeline(config, task, tools, recorder, endpoint, Fault(), Protocols.from_registry(registry), flags)
         pipeline.run()
         exchanges = list(server.exchanges)
     return recorder, exchanges

@@ -6,6 +6,8 @@ the weaker tier (the O4 target) makes its task's characteristic mistake. The int
 every decision; the scorer never reads it, the tests use it as an oracle.
 """
 
+import importlib
+import importlib.util
 import random
 import threading
 from dataclasses import dataclass, field
@@ -14,6 +16,9 @@ from adapters.scripted import skills
 from adapters.scripted.server import Reply
 
 ADDENDUM_MARK = "ANOMALY-FIRST PROTOCOL"
+# Framework-specific callers (CrewAI's LLM guardrail, Magentic-One's orchestrator) are answered by
+# their own modules, tried first; each exposes respond(request, policy, rng) -> Reply | None.
+FRAMEWORK_RESPONDERS = ("adapters.scripted.crewai_guardrail", "adapters.scripted.magentic")
 
 
 @dataclass(frozen=True)
@@ -44,10 +49,16 @@ class ScriptedPolicy:
 
     def __call__(self, request: dict) -> Reply:
         messages = request.get("messages", [])
-        role = skills.identify(messages)
         with self._lock:
             n = len(self.intent)
             self.intent.append({"n": n})  # reserve the slot so concurrent calls get distinct seeds
+        for name in FRAMEWORK_RESPONDERS:
+            if importlib.util.find_spec(name) is not None:
+                reply = importlib.import_module(name).respond(request, self, self._rng(n))
+                if reply is not None:
+                    self.intent[n] = {"n": n, "stage": name.rsplit(".", 1)[1], "model": request.get("model", "")}
+                    return reply
+        role = skills.identify(messages)
         if role is None:
             self.intent[n] = {"n": n, "role": None, "decision": "unrecognised prompt"}
             return Reply(status=400, error="scripted model: no role recognised in the system prompt")
