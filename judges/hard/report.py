@@ -21,6 +21,9 @@ def soft_section(board: dict, kappa: dict | None) -> list[str]:
         for g, e in sorted(board.get("soft", {}).items())
     ]
     backends = ", ".join(board.get("judge_backends", [])) or "none"
+    if board.get("judge_backends") == ["offline"]:
+        confidence += (" The offline judge is a deterministic rule that reads both prompt variants the same way:"
+                       " its kappa is 1 by construction and measures no reliability; its verdicts are simulation.")
     return [
         f"## Soft tier (judge: {backends}) — separate from the headline",
         "",

@@ -71,7 +71,8 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                 "cells fingerprint": head["cells_fingerprint"],
                 "scoreboard": dg.MetadataValue.md(entries_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset))),
                 "lineage": dg.MetadataValue.md(
-                    f"`SELECT * FROM scoreboard_manifest WHERE dagster_run_id = '{context.run_id}'` lists every cell behind these numbers, with run ids and sha256."
+                    f"`SELECT * FROM scoreboard_manifest WHERE dagster_run_id = '{context.run_id}'` lists every cell behind these numbers, with run ids and sha256. Per row:\n\n"
+                    + "\n".join(f"- `sabot explain {wave.name} framework_config {e['group']} detected_hard` (add `--cell KEY` for acts, events, exchanges)" for e in head["tables"]["framework_config"])
                 ),
             }
         )
