@@ -16,6 +16,8 @@ import httpx
 import openai
 
 from adapters.endpoint import Endpoint, provider_from_env, scripted
+from adapters.autogen_pipeline import AutoGenPipeline
+from adapters.crewai_pipeline import CrewAIPipeline
 from adapters.langgraph_pipeline import LangGraphPipeline
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.server import ScriptedModelServer
@@ -26,7 +28,7 @@ from sabot import tasks
 from sabot.recorder import Recorder
 from sabot.trace import RunRecord
 
-PIPELINES = {"langgraph": LangGraphPipeline}
+PIPELINES = {"langgraph": LangGraphPipeline, "crewai": CrewAIPipeline, "autogen": AutoGenPipeline}
 INFRASTRUCTURE_ERRORS = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError, httpx.HTTPError, ConnectionError, TimeoutError)
 
 
