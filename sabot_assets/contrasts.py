@@ -10,10 +10,10 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from judges.hard.tables import markdown_table
+from judges.hard.tables import fmt_rate, markdown_table
 from judges.stats import evaluate_predictions
 from sabot.registry import Registry
-from sabot.store.board import write_report
+from sabot.store.board import read_report, write_report
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import COST_TAG
@@ -22,8 +22,16 @@ from sabot_assets.resources import store_connection
 CONTRASTS_DOC = "standard/contrasts.v1.json"
 
 
-def predictions_markdown(pair: dict, results) -> str:
+def replans_table(first: str, second: str, boards: dict) -> list[str]:
+    """Clean-run stall re-plans, wave 1 prompts vs wave 2 prompts, on the same probes."""
+    groups = sorted(set(boards[first].get("baseline_replans", {})) | set(boards[second].get("baseline_replans", {})))
+    rows = [[g] + [fmt_rate(*boards[w].get("baseline_replans", {}).get(g, [0, 0])) for w in (first, second)] for g in groups]
+    return ["## Clean-run Magentic-One stall re-plans, by wave protocol", "", markdown_table(["group", first, second], rows), ""]
+
+
+def predictions_markdown(pair: dict, results, boards: dict | None = None) -> str:
     rows = [[r.id, r.status, r.statement, r.evidence] for r in results]
+    replans = replans_table(pair["first"], pair["second"], boards) if boards else []
     return "\n".join([
         f"# Pre-registered predictions — {pair['first']} vs {pair['second']} ({pair['label']})",
         "",
@@ -32,6 +40,7 @@ def predictions_markdown(pair: dict, results) -> str:
         "",
         markdown_table(["prediction", "status", "statement", "evidence"], rows),
         "",
+        *replans,
     ])
 
 
@@ -63,7 +72,8 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
             rows1 = read_verdicts(con, first.name, first.headline_ruleset)
             rows2 = read_verdicts(con, second.name, second.headline_ruleset)
             results = evaluate_predictions(rows1, rows2)
-            body = predictions_markdown(pair, results)
+            boards = {w.name: json.loads(read_report(con, w.name, w.headline_ruleset, "board.json") or "{}") for w in (first, second)}
+            body = predictions_markdown(pair, results, boards)
             write_report(con, pair["name"], "predictions", "md", body, context.run_id)
             doc = [{"id": r.id, "status": r.status, "statement": r.statement, "evidence": r.evidence} for r in results]
             write_report(con, pair["name"], "predictions", "json", json.dumps(doc), context.run_id)

@@ -19,25 +19,26 @@ from sabot_assets.definitions import build_definitions
 from sabot_assets.wave_jobs import run_wave
 
 
-def live_wave(registry, tmp_path_factory, name):
+def live_wave(registry, tmp_path_factory, name, frameworks=None):
     tmp = tmp_path_factory.mktemp(name)
     (tmp / "dagster").mkdir()
     store_path = tmp / "sabot.duckdb"
     with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
         defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
-        result = run_wave(registry, defs, instance, name, ["langgraph"])
+        result = run_wave(registry, defs, instance, name, frameworks)
         yield result, store_path
 
 
 @pytest.fixture(scope="module")
 def demo(registry, tmp_path_factory):
+    """The demo wave on all six rows: one seed, every task and operator (minus the Magentic carve-out)."""
     yield from live_wave(registry, tmp_path_factory, "demo")
 
 
 @pytest.fixture(scope="module")
 def wave2(registry, tmp_path_factory):
     """The full LangGraph rows of wave 2: 2 configs x 6 operators x 5 tasks x 5 seeds + 50 baselines."""
-    yield from live_wave(registry, tmp_path_factory, "wave2")
+    yield from live_wave(registry, tmp_path_factory, "wave2", ["langgraph"])
 
 
 def intents(store_path, wave):
@@ -46,22 +47,23 @@ def intents(store_path, wave):
     return {(op, probe): json.loads(intent) for op, probe, intent in rows}
 
 
-def test_the_demo_wave_scores_both_langgraph_rows(demo):
+def test_the_demo_wave_scores_all_six_rows(demo):
     result, store_path = demo
-    assert result.rows == [("langgraph", "default"), ("langgraph", "guardrail")]
+    assert result.rows == [(fw, cfg) for fw in ("langgraph", "crewai", "autogen") for cfg in ("default", "guardrail")]
+    assert result.skipped == []
     with connect(store_path, read_only=True) as con:
-        rows = read_verdicts(con, "demo", "v0.2.0")
-    langgraph = [r for r in rows if r["framework"] == "langgraph"]
-    assert len(langgraph) == 2 * 5 * 6  # two configs x five tasks x six operators, one seed
-    assert {r["status"] for r in langgraph} <= {"valid", "excluded"}
-    assert all(r["excluded"] != "INJECTION_UNVERIFIED" for r in langgraph)
+        rows = [r for r in read_verdicts(con, "demo", "v0.2.0") if r["status"] != "carved_out"]
+    assert len(rows) == 6 * 5 * 6 - 15  # six rows x five tasks x six operators, one seed, minus the carve-out
+    assert {r["status"] for r in rows} <= {"valid", "excluded"}
+    assert all(r["excluded"] != "INJECTION_UNVERIFIED" for r in rows)
 
 
-def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(wave2, registry):
-    _, store_path = wave2
-    logs = intents(store_path, "wave2")
+@pytest.mark.parametrize("fixture", ["demo", "wave2"])
+def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(fixture, request, registry):
+    _, store_path = request.getfixturevalue(fixture)
+    logs = intents(store_path, fixture)
     with connect(store_path, read_only=True) as con:
-        rows = [r for r in read_verdicts(con, "wave2", "v0.2.0") if r["status"] == "valid"]
+        rows = [r for r in read_verdicts(con, fixture, "v0.2.0") if r["status"] == "valid"]
     checked = 0
     for r in rows:
         if r["operator"] == "O6":  # every review happens before the write it would have to catch
@@ -78,7 +80,7 @@ def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(wave2, regist
         if r["config"] == "default" and not acted and not reported:
             assert not r["detected_hard"], r
         checked += 1
-    assert checked >= 200
+    assert checked >= (80 if fixture == "demo" else 200)
 
 
 def test_most_baselines_pass_on_every_task(wave2):

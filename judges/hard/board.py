@@ -53,6 +53,20 @@ def soft_tier(scored, judged: dict) -> dict:
     return out
 
 
+def baseline_replans(baselines) -> dict:
+    """Clean runs with a Magentic-One stall re-plan, per framework/config: the instrument check of
+    whether a protocol (e.g. the wave-2 FLAGS contract) itself perturbs the system."""
+    out = {}
+    for run in baselines:
+        entry = out.setdefault(f"{run.framework}/{run.config}", [0, 0])
+        entry[1] += 1
+        entry[0] += any(
+            e.kind == "guardrail-event" and e.payload.get("act") == "retry_with_reason" and e.payload.get("component") == "MagenticOneOrchestrator"
+            for e in run.events
+        )
+    return out
+
+
 def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, judged: dict | None = None) -> dict:
     protocols, strict = Protocols.from_registry(registry), StrictRule.from_registry(registry)
     scored = [r for r in rows if r["status"] != "carved_out"]
@@ -85,6 +99,7 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
             for rule in ("anchor", "strict")
         },
         "baselines_scanned": len(baselines),
+        "baseline_replans": baseline_replans(baselines),
         "soft": soft_tier(scored, judged or {}),
         "judge_backends": sorted({v["backend"] for v in (judged or {}).values()}),
         "cells_fingerprint": fingerprint(scored),
