@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import sys
+
 import dagster as dg
 import pytest
 from dagster_duckdb import DuckDBResource
@@ -54,3 +56,23 @@ def scored_wave2(registry, tmp_path_factory):
 @pytest.fixture(scope="session")
 def scored_wave1(registry, tmp_path_factory):
     yield from _scored(registry, tmp_path_factory, "public_wave1")
+
+
+@pytest.fixture
+def socket_addresses():
+    """Every host a socket of this test connects to or resolves (audit hooks cannot be removed,
+    so this one is switched off when the test ends)."""
+    seen, state = [], {"on": True}
+
+    def hook(event, args):
+        if not state["on"]:
+            return
+        if event == "socket.connect":
+            address = args[1]
+            seen.append(address[0] if isinstance(address, tuple) else address)
+        elif event == "socket.getaddrinfo":
+            seen.append(args[0])
+
+    sys.addaudithook(hook)
+    yield seen
+    state["on"] = False
