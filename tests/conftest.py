@@ -58,10 +58,9 @@ def scored_wave1(registry, tmp_path_factory):
     yield from _scored(registry, tmp_path_factory, "public_wave1")
 
 
-@pytest.fixture
-def socket_addresses():
-    """Every host a socket of this test connects to or resolves (audit hooks cannot be removed,
-    so this one is switched off when the test ends)."""
+def audited_sockets():
+    """Yield the list of every host a socket connects to or resolves until the generator ends
+    (audit hooks cannot be removed, so this one is switched off instead)."""
     seen, state = [], {"on": True}
 
     def hook(event, args):
@@ -76,3 +75,8 @@ def socket_addresses():
     sys.addaudithook(hook)
     yield seen
     state["on"] = False
+
+
+@pytest.fixture
+def socket_addresses():
+    yield from audited_sockets()

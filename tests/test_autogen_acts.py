@@ -5,7 +5,6 @@ import json
 import logging
 import random
 import socket  # noqa: F401  (the audit hook watches socket.connect)
-import sys
 
 import autogen_agentchat
 import autogen_core
@@ -28,6 +27,7 @@ from sabot import tasks
 from sabot.matrix import Cell, Probe
 from sabot.protocols import Protocols
 from sabot.recorder import Recorder
+from tests.conftest import audited_sockets
 
 TASK = "T1"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -183,21 +183,8 @@ def autogen_registered(monkeypatch):
 
 @pytest.fixture(scope="module")
 def audit():
-    """Every socket address any request of this module's runs touches (audit hooks cannot be removed)."""
-    seen, state = [], {"on": True}
-
-    def hook(event, args):
-        if not state["on"]:
-            return
-        if event == "socket.connect":
-            address = args[1]
-            seen.append(address[0] if isinstance(address, tuple) else address)
-        elif event == "socket.getaddrinfo":
-            seen.append(args[0])
-
-    sys.addaudithook(hook)
-    yield seen
-    state["on"] = False
+    """Every socket address any request of this module's runs touches."""
+    yield from audited_sockets()
 
 
 @pytest.mark.parametrize("config", ["default", "guardrail"])
