@@ -7,6 +7,7 @@ record, never inside it, so the scorer cannot read it.
 """
 
 import contextlib
+import importlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -16,9 +17,6 @@ import httpx
 import openai
 
 from adapters.endpoint import Endpoint, provider_from_env, scripted
-from adapters.autogen_pipeline import AutoGenPipeline
-from adapters.crewai_pipeline import CrewAIPipeline
-from adapters.langgraph_pipeline import LangGraphPipeline
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.server import ScriptedModelServer
 from adapters.tools import TaskTools
@@ -28,12 +26,27 @@ from sabot import tasks
 from sabot.recorder import Recorder
 from sabot.trace import RunRecord
 
-PIPELINES = {"langgraph": LangGraphPipeline, "crewai": CrewAIPipeline, "autogen": AutoGenPipeline}
+# "module:Class", imported when a run executes: loading the asset definitions (and every scoring
+# command) never pays for importing an agent framework. A class may stand in for its path (tests).
+PIPELINES = {
+    "langgraph": "adapters.langgraph_pipeline:LangGraphPipeline",
+    "crewai": "adapters.crewai_pipeline:CrewAIPipeline",
+    "autogen": "adapters.autogen_pipeline:AutoGenPipeline",
+}
 INFRASTRUCTURE_ERRORS = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError, httpx.HTTPError, ConnectionError, TimeoutError)
 
 
 class AdapterMissing(NotImplementedError):
     """A framework whose adapter is not built: a definition error, not a run error."""
+
+
+def pipeline_class(framework: str):
+    """The pipeline class of a framework, importing its module (and the framework) on first use."""
+    entry = PIPELINES[framework]
+    if not isinstance(entry, str):
+        return entry
+    module, name = entry.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -90,7 +103,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
             server = stack.enter_context(ScriptedModelServer(policy))
             endpoint = scripted(server.base_url, models["pipeline_model"], models["o4_downgrade_model"])
         stack.enter_context(isolated_home(run_dir))
-        pipeline = PIPELINES[spec.framework](spec.config, task, tools, recorder, endpoint, fault, Protocols.from_registry(registry), spec.protocol >= 2)
+        pipeline = pipeline_class(spec.framework)(spec.config, task, tools, recorder, endpoint, fault, Protocols.from_registry(registry), spec.protocol >= 2)
         pipeline.run()
         exchanges = list(server.exchanges) if endpoint.scripted else []
     served = {e.payload.get("model_id") for e in recorder.events if e.kind == "agent-msg"}

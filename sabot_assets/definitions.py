@@ -1,10 +1,15 @@
-"""The code location: every registered wave, the store, and the rescoring sensor."""
+"""The code location: every registered wave, the store, and the rescoring sensor.
+
+`defs` is lazy (`@dg.definitions`): importing this module builds nothing, creates nothing under
+`var/` and imports no agent framework; a framework is imported only when a run executes.
+"""
 
 import dagster as dg
 
 from sabot.registry import Registry
 from sabot_assets.automation import rescore_sensor
 from sabot_assets.contrasts import build_contrast_assets
+from sabot_assets.quiet import beta_used_on_purpose
 from sabot_assets.resources import default_store
 from sabot_assets.waves.factory import build_wave
 
@@ -12,13 +17,15 @@ from sabot_assets.waves.factory import build_wave
 def build_definitions(registry: Registry | None = None, store=None, scorer: str | None = None) -> dg.Definitions:
     registry = registry or Registry()
     assets, checks = [], []
-    for name in registry.wave_names():
-        wave = registry.wave(name)
-        wave_assets, wave_checks = build_wave(wave, registry, scorer)
-        assets += wave_assets
-        checks += wave_checks
+    with beta_used_on_purpose():
+        for name in registry.wave_names():
+            wave = registry.wave(name)
+            wave_assets, wave_checks = build_wave(wave, registry, scorer)
+            assets += wave_assets
+            checks += wave_checks
+        contrasts = build_contrast_assets(registry)
     return dg.Definitions(
-        assets=assets + build_contrast_assets(registry),
+        assets=assets + contrasts,
         asset_checks=checks,
         sensors=[rescore_sensor],
         resources={"store": store or default_store()},
@@ -26,4 +33,6 @@ def build_definitions(registry: Registry | None = None, store=None, scorer: str 
     )
 
 
-defs = build_definitions()
+@dg.definitions
+def defs() -> dg.Definitions:
+    return build_definitions()

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from sabot.registry import WaveDef
+from sabot_assets.quiet import beta_used_on_purpose
 
 
 def probe_partitions(wave: WaveDef) -> dg.StaticPartitionsDefinition:
@@ -16,4 +17,5 @@ def cell_partitions(wave: WaveDef) -> dg.MultiPartitionsDefinition:
 
 
 # A cell reads the baseline of its own probe.
-CELL_TO_BASELINE = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="probe")
+with beta_used_on_purpose():
+    CELL_TO_BASELINE = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="probe")
