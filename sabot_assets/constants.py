@@ -18,4 +18,7 @@ COST_TAG = "sabot/cost"  # "cheap" assets may be automated; nothing else ever is
 # Live runs: bump RUNNER_VERSION by hand when the pipelines, prompts or scripted model change.
 RUNNER_VERSION = "runner-v1"
 LLM_POOL = "llm_agent"
+RERUN_TAG = "sabot/rerun"  # "true": run every selected cell again, even where a matching complete run is stored
+RUN_ERRORS_KEY = "run error cells"  # Failure metadata of a run asset: partition key -> error
+UNINGESTED_KEY = "finished runs waiting in the run root"  # ... and the runs a store lock kept out
 LIVE_CHUNK = 50  # partitions per backfill run: one process start per chunk, not per cell

@@ -6,13 +6,14 @@ framework-major with the seed last, so a (framework, config) block of contiguous
 range, and its cells are the rectangle first-operator..last-operator over that range.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
 
 import dagster as dg
 
 from sabot.matrix import Cell, Probe
 from sabot.registry import WaveDef
+from sabot_assets.constants import RUN_ERRORS_KEY, UNINGESTED_KEY
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}  # the event log keeps everything
@@ -23,6 +24,38 @@ class MaterializationError(RuntimeError):
     """A run that did not succeed; the message names the wave, assets and partitions."""
 
 
+@dataclass
+class RunTally:
+    """What the run assets did across a wave: reused, ran, carved out, and the RUN_ERROR cells."""
+
+    ran: int = 0
+    reused: int = 0
+    carved_out: int = 0
+    run_errors: dict = field(default_factory=dict)  # partition key -> error
+    waiting: list = field(default_factory=list)  # finished runs a store lock kept out of the store
+
+    def add(self, result) -> None:
+        """Count one run asset's result: from its cells' materializations, or, when the step
+        failed on RUN_ERROR cells or a held lock, from the tally its Failure carries."""
+        counted = {"reused": 0, "ran": 0, "carved out": 0}
+        for event in result.all_events:
+            if event.event_type_value == "ASSET_MATERIALIZATION":
+                run = event.event_specific_data.materialization.metadata.get("run")
+                text = run.value if run is not None else ""
+                counted["reused"] += text.startswith("reused")
+                counted["ran"] += text == "ran"
+                counted["carved out"] += text.startswith("never run")
+            elif event.is_step_failure and event.step_failure_data.user_failure_data:
+                meta = event.step_failure_data.user_failure_data.metadata
+                if RUN_ERRORS_KEY in meta:
+                    self.run_errors.update(meta[RUN_ERRORS_KEY].value)
+                    self.waiting += meta[UNINGESTED_KEY].value
+                    counted = {k: meta[k].value for k in counted}
+        self.reused += counted["reused"]
+        self.ran += counted["ran"]
+        self.carved_out += counted["carved out"]
+
+
 @dataclass(frozen=True)
 class Block:
     """Contiguous tasks of one (framework, config) row: one probe range, one cell rectangle."""
@@ -31,6 +64,7 @@ class Block:
     config: str
     first_task: str
     last_task: str
+    operators: tuple[str, ...] | None = None  # None: every operator of the wave
 
     def probe_range(self, wave: WaveDef) -> tuple[str, str]:
         first = Probe(self.framework, self.config, self.first_task, wave.seeds[0])
@@ -40,6 +74,18 @@ class Block:
     def cell_range(self, wave: WaveDef) -> tuple[str, str]:
         start, end = self.probe_range(wave)
         return Cell(wave.operators[0], Probe.parse(start)).key, Cell(wave.operators[-1], Probe.parse(end)).key
+
+    def cell_ranges(self, wave: WaveDef) -> list[tuple[str, str]]:
+        """One rectangle per contiguous run of the selected operators over the block's probes."""
+        if self.operators is None:
+            return [self.cell_range(wave)]
+        start, end = (Probe.parse(k) for k in self.probe_range(wave))
+        indices = [i for i, op in enumerate(wave.operators) if op in self.operators]
+        out = []
+        for _, run in groupby(enumerate(indices), key=lambda pair: pair[1] - pair[0]):
+            span = [i for _, i in run]
+            out.append((Cell(wave.operators[span[0]], start).key, Cell(wave.operators[span[-1]], end).key))
+        return out
 
 
 def blocks(wave: WaveDef, touched: set[tuple[str, str, str]]) -> list[Block]:
@@ -60,6 +106,7 @@ class WaveRunner:
     def __init__(self, defs: dg.Definitions, wave: WaveDef, instance: dg.DagsterInstance, tags: dict | None = None):
         self.defs, self.wave, self.instance = defs, wave, instance
         self.tags = {"sabot/wave": wave.name, **(tags or {})}
+        self.tally = RunTally()
 
     def key(self, name: str) -> dg.AssetKey:
         return dg.AssetKey([self.wave.name, name])
@@ -72,8 +119,13 @@ class WaveRunner:
 
     def _fail(self, result, names, partition_range) -> None:
         where = ", ".join(names) + (f" [{partition_range[0]}...{partition_range[1]}]" if partition_range else "")
-        failure = next((e for e in result.all_events if e.is_failure), None)
+        failure = next((e for e in result.all_events if e.is_step_failure), None) or next((e for e in result.all_events if e.is_failure), None)
         detail = failure.message if failure else "see the Dagster run log"
+        if failure is not None and failure.is_step_failure and failure.step_failure_data.error:
+            error = failure.step_failure_data.error
+            while error.cause is not None:  # the exception itself (e.g. a held store lock), not Dagster's wrapper
+                error = error.cause
+            detail = error.message.strip().splitlines()[0]
         raise MaterializationError(f"{self.wave.name}: materializing {where} failed (run {result.run_id}): {detail}")
 
     def _execute(self, names: list[str], partition_range: tuple[str, str] | None, run_config=QUIET) -> dg.ExecuteInProcessResult:
@@ -100,12 +152,24 @@ class WaveRunner:
             self._fail(result, ["preregistration"], None)
 
     def runs(self, block: Block) -> None:
-        self.run(["baseline_runs"], block.probe_range(self.wave))
-        self.run(["fault_runs"], block.cell_range(self.wave))
+        """Baselines, then fault runs. A run asset that failed only because cells ended in RUN_ERROR
+        is a result (tallied, the wave goes on to score and itemize them); anything else raises."""
+        self._live(["baseline_runs"], block.probe_range(self.wave))
+        for cell_range in block.cell_ranges(self.wave):
+            self._live(["fault_runs"], cell_range)
+
+    def _live(self, names: list[str], partition_range: tuple[str, str]) -> None:
+        result = self._execute(names, partition_range)
+        before = len(self.tally.run_errors), len(self.tally.waiting)
+        self.tally.add(result)
+        reported = (len(self.tally.run_errors), len(self.tally.waiting)) != before
+        if not result.success and not reported:
+            self._fail(result, names, partition_range)
 
     def verdicts(self, block: Block) -> None:
         """Hard-tier verdicts and judge verdicts of a block, in one run (same partitions)."""
-        self.run(["cell_verdicts", "judge_verdicts"], block.cell_range(self.wave))
+        for cell_range in block.cell_ranges(self.wave):
+            self.run(["cell_verdicts", "judge_verdicts"], cell_range)
 
     def kappa(self) -> bool:
         """The kappa audit; False when its blocking check failed (the soft tier is low-confidence)."""

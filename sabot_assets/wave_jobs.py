@@ -1,12 +1,23 @@
 """Running a live wave (or a slice of it) through the asset graph."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import dagster as dg
 
 from adapters.runner import PIPELINES
 from sabot.registry import Registry, RegistryError
-from sabot_assets.materialize import Block, WaveRunner
+from sabot_assets.constants import RERUN_TAG
+from sabot_assets.materialize import Block, RunTally, WaveRunner
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Which part of a wave to run; None in a field means all of it."""
+
+    frameworks: tuple[str, ...] | None = None
+    configs: tuple[str, ...] | None = None
+    tasks: tuple[str, ...] | None = None
+    operators: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -14,26 +25,43 @@ class WaveRun:
     wave: str
     rows: list[tuple[str, str]]
     skipped: list[str]  # frameworks not run, with the reason
+    tally: RunTally = field(default_factory=RunTally)
 
 
-def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, wave_name: str, frameworks=None, progress=iter) -> WaveRun:
-    """Baselines and fault runs block by block (one framework, config and task at a time), then the board."""
+def _pick(wave_name: str, what: str, wanted, registered) -> list:
+    if not wanted:
+        return list(registered)
+    unknown = [w for w in wanted if w not in registered]
+    if unknown:
+        raise RegistryError(f"wave {wave_name} has no {what}(s) {', '.join(unknown)} (it has {', '.join(registered)})")
+    return [r for r in registered if r in wanted]
+
+
+def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, wave_name: str, frameworks=None,
+             progress=iter, selection: Slice | None = None, rerun: bool = False) -> WaveRun:
+    """Baselines and fault runs block by block (one framework, config and task at a time), then the board.
+
+    Cells whose stored run is complete at the same runner version, endpoint, model ids and protocol
+    are reused, not run again, unless `rerun`. Cells ending in RUN_ERROR are scored (excluded,
+    itemized) and returned in the tally; the caller decides the exit status.
+    """
     registry.require_registered()
     wave = registry.wave(wave_name)
     if wave.source != "live":
         raise RegistryError(f"wave {wave_name} is filled by import; use `sabot corpus score`")
-    wanted = list(frameworks or wave.frameworks)
-    unknown = [f for f in wanted if f not in wave.frameworks]
-    if unknown:
-        raise RegistryError(f"wave {wave_name} has no framework(s) {', '.join(unknown)}")
+    selection = selection or Slice()
+    wanted = _pick(wave_name, "framework", frameworks or selection.frameworks, wave.frameworks)
+    configs = _pick(wave_name, "config", selection.configs, wave.configs)
+    tasks = _pick(wave_name, "task", selection.tasks, wave.tasks)
+    operators = tuple(_pick(wave_name, "operator", selection.operators, wave.operators)) if selection.operators else None
     runnable = [f for f in wanted if f in PIPELINES]
     skipped = [f"{f}: no adapter yet" for f in wanted if f not in PIPELINES]
-    runner = WaveRunner(defs, wave, instance)
+    runner = WaveRunner(defs, wave, instance, {RERUN_TAG: "true"} if rerun else None)
     runner.preregister()
-    blocks = [Block(fw, cfg, task, task) for fw in runnable for cfg in wave.configs for task in wave.tasks]
+    blocks = [Block(fw, cfg, task, task, operators) for fw in runnable for cfg in configs for task in tasks]
     for block in progress(blocks):
         runner.runs(block)
         runner.verdicts(block)
     runner.kappa()
     runner.board()
-    return WaveRun(wave.name, [(fw, cfg) for fw in runnable for cfg in wave.configs], skipped)
+    return WaveRun(wave.name, [(fw, cfg) for fw in runnable for cfg in configs], skipped, runner.tally)

@@ -2,17 +2,57 @@
 
 Connections are opened only around SQL. DuckDB's Python replacement scans are switched off, so a
 missing table is an error rather than a silent read of a same-named Python variable.
+
+DuckDB has one writer per file. Opening waits for a held lock with exponential backoff for at most
+SABOT_STORE_LOCK_WAIT seconds (default 100, about what dagster-duckdb's own loop waits), then
+raises `StoreLocked`: one line naming the file and the process holding it.
 """
 
 import contextlib
 import datetime as dt
 import json
+import os
+import re
 from pathlib import Path
 
 import duckdb
 import pandas as pd
+import tenacity
 
 SCHEMA = (Path(__file__).with_name("schema.sql")).read_text()
+LOCK_WAIT_ENV = "SABOT_STORE_LOCK_WAIT"
+_HOLDER = re.compile(r"Conflicting lock is held in (?P<exe>.+?) \(PID (?P<pid>\d+)\)")
+
+
+class StoreLocked(RuntimeError):
+    """The store file is locked by another process past the wait; the message names the holder."""
+
+
+def lock_holder(exc: BaseException) -> str | None:
+    """'PID 123 (/usr/bin/python3)' from DuckDB's lock error, or None if it is not a lock error."""
+    match = _HOLDER.search(str(exc))
+    return f"PID {match['pid']} ({match['exe']})" if match else None
+
+
+def _lock_wait() -> float:
+    return float(os.environ.get(LOCK_WAIT_ENV, "100"))
+
+
+def open_store(path: str | Path, read_only: bool = False, config: dict | None = None) -> duckdb.DuckDBPyConnection:
+    """duckdb.connect, waiting out a held lock for a bounded time (tenacity), then StoreLocked."""
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(lambda e: isinstance(e, duckdb.IOException) and lock_holder(e) is not None),
+        wait=tenacity.wait_exponential(multiplier=0.1, max=10),
+        stop=tenacity.stop_after_delay(_lock_wait()),
+        reraise=True,
+    )
+    try:
+        return retrying(duckdb.connect, str(path), read_only=read_only, config=config or {})
+    except duckdb.IOException as exc:
+        holder = lock_holder(exc)
+        if holder is None:
+            raise
+        raise StoreLocked(f"store {path} is locked by {holder}; waited {_lock_wait():g} s ({LOCK_WAIT_ENV}). Finished runs stay in the run root and are ingested by the next wave run") from exc
 
 
 def prepare(con: duckdb.DuckDBPyConnection, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -26,7 +66,7 @@ def prepare(con: duckdb.DuckDBPyConnection, read_only: bool = False) -> duckdb.D
 def connect(path: str | Path, read_only: bool = False):
     if not read_only:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path), read_only=read_only)
+    con = open_store(path, read_only=read_only)
     try:
         yield prepare(con, read_only)
     finally:

@@ -1,4 +1,10 @@
-"""Run slots and their events: what the run assets write and the scorer reads."""
+"""Run slots and their events: what the run assets write and the scorer reads.
+
+Live runs reach the store only by ingesting a finished attempt from the run root
+(`sabot.runroot`): the attempt is appended to `attempts`, then the slot's scored run is
+recomputed (its latest complete attempt, else its latest RUN_ERROR attempt). Ingesting is
+idempotent, so a parent process, a later sweep or a second host can ingest the same attempt.
+"""
 
 import json
 from dataclasses import dataclass
@@ -7,11 +13,12 @@ import pandas as pd
 
 from sabot.matrix import Probe
 from sabot.store.db import now, replace_rows
+from sabot.runroot import Attempt, Identity
 from sabot.trace import RunRecord, parse_runresult, to_runresult
 
 RUN_COLUMNS = [
     "wave", "operator", "probe", "status", "run_id", "framework", "config", "task", "seed", "injection_seq",
-    "injection_verified", "task_passed", "error", "source_path", "source_sha256", "record", "dagster_run_id", "materialized_at",
+    "injection_verified", "task_passed", "error", "source_path", "source_sha256", "record", "dagster_run_id", "materialized_at", "attempt",
 ]
 EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind", "payload"]
 
@@ -25,6 +32,7 @@ class RunSlot:
     source_path: str
     record: RunRecord | None = None  # None: the run is absent
     source_sha256: str | None = None
+    attempt: int | None = None  # the live attempt this slot holds; None for imports
 
 
 def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tuple[int, int]:
@@ -40,11 +48,12 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
             "task_passed": r.task_passed if r else None, "error": r.error if r else None,
             "source_path": s.source_path, "source_sha256": s.source_sha256,
             "record": json.dumps(to_runresult(r)) if r else None, "dagster_run_id": dagster_run_id, "materialized_at": at,
+            "attempt": s.attempt,
         })
         for e in r.events if r else ():
             events.append({"wave": wave, "operator": op, "probe": s.probe.key, "run_id": r.run_id, "seq": e.seq, "agent": e.agent, "kind": e.kind, "payload": json.dumps(e.payload)})
     keys = pd.DataFrame([(wave, s.operator or "", s.probe.key) for s in slots], columns=["wave", "operator", "probe"])
-    runs_df = pd.DataFrame(runs, columns=RUN_COLUMNS).astype({"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean"})
+    runs_df = pd.DataFrame(runs, columns=RUN_COLUMNS).astype({"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"})
     replace_rows(con, "runs", keys, runs_df)
     replace_rows(con, "events", keys, pd.DataFrame(events, columns=EVENT_COLUMNS))
     present = sum(1 for s in slots if s.record)
@@ -96,3 +105,98 @@ def endpoints(con, wave: str) -> set[str]:
         "SELECT DISTINCT json_extract_string(record, '$.endpoint') FROM runs WHERE wave = ? AND status = 'present'", [wave]
     ).fetchall()
     return {r[0] for r in rows if r[0]}
+
+
+# --- live attempts -------------------------------------------------------------------------------
+
+ATTEMPT_COLUMNS = [
+    "wave", "operator", "probe", "attempt", "outcome", "run_id", "error", "runner_version", "endpoint", "pipeline_model",
+    "downgrade_model", "protocol", "source_path", "source_sha256", "record", "intent", "dagster_run_id", "started_at",
+    "finished_at", "ingested_at",
+]
+
+
+class AttemptConflict(ValueError):
+    """An attempt number already stored with different content: the run root and store disagree."""
+
+
+def ingest_attempt(con, attempt: Attempt, dagster_run_id: str) -> bool:
+    """Append one finished attempt and rewrite its slot's scored run, in one transaction.
+
+    Returns False when the attempt was already ingested (same content): nothing changes.
+    """
+    from sabot.store.db import transaction
+
+    key = [attempt.wave, attempt.operator or "", attempt.probe.key, attempt.number]
+    # fetchall, not fetchone: DuckDB 2 refuses new work on a connection with an unfinished result
+    stored = next(iter(con.execute(
+        "SELECT source_sha256 FROM attempts WHERE wave = ? AND operator = ? AND probe = ? AND attempt = ?", key
+    ).fetchall()), None)
+    if stored is not None:
+        if stored[0] != attempt.sha256:
+            raise AttemptConflict(f"{attempt.source_path}: attempt {attempt.number} is stored with sha256 {stored[0][:12]}, the file has {attempt.sha256[:12]}")
+        return False
+    i = attempt.identity
+    with transaction(con):
+        con.execute(
+            f"INSERT INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})",
+            [*key, attempt.outcome, attempt.record.run_id, attempt.record.error, i.runner_version, i.endpoint, i.pipeline_model,
+             i.downgrade_model, i.protocol, attempt.source_path, attempt.sha256, json.dumps(to_runresult(attempt.record)),
+             json.dumps(attempt.intent), attempt.dagster_run_id, attempt.started_at, attempt.finished_at, now()],
+        ).fetchall()  # finish the statement before registering frames on this connection
+        _rewrite_slot(con, attempt.wave, attempt.operator, attempt.probe, dagster_run_id)
+    return True
+
+
+def _rewrite_slot(con, wave: str, operator: str | None, probe: Probe, dagster_run_id: str) -> None:
+    """The slot's scored run: its latest complete attempt, else its latest RUN_ERROR attempt."""
+    row = next(iter(con.execute(
+        "SELECT attempt, record, source_path, source_sha256, intent FROM attempts "
+        "WHERE wave = ? AND operator = ? AND probe = ? AND outcome IN ('complete', 'run_error') "
+        "ORDER BY outcome = 'complete' DESC, attempt DESC LIMIT 1",
+        [wave, operator or "", probe.key],
+    ).fetchall()), None)
+    if row is None:  # only stopped attempts: the slot stays missing, to be run later
+        return
+    number, record, path, sha, intent = row
+    parsed = parse_runresult(json.loads(record), path)
+    write_slots(con, wave, [RunSlot(operator, probe, path, parsed, sha, number)], dagster_run_id)
+    write_intent(con, wave, operator, probe.key, parsed.run_id, json.loads(intent))
+
+
+@dataclass(frozen=True)
+class StoredAttempt:
+    number: int
+    outcome: str
+    identity: Identity
+    record: RunRecord
+    source_path: str
+
+
+def scored_attempts(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], StoredAttempt]:
+    """(operator or '', probe) -> the attempt each slot's scored run is, for live slots among `keys`."""
+    if not keys:
+        return {}
+    con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
+    rows = con.execute(
+        "SELECT a.operator, a.probe, a.attempt, a.outcome, a.runner_version, a.endpoint, a.pipeline_model, a.downgrade_model, "
+        "a.protocol, a.record, a.source_path FROM runs r JOIN _wanted w ON r.operator = w.operator AND r.probe = w.probe "
+        "JOIN attempts a ON a.wave = r.wave AND a.operator = r.operator AND a.probe = r.probe AND a.attempt = r.attempt "
+        "WHERE r.wave = ?",
+        [wave],
+    ).fetchall()
+    con.unregister("_wanted")
+    return {
+        (op, probe): StoredAttempt(n, outcome, Identity(rv, ep, pm, dm, proto), parse_runresult(json.loads(rec), path), path)
+        for op, probe, n, outcome, rv, ep, pm, dm, proto, rec, path in rows
+    }
+
+
+def attempt_history(con, wave: str, operator: str, probe: str) -> list[dict]:
+    """Every attempt of one slot, oldest first (for lineage)."""
+    cols = ("attempt", "outcome", "error", "endpoint", "runner_version", "source_path", "source_sha256", "dagster_run_id", "finished_at")
+    rows = con.execute(
+        f"SELECT {', '.join(cols)} FROM attempts WHERE wave = ? AND operator = ? AND probe = ? ORDER BY attempt",
+        [wave, operator, probe],
+    ).fetchall()
+    return [dict(zip(cols, r)) for r in rows]

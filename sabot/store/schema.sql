@@ -46,6 +46,35 @@ CREATE TABLE IF NOT EXISTS runs (
     materialized_at    TIMESTAMP NOT NULL,
     PRIMARY KEY (wave, operator, probe)
 );
+-- Live slots: which attempt (below) the slot holds; NULL for imported runs. Older stores gain it here.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS attempt INTEGER;
+
+-- Append-only: every finished attempt of a live run slot, whatever its outcome. The slot's scored
+-- run (`runs` above) is its latest complete attempt, else its latest RUN_ERROR attempt, so a
+-- failed attempt never replaces a good one. Ingested from the run root (sabot/runroot.py).
+CREATE TABLE IF NOT EXISTS attempts (
+    wave            VARCHAR NOT NULL,
+    operator        VARCHAR NOT NULL, -- '' for baselines
+    probe           VARCHAR NOT NULL,
+    attempt         INTEGER NOT NULL, -- 1, 2, ... per slot, in start order
+    outcome         VARCHAR NOT NULL, -- complete | run_error | stopped (cut off by a budget)
+    run_id          VARCHAR NOT NULL,
+    error           VARCHAR,
+    runner_version  VARCHAR NOT NULL,
+    endpoint        VARCHAR NOT NULL,
+    pipeline_model  VARCHAR NOT NULL,
+    downgrade_model VARCHAR NOT NULL,
+    protocol        INTEGER NOT NULL,
+    source_path     VARCHAR NOT NULL, -- the run file, relative to the run root
+    source_sha256   VARCHAR NOT NULL,
+    record          JSON NOT NULL,
+    intent          JSON NOT NULL,
+    dagster_run_id  VARCHAR NOT NULL,
+    started_at      VARCHAR NOT NULL,
+    finished_at     VARCHAR NOT NULL,
+    ingested_at     TIMESTAMP NOT NULL,
+    PRIMARY KEY (wave, operator, probe, attempt)
+);
 
 CREATE TABLE IF NOT EXISTS events (
     wave     VARCHAR NOT NULL,

@@ -12,7 +12,19 @@ from sabot_assets.cli.registry import registry
 from sabot_assets.cli.wave import wave
 
 
-@click.group()
+class _Sabot(click.Group):
+    """A held store lock ends any command with one line naming the holder, never a traceback."""
+
+    def invoke(self, ctx):
+        from sabot.store.db import StoreLocked
+
+        try:
+            return super().invoke(ctx)
+        except StoreLocked as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=_Sabot)
 def main():
     """Sabot on Dagster: plant faults, score what the pipelines' own checks caught."""
 

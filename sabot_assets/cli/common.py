@@ -39,12 +39,13 @@ def guarded(fn, *args):
     from judges.hard.acts import ScoringError
     from sabot.corpus import CorpusError
     from sabot.registry import RegistryError
+    from sabot.store.db import StoreLocked
     from sabot.trace import TraceError
     from sabot_assets.materialize import MaterializationError
 
     try:
         return fn(*args)
-    except (CorpusError, RegistryError, TraceError, ScoringError, MaterializationError) as exc:
+    except (CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked) as exc:
         raise click.ClickException(str(exc)) from exc
 
 

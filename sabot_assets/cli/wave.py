@@ -16,13 +16,24 @@ def wave():
 @wave.command("run")
 @click.argument("name")
 @click.option("--framework", "frameworks", multiple=True, help="Limit to these frameworks (repeatable).")
+@click.option("--config", "configs", multiple=True, help="Limit to these configs, e.g. default (repeatable).")
+@click.option("--task", "tasks", multiple=True, help="Limit to these tasks, e.g. T1 (repeatable).")
+@click.option("--operator", "operators", multiple=True, help="Limit the fault runs to these operators, e.g. O1 (repeatable); baselines still run.")
+@click.option("--rerun", is_flag=True, help="Run the selected cells again even where a matching complete run is stored (a new attempt each).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
-def wave_run(name, frameworks, json_out):
-    """Run a registered live wave (e.g. `demo`), score it and print its scoreboard."""
-    guarded(_wave, Context(), name, frameworks, json_out)
+def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out):
+    """Run a registered live wave (e.g. `demo`), score it and print its scoreboard.
+
+    A cell whose stored run is complete at the same runner version, endpoint, model ids and
+    protocol is reused, not run again (unless --rerun). Exit status 1 when cells ended in RUN_ERROR.
+    """
+    from sabot_assets.wave_jobs import Slice
+
+    selection = Slice(frameworks or None, configs or None, tasks or None, operators or None)
+    guarded(_wave, Context(), name, selection, rerun, json_out)
 
 
-def _wave(ctx: Context, name: str, frameworks, json_out: Path | None):
+def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None):
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
@@ -32,12 +43,20 @@ def _wave(ctx: Context, name: str, frameworks, json_out: Path | None):
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     click.echo(f"{name}: model endpoint: {endpoint.label if endpoint else 'simulation (scripted model on 127.0.0.1)'}")
-    result = run_wave(ctx.registry, ctx.defs(), ctx.instance(), name, frameworks or None, progress_bar(f"{name}: runs and verdicts"))
+    result = run_wave(ctx.registry, ctx.defs(), ctx.instance(), name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
+    tally = result.tally
+    click.echo(f"{name}: runs: {tally.ran} run, {tally.reused} reused (stored, same runner, endpoint, models and protocol), "
+               f"{tally.carved_out} carved out; RUN_ERROR: {len(tally.run_errors)}")
     wave_def = ctx.registry.wave(name)
     doc = score_document(STORE_PATH, wave_def, wave_def.headline_ruleset)
     publish(doc, json_out, started)
+    if tally.run_errors:
+        click.echo(f"{name}: {len(tally.run_errors)} cell(s) ended in RUN_ERROR (excluded, itemized; good runs stored earlier stay scored):", err=True)
+        for key, error in sorted(tally.run_errors.items()):
+            click.echo(f"  {key}: {error}", err=True)
+        raise SystemExit(1)
 
 
 @wave.command("export")

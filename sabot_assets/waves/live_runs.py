@@ -1,48 +1,152 @@
 """Run assets of a live wave: every partition is a real pipeline run against the model endpoint.
 
 Model calls go through the `llm_agent` pool; a backfill runs partitions in chunks so a wave does
-not pay a process start per cell. A run that fails for infrastructure is retried once inside the
-runner and then stored as RUN_ERROR: the partition still materializes, nothing crashes.
+not pay a process start per cell. Per cell:
+
+- **Resume.** A slot whose run root holds a complete attempt at the same runner version,
+  endpoint, model ids and protocol is reused, not run again, unless the run carries the tag
+  `sabot/rerun=true` (`sabot wave run --rerun`).
+- **No lost work.** A run writes its record to the run root first (`adapters.run_attempt`), then
+  it is ingested into the store as a new attempt; a failed attempt never replaces a good one.
+  A store lock delays the ingest, never loses the run: the next wave run ingests it.
+- **Failures show.** Each cell reports its own materialization as it finishes, with its own
+  metadata. A RUN_ERROR cell reports none, and the step fails at the end naming those cells, so
+  Dagster marks exactly them failed ("backfill failed and missing" picks them).
+- **Carved-out cells** (pre-registered, never run) materialize as such, so they never look like
+  missing work.
 """
 
-import hashlib
-import json
+import time
 from pathlib import Path
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from adapters.runner import RunSpec, run
+from adapters.run_attempt import current_identity, run_attempt
+from adapters.runner import RunSpec
+from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, WaveDef
-from sabot.store.db import append_manifest, transaction
-from sabot.store.runs import RunSlot, write_intent, write_slots
-from sabot.trace import to_runresult
-from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, RUNNER_VERSION
+from sabot.store.db import StoreLocked, append_manifest
+from sabot.store.runs import ingest_attempt
+from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, UNINGESTED_KEY
 from sabot_assets.partitions import cell_partitions, probe_partitions
 from sabot_assets.resources import store_connection
+from sabot_assets.waves.cell_metadata import attempt_metadata, carved_out_metadata, log_line
 
 
-def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveDef, asset: str, targets: list) -> dg.MaterializeResult:
-    work_root = Path(store.database).parent / "runs" / wave.name
-    counts = {"passed": 0, "failed": 0, "run errors": 0}
-    for i, target in enumerate(targets, 1):
-        cell = target if isinstance(target, Cell) else None
-        probe = cell.probe if cell else target
-        spec = RunSpec(wave.name, wave.protocol, probe.framework, probe.config, probe.task, cell.operator if cell else None, probe.seed)
-        outcome = run(spec, registry, work_root)  # no store connection is held across model calls
-        record = outcome.record
-        body = json.dumps(to_runresult(record), sort_keys=True)
-        slot = RunSlot(spec.operator, probe, f"live:{spec.run_id}", record, hashlib.sha256(body.encode()).hexdigest())
-        with store_connection(store) as con, transaction(con):
-            write_slots(con, wave.name, [slot], context.run_id)
-            write_intent(con, wave.name, spec.operator, probe.key, spec.run_id, outcome.intent)
-        counts["run errors" if record.error else ("passed" if record.task_passed else "failed")] += 1
-        if i % 10 == 0 or i == len(targets):
-            context.log.info(f"{asset}: {i}/{len(targets)} runs")
-    with store_connection(store) as con:
-        append_manifest(con, wave.name, asset, context.run_id, len(targets), len(targets), "live", {"protocol": wave.protocol})
-    return dg.MaterializeResult(metadata={"dagster/row_count": len(targets), **{f"runs {k}": v for k, v in counts.items()}})
+
+def run_root_of(store: DuckDBResource) -> Path:
+    return Path(store.database).parent / "runroot"
+
+
+def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str) -> int:
+    """Ingest every finished attempt of these slots that the store does not hold yet."""
+    done = 0
+    for operator, probe in slots:
+        for directory in runroot.finished_attempts(run_root, wave, probe, operator):
+            done += ingest_attempt(con, runroot.read_attempt(run_root, directory), dagster_run_id)
+    return done
+
+
+def reusable_attempts(run_root: Path, wave: str, slots, identity) -> dict:
+    """slot -> its stored run (latest complete attempt) where that run was made with `identity`.
+    Read from the run root, so a held store lock cannot force a paid run to be repeated."""
+    out = {}
+    for operator, probe in slots:
+        for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
+            attempt = runroot.read_attempt(run_root, directory)
+            if attempt.outcome == "complete":
+                if attempt.identity == identity:
+                    out[(operator, probe)] = attempt
+                break
+    return out
+
+
+class Settle:
+    """What happens to each finished (or reused) attempt in the parent: ingest it into the store,
+    log its line, report its partition. An executor running attempts elsewhere calls `finished`
+    once per attempt directory it gets back."""
+
+    def __init__(self, context, store: DuckDBResource, asset: str, run_root: Path):
+        self.context, self.store, self.asset, self.run_root = context, store, asset, run_root
+        self.errors, self.waiting, self.locked = {}, [], None
+        self.tally = {"reused": 0, "ran": 0, "carved out": 0}
+
+    def carved_out(self, key: str, wave: WaveDef) -> None:
+        self.tally["carved out"] += 1
+        self.context.log_event(dg.AssetMaterialization(self.context.asset_key, partition=key, metadata=carved_out_metadata(wave)))
+
+    def finished(self, key: str, directory: Path, reused: bool = False, seconds: float | None = None) -> None:
+        attempt = runroot.read_attempt(self.run_root, directory)
+        self.tally["reused" if reused else "ran"] += 1
+        try:
+            with store_connection(self.store) as con:
+                ingest_attempt(con, attempt, self.context.run_id)  # idempotent: a reused attempt is usually stored already
+        except StoreLocked as exc:
+            self.locked = exc
+            self.waiting.append(attempt.source_path)
+        if not reused:
+            self.context.log.info(log_line(self.asset, key, attempt, seconds))
+        if attempt.outcome != "complete":
+            self.errors[key] = attempt.record.error
+        elif attempt.source_path not in self.waiting:
+            self.context.log_event(dg.AssetMaterialization(self.context.asset_key, partition=key, metadata=attempt_metadata(attempt, reused)))
+
+
+def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveDef, asset: str, targets: list) -> None:
+    run_root, work_root = run_root_of(store), Path(store.database).parent / "runs" / wave.name
+    identity = current_identity(registry, RUNNER_VERSION, wave.protocol)
+    rerun = context.run.tags.get(RERUN_TAG) == "true"
+    slot_of = {t: ((t.operator, t.probe) if isinstance(t, Cell) else (None, t)) for t in targets}
+    runnable = [t for t in targets if not (isinstance(t, Cell) and wave.is_carved_out(t))]
+    settle = Settle(context, store, asset, run_root)
+    try:
+        with store_connection(store) as con:  # finished runs a lock or a crash left behind
+            swept = ingest_pending(con, run_root, wave.name, [slot_of[t] for t in runnable], context.run_id)
+        if swept:
+            context.log.info(f"{asset}: ingested {swept} finished attempt(s) from the run root ({run_root})")
+    except StoreLocked as exc:
+        settle.locked = exc
+        context.log.warning(f"{asset}: {exc}")
+    reuse = {} if rerun else reusable_attempts(run_root, wave.name, [slot_of[t] for t in runnable], identity)
+    for target in targets:
+        if target not in runnable:
+            settle.carved_out(target.key, wave)
+        elif slot_of[target] in reuse:
+            settle.finished(target.key, reuse[slot_of[target]].directory, reused=True)
+        else:
+            operator, probe = slot_of[target]
+            spec = RunSpec(wave.name, wave.protocol, probe.framework, probe.config, probe.task, operator, probe.seed)
+            started = time.perf_counter()
+            directory = run_attempt(spec, registry, run_root, work_root, identity, context.run_id)
+            settle.finished(target.key, directory, seconds=time.perf_counter() - started)
+    tally, errors = settle.tally, settle.errors
+    context.log.info(f"{asset}: {len(targets)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}")
+    if not settle.locked:
+        try:
+            with store_connection(store) as con:
+                append_manifest(con, wave.name, asset, context.run_id, len(targets), len(runnable), "live",
+                                {"protocol": wave.protocol, **tally, "run errors": len(errors)})
+        except StoreLocked as exc:
+            settle.locked = exc
+    _fail_if_needed(asset, errors, settle.waiting, settle.locked, tally)
+
+
+def _fail_if_needed(asset: str, errors: dict, waiting: list, locked, tally: dict) -> None:
+    """Fail the step when a cell ended in RUN_ERROR or a finished run could not be ingested: the
+    cells that reported no materialization are then exactly the failed partitions."""
+    if not errors and not waiting:
+        return
+    lines = [f"{k}: {e}" for k, e in errors.items()]
+    if waiting:
+        lines.append(f"{len(waiting)} finished run(s) not ingested: {locked}")
+    raise dg.Failure(
+        description=f"{asset}: {len(errors)} cell(s) ended in RUN_ERROR" + (f"; {len(waiting)} finished run(s) wait for ingest" if waiting else "") + "\n" + "\n".join(lines),
+        metadata={RUN_ERRORS_KEY: dg.MetadataValue.json(errors), UNINGESTED_KEY: dg.MetadataValue.json(waiting),
+                  **{k: v for k, v in tally.items()}},
+        allow_retries=False,
+    )
 
 
 def build_live_run_assets(wave: WaveDef, registry: Registry, upstream: dg.AssetKey) -> list[dg.AssetsDefinition]:
@@ -55,16 +159,17 @@ def build_live_run_assets(wave: WaveDef, registry: Registry, upstream: dg.AssetK
         pool=LLM_POOL,
         kinds={"duckdb"},
         tags={COST_TAG: "llm"},
+        output_required=False,  # each cell reports its own materialization (see the module docstring)
     )
 
     @dg.asset(name="baseline_runs", partitions_def=probe_partitions(wave), description="No-fault baseline runs, executed live.", **common)
-    def baseline_runs(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
-        probes = [Probe.parse(k) for k in context.partition_keys]
-        return _run_targets(context, store, registry, wave, "baseline_runs", probes)
+    def baseline_runs(context: dg.AssetExecutionContext, store: DuckDBResource):
+        _run_targets(context, store, registry, wave, "baseline_runs", [Probe.parse(k) for k in context.partition_keys])
+        yield from ()
 
-    @dg.asset(name="fault_runs", partitions_def=cell_partitions(wave), description="Fault runs, one planted fault each, executed live.", **common)
-    def fault_runs(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
-        cells = [Cell.parse(k) for k in context.partition_keys]
-        return _run_targets(context, store, registry, wave, "fault_runs", [c for c in cells if not wave.is_carved_out(c)])
+    @dg.asset(name="fault_runs", partitions_def=cell_partitions(wave), description="Fault runs, one planted fault each, executed live; carved-out cells are recorded as such, never run.", **common)
+    def fault_runs(context: dg.AssetExecutionContext, store: DuckDBResource):
+        _run_targets(context, store, registry, wave, "fault_runs", [Cell.parse(k) for k in context.partition_keys])
+        yield from ()
 
     return [baseline_runs, fault_runs]

@@ -1,0 +1,38 @@
+"""One attempt at one run slot, written to the run root before any store is touched.
+
+This is the unit a worker executes (in-process or in a worker process, on this host or another):
+allocate an attempt directory, run the pipeline, write the record in the reference layout. The
+parent then ingests the directory into the store (`sabot.store.runs.ingest_attempt`); if the
+store is locked, the finished run waits on disk for the next ingest and is never lost.
+"""
+
+from pathlib import Path
+
+from adapters.endpoint import provider_from_env, scripted
+from adapters.runner import RunSpec, run
+from sabot import runroot
+from sabot.runroot import Identity
+
+
+def current_identity(registry, runner_version: str, protocol: int) -> Identity:
+    """What a run made now would be made with: runner code version, endpoint, model ids, protocol."""
+    models = registry.doc("standard/models.v0.1.1.json")
+    pipeline, downgrade = models["pipeline_model"], models["o4_downgrade_model"]
+    endpoint = provider_from_env(pipeline, downgrade) or scripted("", pipeline, downgrade)
+    return Identity(runner_version, endpoint.label, pipeline, downgrade, protocol)
+
+
+def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identity: Identity, dagster_run_id: str) -> Path:
+    """Run one slot once (the runner's own retry-once included) and return its finished attempt directory."""
+    directory = runroot.allocate(run_root, spec.wave, _probe(spec), spec.operator)
+    started = runroot.started_now()
+    outcome = run(spec, registry, work_root)
+    record = outcome.record
+    return runroot.write_attempt(directory, spec.wave, record, "run_error" if record.error else "complete", identity,
+                                 outcome.intent, dagster_run_id, started)
+
+
+def _probe(spec: RunSpec):
+    from sabot.matrix import Probe
+
+    return Probe(spec.framework, spec.config, spec.task, spec.seed)

@@ -1,0 +1,165 @@
+"""The run root: where every live run attempt is first written, before any store sees it.
+
+A run writes its record in the reference corpus layout (the file `sabot.corpus` reads), one
+directory per attempt, so no store lock can lose a finished run and a worker on another host
+needs only the directory:
+
+    <root>/<wave>/<framework>/<config>/<task>/<operator|baseline>/seed<N>/attempt-<k>/
+        runresult.json | baseline-runresult.json   the run record (reference format)
+        intent.json                                what the scripted model decided (never scored)
+        attempt.json                               outcome and identity; written last: its
+                                                   presence means the attempt finished
+
+Attempt numbers are allocated with an exclusive mkdir, so concurrent workers never share one.
+An attempt directory without attempt.json is a run that never finished (killed): it is ignored.
+"""
+
+import datetime as dt
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from sabot.corpus import BASELINE_DIR
+from sabot.matrix import Probe
+from sabot.registry import sha256_bytes
+from sabot.trace import RunRecord, TraceError, parse_runresult, to_runresult
+
+META_FILE, INTENT_FILE = "attempt.json", "intent.json"
+OUTCOMES = ("complete", "run_error", "stopped")  # stopped: cut off by a budget, never scored
+
+
+def run_file_name(operator: str | None) -> str:
+    return "runresult.json" if operator else "baseline-runresult.json"
+
+
+def slot_dir(root: Path, wave: str, probe: Probe, operator: str | None) -> Path:
+    return Path(root) / wave / probe.framework / probe.config / probe.task / (operator or BASELINE_DIR) / f"seed{probe.seed}"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a stored run must match to be reused instead of run again."""
+
+    runner_version: str
+    endpoint: str
+    pipeline_model: str
+    downgrade_model: str
+    protocol: int
+
+    def as_dict(self) -> dict:
+        return {"runner_version": self.runner_version, "endpoint": self.endpoint, "pipeline_model": self.pipeline_model,
+                "downgrade_model": self.downgrade_model, "protocol": self.protocol}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One finished attempt at one run slot, as read back from its directory."""
+
+    wave: str
+    operator: str | None
+    probe: Probe
+    number: int
+    outcome: str
+    identity: Identity
+    record: RunRecord
+    sha256: str  # of the run file's bytes
+    source_path: str  # the run file, relative to the run root
+    intent: list
+    dagster_run_id: str
+    started_at: str
+    finished_at: str
+    directory: Path | None = None
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def allocate(root: Path, wave: str, probe: Probe, operator: str | None) -> Path:
+    """A fresh attempt directory for this slot: attempt-1, attempt-2, ... (exclusive mkdir)."""
+    base = slot_dir(root, wave, probe, operator)
+    base.mkdir(parents=True, exist_ok=True)
+    n = 1 + max((_number(p) for p in base.glob("attempt-*")), default=0)
+    while True:
+        try:
+            (base / f"attempt-{n}").mkdir()
+            return base / f"attempt-{n}"
+        except FileExistsError:
+            n += 1
+
+
+def _number(path: Path) -> int:
+    tail = path.name.removeprefix("attempt-")
+    return int(tail) if tail.isdigit() else 0
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_attempt(directory: Path, wave: str, record: RunRecord, outcome: str, identity: Identity, intent: list,
+                  dagster_run_id: str, started_at: str) -> Path:
+    """Write a finished attempt: record and intent first, attempt.json last (the finish marker)."""
+    if outcome not in OUTCOMES:
+        raise ValueError(f"unknown outcome {outcome!r}; outcomes: {', '.join(OUTCOMES)}")
+    directory = Path(directory)
+    _write_atomic(directory / run_file_name(record.operator), json.dumps(to_runresult(record), ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+    _write_atomic(directory / INTENT_FILE, json.dumps(intent, ensure_ascii=False) + "\n")
+    meta = {"wave": wave, "outcome": outcome, "identity": identity.as_dict(), "dagster_run_id": dagster_run_id,
+            "started_at": started_at, "finished_at": _now()}
+    _write_atomic(directory / META_FILE, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    return directory
+
+
+def started_now() -> str:
+    return _now()
+
+
+def read_attempt(root: Path, directory: Path) -> Attempt:
+    """Read and validate a finished attempt; a malformed one raises TraceError naming the file."""
+    root, directory = Path(root), Path(directory)
+    rel = directory.relative_to(root)
+    source = rel.as_posix()
+    if len(rel.parts) != 7 or not rel.parts[6].startswith("attempt-"):
+        raise TraceError(source, "path", "not <wave>/<framework>/<config>/<task>/<operator>/seed<N>/attempt-<k>")
+    wave, framework, config, task, op_dir, seed_dir, _ = rel.parts
+    operator = None if op_dir == BASELINE_DIR else op_dir
+    try:
+        meta = json.loads((directory / META_FILE).read_text())
+        raw = (directory / run_file_name(operator)).read_bytes()
+        obj = json.loads(raw)
+        intent_path = directory / INTENT_FILE
+        intent = json.loads(intent_path.read_text()) if intent_path.exists() else []
+    except (OSError, json.JSONDecodeError) as exc:
+        raise TraceError(source, "attempt", f"unreadable ({exc})") from exc
+    record = parse_runresult(obj, f"{source}/{run_file_name(operator)}")
+    probe = Probe(framework, config, task, int(seed_dir.removeprefix("seed")))
+    for name, want in (("framework", framework), ("config", config), ("task", task), ("operator", operator), ("seed", probe.seed)):
+        if getattr(record, name) != want:
+            raise TraceError(source, f"trace.{name}", f"is {getattr(record, name)!r} but the path says {want!r}")
+    if meta.get("outcome") not in OUTCOMES:
+        raise TraceError(f"{source}/{META_FILE}", "outcome", f"unknown outcome {meta.get('outcome')!r}")
+    return Attempt(
+        wave=wave, operator=operator, probe=probe, number=_number(directory), outcome=meta["outcome"],
+        identity=Identity(**meta["identity"]), record=record, sha256=sha256_bytes(raw),
+        source_path=f"{source}/{run_file_name(operator)}", intent=intent, dagster_run_id=meta.get("dagster_run_id", ""),
+        started_at=meta.get("started_at", ""), finished_at=meta.get("finished_at", ""), directory=directory,
+    )
+
+
+def finished_attempts(root: Path, wave: str, probe: Probe, operator: str | None) -> list[Path]:
+    """The finished attempt directories of one slot, oldest first."""
+    base = slot_dir(root, wave, probe, operator)
+    return sorted((p for p in base.glob("attempt-*") if (p / META_FILE).exists()), key=_number)
+
+
+def unfinished_attempts(root: Path, wave: str, probe: Probe, operator: str | None) -> list[Path]:
+    """Attempt directories whose run never finished (the process died mid-run)."""
+    base = slot_dir(root, wave, probe, operator)
+    return sorted((p for p in base.glob("attempt-*") if not (p / META_FILE).exists()), key=_number)
