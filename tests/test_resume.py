@@ -88,3 +88,67 @@ def test_a_bad_endpoint_keeps_the_good_runs_and_exits_non_zero(var):
         assert con.execute("SELECT count(*) FROM cell_verdicts WHERE ruleset = 'v0.2.0' AND status = 'valid'").fetchone()[0] == valid == 6
         outcomes = con.execute("SELECT outcome, count(*) FROM attempts GROUP BY 1 ORDER BY 1").fetchall()
         assert outcomes == [("complete", SLOTS), ("run_error", SLOTS)]  # the RUN_ERROR attempts, stored beside
+
+
+GRAPHQL_STATUSES = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode { assetPartitionStatuses {
+  ... on MultiPartitionStatuses { primaryDimensionName ranges { primaryDimStartKey primaryDimEndKey
+      secondaryDim { ... on DefaultPartitionStatuses { materializedPartitions failedPartitions } } } }
+  ... on DefaultPartitionStatuses { materializedPartitions failedPartitions } } } } }"""
+UI_PORT = 3596
+
+
+def _group_alive(pgid: int) -> list[str]:
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(stat.parent.name)
+    return alive
+
+
+def _graphql(query: str, variables: dict) -> dict:
+    import urllib.request
+
+    req = urllib.request.Request(f"http://127.0.0.1:{UI_PORT}/graphql", data=json.dumps({"query": query, "variables": variables}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as reply:
+        return json.load(reply)["data"]
+
+
+def test_the_ui_reports_run_error_cells_failed_and_stops_on_sigterm_from_the_background(var):
+    """scripts/ui.sh started as a background job (SIGINT inherited as ignored): the Dagster GraphQL
+    API the partitions view reads reports the RUN_ERROR cells failed; SIGTERM stops every process."""
+    import urllib.request
+
+    wrapper = subprocess.run(["bash", "-c", f"PORT={UI_PORT} bash scripts/ui.sh > {var}/ui.log 2>&1 & echo $!"], cwd=PROJECT,
+                             env=_env(var), capture_output=True, text=True, start_new_session=True, timeout=30)
+    ui = int(wrapper.stdout.strip())
+    pgid = os.getpgid(ui)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{UI_PORT}/server_info", timeout=5)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (var / "ui.log").read_text()[-2000:]
+                time.sleep(1)
+        faults = _graphql(GRAPHQL_STATUSES, {"key": {"path": ["demo", "fault_runs"]}})["assetNodeOrError"]["assetPartitionStatuses"]
+        assert faults["primaryDimensionName"] == "operator"
+        failed = {(op, probe) for r in faults["ranges"] for op in ("O1", "O2", "O3", "O4", "O5", "O6")
+                  if r["primaryDimStartKey"] <= op <= r["primaryDimEndKey"] for probe in r["secondaryDim"]["failedPartitions"]}
+        assert failed == {(op, "langgraph.default.T1.s11") for op in ("O1", "O2", "O3", "O4", "O5", "O6")}  # the last wave's RUN_ERROR cells
+        baselines = _graphql(GRAPHQL_STATUSES, {"key": {"path": ["demo", "baseline_runs"]}})["assetNodeOrError"]["assetPartitionStatuses"]
+        assert baselines["failedPartitions"] == ["langgraph.default.T1.s11"]
+
+        os.kill(ui, signal.SIGTERM)
+        deadline = time.monotonic() + 120
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _group_alive(pgid) == [], "scripts/ui.sh left processes running after SIGTERM"
+    finally:
+        if _group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)  # only the group this test started
