@@ -1,20 +1,34 @@
-"""Run untrusted generated Python code so that whatever it does ends as a failed run, not a hurt harness.
+"""Run untrusted generated Python code behind a real boundary, so that whatever it does ends as a
+failed run, never as a hurt harness or a forged pass.
 
-The code (an LLM's `solution.py` plus hidden tests) may loop forever, fork-bomb, open connections,
-write outside its directory, print gigabytes or allocate huge memory. Containment, outermost first:
+The boundary is bubblewrap (Debian's `bubblewrap`, `bwrap`), run by the harness; nothing is
+hand-rolled. Inside it the code gets:
 
-- kernel: a child process in its own session under resource limits (address space, CPU, file size,
-  open files, processes, no core dumps), its whole process group SIGKILLed when the run ends. Where
-  `unshare` works (root on Linux) the child also gets fresh user, network and PID namespaces: no
-  network at all, none of the host's capabilities (mknod, mount, ...) although it runs as uid 0, and
-  every process it manages to start dies with it;
-- a throwaway directory as its cwd and HOME, deleted afterwards, even on errors;
-- an audit hook installed before the user's code runs (`_BOOT`), refusing process creation,
-  sockets, ctypes and writes outside the directory. Defence in depth only, see there.
+- a minimal READ-ONLY view: the interpreter, the shared libraries it and its standard-library
+  extension modules load (found with ldd), and the standard library with site-packages masked.
+  No project tree, no store, no `data/`, no harness venv, no /etc, /root, /home or /usr/bin;
+- ONE writable tmpfs, /tmp, of `TMPFS_SIZE` bytes: cwd, HOME and TMPDIR;
+- no network (a fresh network namespace with only its own loopback), its own PID, IPC and UTS
+  namespaces, every process dying with the run (`--die-with-parent`, the PID namespace's init);
+- a fresh unprivileged uid per run (`sandbox_child.drop_privileges`), so the kernel's process
+  limit RLIMIT_NPROC holds (it never binds root), no capabilities and no_new_privs;
+- resource limits: address space, CPU seconds, file size (stdout and stderr included), open files,
+  processes, no core dumps;
+- a seccomp filter (`sabot.sandbox_seccomp`) loaded by bwrap before the interpreter starts;
+- an audit hook in the child: defence in depth only, for clear errors on ordinary mischief.
+
+Without bwrap nothing runs: `SandboxUnavailable` is raised, there is no fallback.
+
+`run_calls` is how a pass is decided without trusting the code: the child returns what the
+solution returned for given inputs, as data, and the caller compares against expected values that
+never enter the sandbox (`sabot.tasks._pass_t3`). Nothing the code prints, exits with or patches
+can turn a wrong answer into a pass.
 """
 
-import dataclasses
+import base64
 import functools
+import glob
+import json
 import math
 import os
 import resource
@@ -23,80 +37,30 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sabot.sandbox_seccomp import filter_bpf
+
+BWRAP = "bwrap"
+INSTALL_HINT = "install Debian's bubblewrap (`apt-get install bubblewrap`; scripts/setup.sh does)"
 FILE_SIZE_LIMIT = 8 * 2**20  # per file written, stdout and stderr included
+TMPFS_SIZE = 32 * 2**20  # the one writable directory
 OPEN_FILES_LIMIT = 64
-PROCESS_LIMIT = 16  # not enforced for root by the kernel: the audit hook also refuses to fork
-# Fresh user, network and PID namespaces. The user namespace maps root to root, so the interpreter
-# (under /root here) stays readable, but strips host capabilities. --fork makes the child the init
-# of the PID namespace: when it dies the kernel kills every process left in there.
-UNSHARE_FLAGS = ("--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child")
-# unshare (util-linux 2.38) cannot re-raise a SIGKILL that ended its child: it prints this and exits 1.
-UNSHARE_LOST_SIGKILL = "unshare: sigprocmask unblock failed"
-
-# The child's first code. Audit hooks are defence in depth, NOT a security boundary: C extensions
-# (cffi and uvloop sit in the venv), dir_fd-relative calls and unaudited calls such as os.mknod get
-# past them. The boundary is the process limits, the namespaces and the throwaway directory; the
-# hook turns ordinary mischief into a clear PermissionError early.
-_BOOT = r'''
-import os, runpy, sys
-import _posixsubprocess, subprocess
-from _socket import AF_UNIX
-
-ROOT, ENTRY = os.path.realpath(sys.argv[1]), sys.argv[2]
-PROCESS = {"os.exec", "os.fork", "os.forkpty", "os.posix_spawn", "os.system", "pty.spawn",
-           "subprocess.Popen", "os.kill", "os.killpg", "ctypes.dlopen"}
-# Events that change the file system at every path among their arguments.
-CHANGES = {"os.chmod", "os.chown", "os.link", "os.mkdir", "os.remove", "os.rename", "os.rmdir",
-           "os.symlink", "os.truncate", "os.utime", "shutil.rmtree", "sqlite3.connect"}
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+PROCESS_LIMIT = 16  # for the run's own uid: enforced by the kernel because that uid is not root
+UID_RANGE = (200_000, 300_000)  # a fresh uid per run: concurrent runs never share a process count
+GLIBC_STUBS = ("libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1")
+CHILD = Path(__file__).with_name("sandbox_child.py")
+# bwrap exits 128 + N when the command was killed by signal N.
+SIGNAL_BASE = 128
 
 
-def refuse(what):
-    raise PermissionError(f"sandbox: {what} is not allowed")
-
-
-def inside(path):
-    if isinstance(path, int):  # an already-open descriptor
-        return True
-    real = os.path.realpath(os.fsdecode(path))
-    return real == os.devnull or os.path.commonpath([real, ROOT]) == ROOT
-
-
-def guard(event, args):
-    if event in PROCESS:
-        refuse(event)
-    # A fresh copy of _posixsubprocess would bring back the real fork_exec, which is not audited.
-    if event == "import" and args[0] == "_posixsubprocess":
-        refuse("reloading _posixsubprocess")
-    # asyncio's event loop needs an AF_UNIX socketpair; nothing else about sockets is allowed.
-    if event.startswith("socket.") and not (event == "socket.__new__" and args[1] == AF_UNIX):
-        refuse(event)
-    if event == "open":
-        path, mode, flags = args
-        writing = any(c in mode for c in "wax+") if isinstance(mode, str) else bool(flags & WRITE_FLAGS)
-        if writing and not inside(path):
-            refuse(f"writing {path!r}")
-    if event in CHANGES and not all(inside(a) for a in args if isinstance(a, (str, bytes, os.PathLike))):
-        refuse(f"{event} outside the sandbox")
-
-
-def fork_exec(*args):
-    refuse("process creation")
-
-
-# subprocess keeps its own reference to fork_exec, so both are replaced before any user code runs.
-_posixsubprocess.fork_exec = subprocess._fork_exec = fork_exec
-sys.addaudithook(guard)
-sys.argv = [ENTRY]
-sys.path.insert(0, os.path.dirname(os.path.abspath(ENTRY)))  # as `python ENTRY` would
-runpy.run_path(ENTRY, run_name="__main__")
-'''
+class SandboxUnavailable(RuntimeError):
+    """The sandbox tool is missing or unusable here: generated code is refused, never run unconfined."""
 
 
 @dataclass(frozen=True)
@@ -109,49 +73,118 @@ class SandboxResult:
     reason: str  # "" when ok, else e.g. "exit status 1; output truncated at 64000 bytes"
 
 
-def run_python(files: dict[str, str], entry: str, *, timeout: float = 10.0, memory_mb: int = 512,
-               max_output: int = 64_000, python: str | None = None) -> SandboxResult:
-    """Write `files` into a fresh temporary directory, run `python entry` there, clean up.
+@dataclass(frozen=True)
+class CallsResult:
+    """What `run_calls` brought back: one outcome per call, or None with the reason when the run broke."""
+
+    outcomes: list[dict] | None  # [{"returned": v} | {"raised": [names]} | {"unrepresentable": type}]
+    run: SandboxResult
+    reason: str  # "" when outcomes is a well-formed list of the right length
+
+
+def run_python(files: dict[str, str | bytes], entry: str, *, timeout: float = 10.0, memory_mb: int = 512,
+               max_output: int = 64_000) -> SandboxResult:
+    """Copy `files` into the sandbox's tmpfs and run `python entry` there.
 
     Output beyond `max_output` bytes per stream is dropped and fails the run: a verdict should not
     rest on output nobody saw.
     """
+    _check_names(files, entry)
+    return _run(files, ["script", entry], None, timeout=timeout, memory_mb=memory_mb, max_output=max_output)
+
+
+def run_calls(files: dict[str, str | bytes], module: str, function: str, calls: Sequence[Sequence], *,
+              timeout: float = 10.0, memory_mb: int = 512, max_output: int = 64_000) -> CallsResult:
+    """Import `module` inside the sandbox and call `function(*args)` for each argument list in
+    `calls`; return each call's outcome as data. The sandbox never sees an expected value."""
+    _check_names(files, f"{module}.py")
+    run = _run(files, ["calls", module, function], list(map(list, calls)), timeout=timeout,
+               memory_mb=memory_mb, max_output=max_output)
+    if not run.ok:
+        last = run.stderr.strip().splitlines()[-1:] or [""]
+        return CallsResult(None, run, f"{run.reason}: {last[0][:200]}" if last[0] else run.reason)
+    try:
+        outcomes = json.loads(run.stdout)
+    except json.JSONDecodeError:
+        return CallsResult(None, run, "the run wrote no well-formed report")
+    if not (isinstance(outcomes, list) and len(outcomes) == len(calls) and all(
+            isinstance(o, dict) and len(o) == 1 and next(iter(o)) in ("returned", "raised", "unrepresentable")
+            for o in outcomes)):
+        return CallsResult(None, run, f"the report is not {len(calls)} call outcomes")
+    return CallsResult(outcomes, run, "")
+
+
+def require_sandbox() -> str:
+    """bwrap's path; raises SandboxUnavailable, naming what is missing, when it is not installed."""
+    found = shutil.which(BWRAP)
+    if found is None:
+        raise SandboxUnavailable(f"the sandbox tool {BWRAP!r} is not on PATH: generated code is not run "
+                                 f"without it; {INSTALL_HINT}")
+    return found
+
+
+def _run(files: dict[str, str | bytes], mode: list[str], calls: list | None, *, timeout: float, memory_mb: int,
+         max_output: int) -> SandboxResult:
+    bwrap = require_sandbox()
+    python, view = _view()
+    uid = str(secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]) + UID_RANGE[0])
     with tempfile.TemporaryDirectory(prefix="sabot-sandbox-") as tmp:
-        base = Path(tmp).resolve()  # private to the harness: the bootstrap and the captured output
-        work = base / "work"  # the child's cwd and HOME, the only place it may write
-        work.mkdir()
-        for name, text in files.items():
-            path = _inside(work, name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        _inside(work, entry)  # refuses an entry outside the directory
-        boot = base / "_sandbox_boot.py"
-        boot.write_text(_BOOT, encoding="utf-8")
+        base = Path(tmp)  # the harness's side only: never bound into the sandbox
+        payload = {"child.py": CHILD.read_bytes(), "seccomp.bpf": filter_bpf(),
+                   "files.json": json.dumps({n: base64.b64encode(_bytes(t)).decode() for n, t in files.items()}).encode()}
+        if calls is not None:
+            payload["calls.json"] = json.dumps(calls).encode()
+        fds = {}
+        for name, data in payload.items():
+            (base / name).write_bytes(data)
+            fds[name] = os.open(base / name, os.O_RDONLY)
+        # bwrap reports the host pid of the sandbox's init here (what to kill); the child marks
+        # "started" before any of the solution's code runs, so its absence means setup failed.
+        for name in ("status", "started"):
+            fds[name] = os.open(base / name, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            data_args = [a for name in ("child.py", "files.json", "calls.json") if name in fds
+                         for a in ("--ro-bind-data", str(fds[name]), f"/sabot/{name}")]
+            command = [bwrap, *NAMESPACES, *view, "--dev", "/dev", "--proc", "/proc",
+                       "--size", str(TMPFS_SIZE), "--perms", "1777", "--tmpfs", "/tmp", *data_args,
+                       "--seccomp", str(fds["seccomp.bpf"]), "--json-status-fd", str(fds["status"]), "--chdir", "/tmp",
+                       "--", python, "-I", "-S", "-B", "/sabot/child.py", str(fds["started"]), uid, *mode]
+            env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+                   "PYTHONDONTWRITEBYTECODE": "1"}
+            return _supervise(command, env, tuple(fds.values()), base, timeout, memory_mb, max_output)
+        finally:
+            for fd in fds.values():
+                os.close(fd)
 
-        command = [python or sys.executable, "-I", "-B", str(boot), str(work), entry]
-        unshare = _unshare()
-        if unshare:
-            command = [unshare, *UNSHARE_FLAGS, *command]
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "TMPDIR": str(work), "LANG": "C.UTF-8",
-               "PYTHONDONTWRITEBYTECODE": "1"}
-        # Files, not pipes: nothing to drain, so no deadlock, and RLIMIT_FSIZE bounds the disk used.
-        with open(base / "stdout", "w+b") as out, open(base / "stderr", "w+b") as err:
-            proc = subprocess.Popen(command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    start_new_session=True, preexec_fn=_limits(timeout, memory_mb))
-            try:
-                proc.wait(timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
-                _kill_group(proc)
-            stdout, stdout_cut = _read_capped(out, max_output)
-            stderr, stderr_cut = _read_capped(err, max_output)
-            returncode = None if timed_out else proc.returncode
-            if unshare and returncode == 1 and UNSHARE_LOST_SIGKILL in _tail(err):
-                returncode = -signal.SIGKILL
 
-    truncated = stdout_cut or stderr_cut
+# Every namespace but the user namespace: without one, the child's uid is a real host uid, and the
+# kernel's process limit applies to it. Capabilities: only what dropping to that uid needs.
+NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+              "--hostname", "sandbox", "--die-with-parent", "--new-session",
+              "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID")
+
+
+def _supervise(command: list[str], env: dict, fds: tuple[int, ...], base: Path, timeout: float, memory_mb: int,
+               max_output: int) -> SandboxResult:
+    # Files, not pipes: nothing to drain, so no deadlock, and RLIMIT_FSIZE bounds the disk used.
+    with open(base / "stdout", "w+b") as out, open(base / "stderr", "w+b") as err:
+        proc = subprocess.Popen(command, cwd=base, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                pass_fds=fds, start_new_session=True, preexec_fn=_limits(timeout, memory_mb))
+        try:
+            proc.wait(timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(proc, base / "status")
+        stdout, stdout_cut = _read_capped(out, max_output)
+        stderr, stderr_cut = _read_capped(err, max_output)
+    returncode = None if timed_out else proc.returncode
+    if returncode is not None and returncode > SIGNAL_BASE:
+        returncode = SIGNAL_BASE - returncode
+    if not timed_out and (base / "started").read_bytes() != b"started\n":
+        raise SandboxUnavailable(f"{BWRAP} could not set up the sandbox (exit status {proc.returncode}): "
+                                 f"{stderr.strip()[:300]}")
     reasons = []
     if timed_out:
         reasons.append(f"timed out after {float(timeout)} s")
@@ -160,48 +193,83 @@ def run_python(files: dict[str, str], entry: str, *, timeout: float = 10.0, memo
         reasons.append(f"killed by signal {-returncode}{hint}")
     elif returncode > 0:
         reasons.append(f"exit status {returncode}")
-    if truncated:
+    if stdout_cut or stderr_cut:
         reasons.append(f"output truncated at {max_output} bytes")
     return SandboxResult(ok=not reasons, returncode=returncode, timed_out=timed_out, stdout=stdout,
                          stderr=stderr, reason="; ".join(reasons))
 
 
-def run_tests(solution: str, tests: str, *, module: str = "solution", timeout: float = 10.0) -> SandboxResult:
-    """Convenience: files {module + '.py': solution, 'test_hidden.py': tests}; the tests file is a plain
-    script of asserts (no pytest dependency) that imports the module; ok means every assert passed."""
-    # Exit status 0 alone is forgeable (`os._exit(0)` on import): the tests must also reach their
-    # last line, which prints a fresh nonce the solution cannot guess in advance.
-    done = f"sabot-tests-complete-{secrets.token_hex(8)}"
-    files = {f"{module}.py": solution, "test_hidden.py": f"{tests}\n\nprint({done!r})\n"}
-    result = run_python(files, "test_hidden.py", timeout=timeout)
-    if result.ok and done not in result.stdout:
-        return dataclasses.replace(result, ok=False, reason="the tests did not run to completion")
-    return result
-
-
-def network_isolation() -> str:
-    """"netns" when children run in fresh namespaces (no network at all), else "audit-hook"."""
-    return "netns" if _unshare() else "audit-hook"
-
-
 @functools.cache
-def _unshare() -> str | None:
-    """unshare's path if it works here, found once by a trial under the same limits: it needs
-    privileges, and must be able to fork within them."""
-    unshare = shutil.which("unshare")
-    if unshare is None:
-        return None
-    try:
-        trial = subprocess.run([unshare, *UNSHARE_FLAGS, "true"], env={"PATH": "/usr/bin:/bin"},
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               timeout=10, preexec_fn=_limits(timeout=1, memory_mb=256))
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return unshare if trial.returncode == 0 else None
+def _view() -> tuple[str, tuple[str, ...]]:
+    """The interpreter's path and the bwrap arguments of the read-only view, computed once."""
+    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix,
+                                      "installed_base": sys.base_prefix, "installed_platbase": sys.base_prefix})
+    stdlib = {paths["stdlib"], paths["platstdlib"]}
+    masked = sorted({paths["purelib"], paths["platlib"]} & {p for p in (paths["purelib"], paths["platlib"]) if os.path.isdir(p)})
+    args: list[str] = []
+    seen: set[str] = set()
+    for path in [python, *_shared_libraries(python, stdlib)]:
+        _mirror(path, args, seen)
+    for path in sorted(stdlib):
+        _mirror(path, args, seen)
+    for path in masked:  # other packages of the machine's Python: not the solution's business
+        args += ["--tmpfs", path, "--remount-ro", path]
+    return python, tuple(args)
+
+
+def _shared_libraries(python: str, stdlib: set[str]) -> list[str]:
+    """Every shared library the interpreter and its standard-library extension modules load (ldd)."""
+    binaries = [python, *sorted(p for d in stdlib for p in glob.glob(os.path.join(d, "lib-dynload", "*.so")))]
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        raise SandboxUnavailable("ldd is not on PATH: the sandbox's library view cannot be computed")
+    found = set()
+    for i in range(0, len(binaries), 40):
+        out = subprocess.run([ldd, *binaries[i:i + 40]], capture_output=True, text=True, check=False).stdout
+        for line in out.splitlines():
+            words = line.split()
+            if "=>" in words and len(words) > words.index("=>") + 1 and words[words.index("=>") + 1].startswith("/"):
+                found.add(words[words.index("=>") + 1])
+            elif words and words[0].startswith("/") and not words[0].endswith(":"):
+                found.add(words[0])  # the dynamic loader itself
+    libc_dirs = {os.path.dirname(p) for p in found if os.path.basename(p) == "libc.so.6"}
+    # The C library's compatibility stubs, which older native code still links against.
+    found |= {os.path.join(d, n) for d in libc_dirs for n in GLIBC_STUBS if os.path.exists(os.path.join(d, n))}
+    return sorted(found)
+
+
+def _mirror(path: str, args: list[str], seen: set[str]) -> None:
+    """bwrap arguments that make `path` resolve inside as it does outside: each symlink on the way
+    re-created, the file or directory at the end bound read-only."""
+    parts = Path(os.path.normpath(path)).parts
+    for i in range(2, len(parts) + 1):
+        prefix = os.path.join(*parts[:i])
+        if os.path.islink(prefix):
+            if prefix not in seen:
+                _parents(parts[:i], args, seen)
+                seen.add(prefix)
+                args += ["--symlink", os.readlink(prefix), prefix]
+            target = os.path.join(os.path.dirname(prefix), os.readlink(prefix), *parts[i:])
+            _mirror(os.path.normpath(target), args, seen)
+            return
+    if path not in seen and os.path.exists(path):
+        _parents(parts, args, seen)
+        seen.add(path)
+        args += ["--ro-bind", path, path]
+
+
+def _parents(parts: tuple[str, ...], args: list[str], seen: set[str]) -> None:
+    """Create the parent directories 0755 first: bwrap would make them 0700, unreadable after the drop."""
+    for i in range(2, len(parts)):
+        parent = os.path.join(*parts[:i])
+        if parent not in seen:
+            seen.add(parent)
+            args += ["--perms", "0755", "--dir", parent]
 
 
 def _limits(timeout: float, memory_mb: int) -> Callable[[], None]:
-    """The child's resource limits, set between fork and exec (and inherited through unshare)."""
+    """The resource limits, set between fork and exec; bwrap and the child inherit them."""
     limits = {
         resource.RLIMIT_AS: memory_mb * 2**20,
         resource.RLIMIT_CPU: math.ceil(timeout) + 1,  # a backstop; the wall-clock timeout comes first
@@ -218,28 +286,53 @@ def _limits(timeout: float, memory_mb: int) -> Callable[[], None]:
     return apply
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGKILL the child's process group, reap the child, and wait (briefly) until the group is gone:
-    under unshare the sandboxed interpreter is unshare's child, reaped by init rather than by us."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def _kill_group(proc: subprocess.Popen, status: Path) -> None:
+    """SIGKILL the sandbox's init (the kernel then kills every process of its PID namespace) and
+    bwrap's process group, reap bwrap, and wait (briefly) until the init is gone too."""
+    init = _sandbox_init(status)
+    for kill, pid in ((os.kill, init), (os.killpg, proc.pid)):
+        if pid is not None:
+            try:
+                kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     proc.wait()
-    deadline = time.monotonic() + 2
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            return
+    deadline = time.monotonic() + 5
+    while init is not None and time.monotonic() < deadline and _alive(init):
         time.sleep(0.01)
 
 
-def _inside(root: Path, name: str) -> Path:
-    path = (root / name).resolve()
-    if not path.is_relative_to(root):
-        raise ValueError(f"sandbox file {name!r} lies outside the sandbox directory")
-    return path
+def _alive(pid: int) -> bool:
+    """Whether `pid` is running. A zombie init is not: the kernel empties its PID namespace before
+    the init becomes one, and reaping it is up to whoever adopted it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def _sandbox_init(status: Path) -> int | None:
+    """The host pid of the sandbox's init, from bwrap's --json-status-fd report (None before setup)."""
+    for line in status.read_text(errors="replace").splitlines():
+        try:
+            pid = json.loads(line).get("child-pid")
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(pid, int) and pid > 1:
+            return pid
+    return None
+
+
+def _check_names(files: dict, entry: str) -> None:
+    for name in [*files, entry]:
+        parts = Path(name).parts
+        if not parts or Path(name).is_absolute() or ".." in parts:
+            raise ValueError(f"sandbox file {name!r} lies outside the sandbox directory")
+
+
+def _bytes(text: str | bytes) -> bytes:
+    return text if isinstance(text, bytes) else text.encode("utf-8")
 
 
 def _read_capped(f, cap: int) -> tuple[str, bool]:
@@ -247,8 +340,3 @@ def _read_capped(f, cap: int) -> tuple[str, bool]:
     f.seek(0)
     data = f.read(cap + 1)
     return data[:cap].decode("utf-8", errors="replace"), len(data) > cap
-
-
-def _tail(f) -> str:
-    f.seek(max(0, os.fstat(f.fileno()).st_size - 200))
-    return f.read().decode("utf-8", errors="replace")

@@ -9,3 +9,5 @@ if ! "$PY" -m uv --version 2>/dev/null | grep -q "$UV_VERSION"; then
   "$PY" -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION"
 fi
 "$PY" -m uv sync --frozen --python "$PY" --quiet
+# T3 runs generated code only inside bubblewrap: without it the sandbox refuses to run anything.
+bash scripts/install_bubblewrap.sh

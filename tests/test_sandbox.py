@@ -1,5 +1,8 @@
-"""The sandbox contains hostile generated code: every attack ends as a failed run, the harness lives on
-and nothing is left behind (no process, no file, no connection)."""
+"""The sandbox's mechanics: bubblewrap's boundary is in place (view, uid, namespaces, limits, seccomp),
+ordinary code runs, every misbehaviour ends as a failed run with nothing left behind, and without
+bubblewrap nothing runs at all. None of these tests skips: a machine without bwrap fails them.
+
+The hostile solutions themselves, each against the T3 pass criterion, are in test_sandbox_hostile.py."""
 
 import os
 import signal
@@ -12,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from sabot.sandbox import network_isolation, run_python, run_tests
+from sabot import sandbox
+from sabot.registry import DATA_DIR
+from sabot.sandbox import SandboxUnavailable, run_calls, run_python
 
-SOLUTION = "def add(a, b):\n    return a + b\n"
-TESTS = "from solution import add\n\nassert add(2, 3) == 5, 'add(2, 3) should be 5'\nassert add(-1, 1) == 0\n"
+PROJECT = DATA_DIR.parent
 
 
 def _token() -> str:
@@ -43,42 +47,105 @@ def _run_hostile(code: str, **kwargs):
     return result
 
 
-def test_correct_solution_passes():
-    result = run_tests(SOLUTION, TESTS)
+def test_a_script_runs_and_its_exit_status_is_the_result():
+    assert run_python({"main.py": "print('hi')\n"}, "main.py").stdout == "hi\n"
+    result = run_python({"main.py": "assert 2 + 2 == 5, 'arithmetic'\n"}, "main.py")
+    assert not result.ok and result.reason == "exit status 1"
+    assert "AssertionError: arithmetic" in result.stderr
+
+
+def test_calls_come_back_as_data():
+    code = "def f(x):\n    if x < 0:\n        raise ValueError(x)\n    return x * 1.5\n"
+    result = run_calls({"solution.py": code}, "solution", "f", [[2], [-1]])
+    assert result.outcomes == [{"returned": 3.0}, {"raised": ["ValueError", "Exception", "BaseException", "object"]}]
+    assert result.reason == ""
+
+
+def test_an_unrepresentable_return_value_is_reported_as_such():
+    result = run_calls({"solution.py": "from decimal import Decimal\ndef f():\n    return Decimal(1)\n"}, "solution", "f", [[]])
+    assert result.outcomes == [{"unrepresentable": "Decimal"}]
+
+
+def test_the_view_is_minimal_and_read_only():
+    probe = (
+        "import json, os, sys\n"
+        "try:\n    sabot = os.listdir('/sabot')\nexcept PermissionError:\n    sabot = 'denied'\n"
+        "print(json.dumps({'root': sorted(os.listdir('/')), 'exists': {p: os.path.exists(p) for p in PATHS},\n"
+        "                  'tmp': os.listdir('/tmp'), 'sabot': sabot, 'path': sys.path}))\n"
+    )
+    paths = ["/etc", "/etc/passwd", "/home", "/usr/bin", "/bin", "/var", str(PROJECT), str(DATA_DIR), sys.prefix,
+             "/work", str(Path(sys.base_prefix) / "lib/python3.11/site-packages/pip")]
+    result = run_python({"main.py": f"PATHS = {paths!r}\n{probe}"}, "main.py")
     assert result.ok, result
-    assert (result.returncode, result.timed_out, result.reason) == (0, False, "")
+    seen = __import__("json").loads(result.stdout)
+    assert not any(seen["exists"].values()), seen["exists"]
+    assert set(seen["root"]) <= {"dev", "lib", "lib64", "proc", "root", "sabot", "tmp", "usr"}, seen["root"]
+    assert seen["tmp"] == ["main.py"]
+    assert seen["sabot"] == "denied"  # the harness's inputs to the child are root's, read before the drop
+    assert not any("site-packages" in p for p in seen["path"])
 
 
-def test_wrong_solution_fails_with_the_assertion_in_stderr():
-    result = run_tests(SOLUTION.replace("a + b", "a - b"), TESTS)
-    assert not result.ok
-    assert result.reason == "exit status 1"
-    assert "AssertionError: add(2, 3) should be 5" in result.stderr
+def test_the_child_runs_unprivileged_alone_offline_and_filtered():
+    code = (
+        "import os\n"
+        "status = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines() if ':' in l)\n"
+        "print(os.getuid(), os.getgid(), os.getgroups(), os.getpid(), sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
+        "print(*(status[k].strip() for k in ('CapPrm', 'CapEff', 'CapAmb', 'NoNewPrivs', 'Seccomp')))\n"
+        "print([l.split(':')[0].strip() for l in open('/proc/self/net/dev').read().splitlines()[2:]])\n"
+    )
+    result = run_python({"main.py": code}, "main.py")
+    assert result.ok, result
+    ids, status, interfaces = result.stdout.strip().splitlines()
+    uid, gid, groups, pid, pids = ids.split(" ", 4)
+    low, high = sandbox.UID_RANGE
+    assert low <= int(uid) < high and gid == uid and groups == "[]"
+    assert pid == "2" and pids == "['1', '2']"  # bwrap's init, and the interpreter: nothing of the host's
+    assert status.split() == ["0000000000000000"] * 3 + ["1", "2"]  # no capability, no_new_privs, seccomp filter
+    assert interfaces == "['lo']"
+
+
+def test_the_seccomp_filter_refuses_namespaces_and_foreign_sockets():
+    code = (
+        "import ctypes, errno, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def err(rc):\n    return 'ok' if rc != -1 else errno.errorcode[ctypes.get_errno()]\n"
+        "print(err(libc.unshare(0x10000000)), err(libc.socket(2, 1, 0)), err(libc.ptrace(0, 0, 0, 0)))\n"
+        "print(err(libc.mount(b'none', b'/tmp', b'tmpfs', 0, None)))\n"
+    )
+    result = run_python({"main.py": _without_audit_hook(code)}, "main.py")
+    assert result.ok, result
+    assert result.stdout.split() == ["EPERM", "EAFNOSUPPORT", "EPERM", "EPERM"]
+
+
+def _without_audit_hook(code: str) -> str:
+    """Prefix code with a pure-Python bypass of the child's audit hook (it is no boundary): the hook's
+    event sets, found through gc, are emptied, so ctypes loads and os.fork is no longer refused."""
+    return ("import gc\nfor _o in gc.get_objects():\n"
+            "    if isinstance(_o, set) and ('os.fork' in _o or 'os.chmod' in _o):\n        _o.clear()\n" + code)
+
+
+def test_the_audit_hook_bypass_used_by_the_hostile_tests_still_works():
+    result = run_python({"main.py": _without_audit_hook("import ctypes, os\nctypes.CDLL(None)\nprint('bypassed')\n")}, "main.py")
+    assert result.stdout == "bypassed\n", "pick another way to get past the audit hook in these tests"
 
 
 def test_infinite_loop_is_killed_at_the_timeout_and_cleaned_up():
-    # /proc/self is the host's pid even inside a PID namespace, where os.getpid() says 1.
-    code = "import os\nprint(os.readlink('/proc/self'), os.getcwd(), flush=True)\nwhile True:\n    pass\n"
     started = time.monotonic()
-    result = _run_hostile(code, timeout=2)
+    result = _run_hostile("while True:\n    pass\n", timeout=2)  # which asserts that nothing outlived the run
     # Bounded, not timed: a loaded CI machine may add seconds, a missing kill would never return.
     assert time.monotonic() - started < 20
     assert result.timed_out and not result.ok and result.returncode is None
     assert result.reason == "timed out after 2.0 s"
-    pid, workdir = result.stdout.split()
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(pid), 0)
-    assert not Path(workdir).exists(), "the temporary directory survived"
 
 
-# Process creation. The bomb is bounded: should the guard ever break, this test must fail, not take
-# the machine down. fork_exec is what subprocess calls after its audit event; called directly (with
-# its 3.11 arguments: `python -c ...` in a new session, output inherited) it is not audited at all.
+# Process creation from pure Python is refused by the audit hook (a clear error); what gets past the
+# hook is bounded by the kernel (test_sandbox_hostile). fork_exec is what subprocess calls after its
+# audit event; called directly (with its 3.11 arguments) it is not audited at all.
 ESCAPEE = "[sys.executable, '-c', 'print(\"escaped\", flush=True); import time; time.sleep(30)', __file__]"
 FORK_EXEC_ARGS = (f"{ESCAPEE}, [os.fsencode(sys.executable)], True, (), None, None, -1, -1, -1, -1, -1, -1,"
                   " *os.pipe(), True, True, -1, None, None, None, -1, None, False")
 SPAWNS = {
-    "fork bomb": "import os\nfor _ in range(5):\n    os.fork()\nprint('escaped', flush=True)\n",
+    "fork": "import os\nfor _ in range(5):\n    os.fork()\nprint('escaped', flush=True)\n",
     "subprocess": "import subprocess\nprint(subprocess.run(['echo', 'escaped'], capture_output=True).stdout)\n",
     "os.system": "import os\nos.system('echo escaped')\n",
     "fork_exec": f"import _posixsubprocess, os, sys\n_posixsubprocess.fork_exec({FORK_EXEC_ARGS})\n",
@@ -91,55 +158,18 @@ SPAWNS = {
 
 
 @pytest.mark.parametrize("code", SPAWNS.values(), ids=SPAWNS.keys())
-def test_process_creation_is_refused(code):
+def test_process_creation_from_python_is_refused(code):
     result = _run_hostile(code, timeout=5)
     assert not result.ok and not result.timed_out
     assert "PermissionError: sandbox:" in result.stderr
     assert "escaped" not in result.stdout
 
 
-def test_network_connection_never_arrives():
-    with socket.create_server(("127.0.0.1", 0)) as listener:
-        port = listener.getsockname()[1]
-        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(b'hi')\n"
-        result = _run_hostile(code, timeout=5)
-        assert not result.ok
-        listener.settimeout(0.5)
-        with pytest.raises(TimeoutError):
-            listener.accept()
-
-
-WRITES = {
-    "open": "open(TARGET, 'w').write('x')",
-    "os.open": "os.close(os.open(TARGET, os.O_WRONLY | os.O_CREAT))",
-    "symlink": "os.symlink(TARGET, 'link')\nopen('link', 'w').write('x')",
-    "remove": "os.remove(VICTIM)",
-    "rmtree": "shutil.rmtree(os.path.dirname(VICTIM))",
-    "sqlite": "import sqlite3\nsqlite3.connect(TARGET).execute('create table t (x)')",
-}
-
-
-@pytest.mark.parametrize("attack", WRITES.values(), ids=WRITES.keys())
-def test_writing_outside_the_directory_is_refused(attack, tmp_path):
-    target = Path("/tmp") / f"sabot-escape-{uuid.uuid4().hex}"
-    victim = tmp_path / "victim.txt"
-    victim.write_text("precious")
-    code = f"import os, shutil\nTARGET, VICTIM = {str(target)!r}, {str(victim)!r}\n{attack}\n"
-    try:
-        result = _run_hostile(code, timeout=5)
-        assert not result.ok
-        assert "PermissionError: sandbox:" in result.stderr
-        assert not target.exists()
-        assert victim.read_text() == "precious"
-    finally:
-        target.unlink(missing_ok=True)
-
-
 def test_huge_output_is_capped():
     result = _run_hostile("print('x' * 50_000_000)", timeout=5, max_output=10_000)
     assert not result.ok
     assert len(result.stdout) <= 10_000
-    assert "output truncated at 10000 bytes" in result.reason
+    assert "output truncated at 10000 bytes" in result.reason or "killed by signal" in result.reason
 
 
 def test_memory_hog_fails():
@@ -148,14 +178,30 @@ def test_memory_hog_fails():
     assert "MemoryError" in result.stderr or result.reason.startswith("killed by signal")
 
 
+def test_the_writable_tmpfs_is_small_and_files_are_capped():
+    fill = "for i in range(20):\n    open(f'f{i}', 'wb').write(b'x' * (7 * 2**20))\n"
+    assert "No space left on device" in run_python({"main.py": fill}, "main.py").stderr
+    big = "open('big', 'wb').write(b'x' * (20 * 2**20))\n"
+    assert "File too large" in run_python({"main.py": big}, "main.py").stderr
+
+
+def _uid(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    return int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
+
+
 def test_a_kill_from_outside_is_reported_as_a_signal():
-    """What the OOM killer or the CPU limit does: SIGKILL to the interpreter, from outside the namespaces."""
-    entry = _token()
+    """What the OOM killer or the CPU limit does: SIGKILL to the interpreter, from outside the sandbox."""
+    entry, interpreter = _token(), os.fsencode(sandbox._view()[0])
 
     def kill_the_interpreter():
         for _ in range(500):
             for pid in _processes_mentioning(entry):
-                if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(os.fsencode(sys.executable)):
+                # The interpreter, once it has dropped root: the child is running, setup is over.
+                if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(interpreter) and _uid(pid) != 0:
                     os.kill(pid, signal.SIGKILL)
                     return
             time.sleep(0.01)
@@ -179,6 +225,7 @@ def test_ordinary_code_is_not_hindered():
         "with open(os.__file__) as f:\n    f.readline()\n"
         "with tempfile.TemporaryDirectory() as tmp, open(os.path.join(tmp, 'x'), 'w') as f:\n    f.write('x')\n"
         "sqlite3.connect(':memory:').execute('select 1')\n"
+        "import decimal, fractions, math, re, statistics, datetime, hashlib, ssl, zlib\n"
         "print(json.load(open('sub/data.json'))['a'], asyncio.run(asyncio.sleep(0, result='async')))\n"
     )
     result = run_python({"main.py": main, "helper.py": "def twice(x):\n    return 2 * x\n"}, "main.py")
@@ -186,35 +233,36 @@ def test_ordinary_code_is_not_hindered():
     assert result.stdout == "42 async\n"
 
 
-@pytest.mark.skipif(network_isolation() != "netns", reason="unshare is not usable here")
-def test_namespaces_are_applied():
-    code = "import os\nprint(os.getpid())\nprint(open('/proc/self/net/dev').read())\n"
-    result = run_python({"main.py": code}, "main.py")
-    assert result.ok, result
-    pid, _, _, *interfaces = result.stdout.strip().splitlines()
-    assert pid == "1"  # the init of its own PID namespace
-    assert [line.split(":")[0].strip() for line in interfaces] == ["lo"]
-
-
-@pytest.mark.skipif(network_isolation() != "netns", reason="unshare is not usable here")
-def test_a_process_that_slips_past_the_audit_hook_dies_with_the_run():
-    """cffi (in the venv) forks through libc, unaudited; the PID namespace still takes the escapee down."""
-    pytest.importorskip("cffi")
-    code = (
-        "import time\nfrom cffi import FFI\n"
-        "ffi = FFI()\nffi.cdef('int fork(void); int setsid(void);')\nlibc = ffi.dlopen(None)\n"
-        "if libc.fork() == 0:\n    libc.setsid()\n    print('escaped', flush=True)\n    time.sleep(30)\n"
-        "time.sleep(0.5)\n"
-    )
-    result = _run_hostile(code, timeout=5)  # which asserts that nothing outlived the run
-    assert "escaped" in result.stdout, "cffi no longer slips past the hook: pick another way to test this"
+def test_network_connection_never_arrives():
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(b'hi')\n"
+        result = _run_hostile(code, timeout=5)
+        assert not result.ok
+        listener.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            listener.accept()
 
 
 def test_files_may_not_escape_the_directory():
     with pytest.raises(ValueError, match="outside the sandbox directory"):
         run_python({"../evil.py": "pass"}, "../evil.py")
+    with pytest.raises(ValueError, match="outside the sandbox directory"):
+        run_python({"/etc/evil.py": "pass"}, "/etc/evil.py")
 
 
-def test_exiting_zero_on_import_does_not_pass_the_tests():
-    result = run_tests("import os\nos._exit(0)\n", "import solution\nassert solution.add(2, 3) == 5\n")
-    assert not result.ok and result.reason == "the tests did not run to completion"
+def test_without_bubblewrap_nothing_runs(monkeypatch):
+    monkeypatch.setattr(sandbox, "BWRAP", "bwrap-not-installed-anywhere")
+    with pytest.raises(SandboxUnavailable, match="'bwrap-not-installed-anywhere' is not on PATH.*apt-get install bubblewrap"):
+        run_python({"main.py": "print('ran')"}, "main.py")
+
+
+def test_a_sandbox_that_cannot_be_set_up_refuses_rather_than_runs(monkeypatch):
+    monkeypatch.setattr(sandbox, "NAMESPACES", (*sandbox.NAMESPACES, "--ro-bind", "/nonexistent-source", "/x"))
+    with pytest.raises(SandboxUnavailable, match="could not set up the sandbox.*nonexistent-source"):
+        run_python({"main.py": "print('ran')"}, "main.py")
+
+
+def test_code_that_mimics_a_setup_failure_is_just_a_failed_run():
+    result = run_python({"main.py": "import sys\nsys.stderr.write('bwrap: Can\\'t mount\\n')\nsys.exit(1)\n"}, "main.py")
+    assert not result.ok and result.reason == "exit status 1"

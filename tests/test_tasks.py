@@ -92,7 +92,7 @@ def test_prompts_carry_no_ground_truth_nor_fake_texts(task):
     texts, orc = prompt_texts(task), tasks.oracle(task)
     for op, spec in orc.operators.items():
         secrets = [spec[k] for k in ("ground_truth", "symptom", "fake_report", "stale_content", "success_response") if k in spec]
-        for secret in secrets + strings(orc.answer.get("hidden_tests", [])):
+        for secret in secrets + strings(orc.answer.get("hidden_tests", [])) + [c["why"] for c in orc.answer.get("cases", [])]:
             assert not any(secret in t for t in texts), f"{task}/{op}: {secret[:40]!r} reached a prompt"
         if "replace" in spec:
             assert not any(spec["replace"] in t.replace(spec["find"], "") for t in texts), (task, op)
@@ -307,18 +307,16 @@ def test_every_registered_anchor_is_injected_or_the_conflicting_truth(task, op, 
 
 # -- (i) T3's hidden tests separate the right code from the planted faults ----------------------
 
-def test_t3_hidden_tests_fail_for_each_planted_fault_and_pass_for_the_correct_code(tmp_path):
-    from sabot.sandbox import run_tests
-
-    hidden, ops = tasks.oracle("T3").answer["hidden_tests"], tasks.oracle("T3").operators
+def test_t3_hidden_cases_fail_for_each_planted_fault_and_pass_for_the_correct_code():
+    ops = tasks.oracle("T3").operators
     correct = solve("T3")
-    assert run_tests(correct, hidden).ok
+    assert tasks.t3_verdict(correct) == (True, "")
     lied = solve("T3", source=tasks.served("T3").source.replace(ops["O1"]["find"], ops["O1"]["replace"], 1))
     assert 'Decimal("5.57")' in lied
     failures = {"O1": lied, "O3": correct.replace(ops["O3"]["find"], ops["O3"]["replace"], 1),
                 "O4": next(a for a in (solve("T3", weak=True, seed=s) for s in range(20)) if a != correct),
                 "O5": solve("T3", context=ops["O5"]["stale_content"])}
     for op, code in failures.items():
-        result = run_tests(code, hidden)
-        assert not result.ok, op
-        assert "AssertionError" in result.stderr or "ImportError" in result.stderr, (op, result.stderr[-300:])
+        passed, why = tasks.t3_verdict(code)
+        assert not passed, op
+        assert "expected" in why or "has no attribute 'kessler_freight_charge'" in why, (op, why)
