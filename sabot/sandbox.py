@@ -120,6 +120,11 @@ def require_sandbox() -> str:
     if found is None:
         raise SandboxUnavailable(f"the sandbox tool {BWRAP!r} is not on PATH: generated code is not run "
                                  f"without it; {INSTALL_HINT}")
+    if os.geteuid() != 0:
+        # Only root can hand each run a uid of its own; under the caller's uid the process limit would
+        # count the caller's other processes, and bwrap's privileged options are refused.
+        raise SandboxUnavailable("the T3 sandbox must be started by root: it runs each solution under a fresh "
+                                 "unprivileged uid of its own, which only root can hand out")
     return found
 
 

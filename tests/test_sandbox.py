@@ -257,6 +257,12 @@ def test_without_bubblewrap_nothing_runs(monkeypatch):
         run_python({"main.py": "print('ran')"}, "main.py")
 
 
+def test_a_harness_not_running_as_root_refuses(monkeypatch):
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    with pytest.raises(SandboxUnavailable, match="must be started by root"):
+        run_python({"main.py": "print('ran')"}, "main.py")
+
+
 def test_a_sandbox_that_cannot_be_set_up_refuses_rather_than_runs(monkeypatch):
     monkeypatch.setattr(sandbox, "NAMESPACES", (*sandbox.NAMESPACES, "--ro-bind", "/nonexistent-source", "/x"))
     with pytest.raises(SandboxUnavailable, match="could not set up the sandbox.*nonexistent-source"):
@@ -266,3 +272,13 @@ def test_a_sandbox_that_cannot_be_set_up_refuses_rather_than_runs(monkeypatch):
 def test_code_that_mimics_a_setup_failure_is_just_a_failed_run():
     result = run_python({"main.py": "import sys\nsys.stderr.write('bwrap: Can\\'t mount\\n')\nsys.exit(1)\n"}, "main.py")
     assert not result.ok and result.reason == "exit status 1"
+
+
+def test_a_t3_verdict_without_bubblewrap_raises_rather_than_fails(monkeypatch, tmp_path):
+    """A missing tool must stop the run with its name, not be scored as the solution's failure."""
+    from sabot import tasks
+
+    (tmp_path / "solution.py").write_text("def kessler_freight_charge(weight_kg, zone, is_perishable):\n    return 0.0\n")
+    monkeypatch.setattr(sandbox, "BWRAP", "bwrap-not-installed-anywhere")
+    with pytest.raises(SandboxUnavailable, match="bwrap-not-installed-anywhere"):
+        tasks.passes("T3", tmp_path)
