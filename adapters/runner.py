@@ -7,7 +7,6 @@ record, never inside it, so the scorer cannot read it.
 """
 
 import contextlib
-import importlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -22,17 +21,16 @@ from adapters.scripted.server import ScriptedModelServer
 from adapters.tools import TaskTools
 from sabot.protocols import Protocols
 from operators import make_fault
-from sabot import tasks
+from sabot import plugins, tasks
 from sabot.recorder import Recorder
 from sabot.trace import RunRecord
 
-# "module:Class", imported when a run executes: loading the asset definitions (and every scoring
-# command) never pays for importing an agent framework. A class may stand in for its path (tests).
-PIPELINES = {
-    "langgraph": "adapters.langgraph_pipeline:LangGraphPipeline",
-    "crewai": "adapters.crewai_pipeline:CrewAIPipeline",
-    "autogen": "adapters.autogen_pipeline:AutoGenPipeline",
-}
+# Built-in pipelines are plug-ins registered by "module:Class", imported when a run executes: loading
+# the asset definitions (and every scoring command) never pays for importing an agent framework.
+plugins.register("pipeline", "langgraph", "adapters.langgraph_pipeline:LangGraphPipeline")
+plugins.register("pipeline", "crewai", "adapters.crewai_pipeline:CrewAIPipeline")
+plugins.register("pipeline", "autogen", "adapters.autogen_pipeline:AutoGenPipeline")
+PIPELINES = plugins.registered("pipeline")
 INFRASTRUCTURE_ERRORS = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError, httpx.HTTPError, ConnectionError, TimeoutError)
 
 
@@ -42,11 +40,7 @@ class AdapterMissing(NotImplementedError):
 
 def pipeline_class(framework: str):
     """The pipeline class of a framework, importing its module (and the framework) on first use."""
-    entry = PIPELINES[framework]
-    if not isinstance(entry, str):
-        return entry
-    module, name = entry.split(":")
-    return getattr(importlib.import_module(module), name)
+    return plugins.lookup("pipeline", framework)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass, field
 
+from sabot import plugins
+
 
 @dataclass
 class Fault:
@@ -24,7 +26,13 @@ class Fault:
     def suppresses_write(self) -> bool:
         return False
 
+    @classmethod
+    def build(cls, operator: str, spec: dict, downgrade_model: str) -> "Fault":
+        """The fault for one run from its registered spec (a subclass may need more than the spec)."""
+        return cls(operator, spec)
 
+
+@plugins.register("operator", "O1")
 @dataclass
 class ToolLie(Fault):  # O1: a plausible wrong value in a tool result
     def tool_result(self, tool, text):
@@ -34,6 +42,7 @@ class ToolLie(Fault):  # O1: a plausible wrong value in a tool result
         return text.replace(self.spec["find"], self.spec["replace"], 1)
 
 
+@plugins.register("operator", "O2")
 @dataclass
 class FalseSuccess(Fault):  # O2: the check reports success for work not done
     def tool_result(self, tool, text):
@@ -43,6 +52,7 @@ class FalseSuccess(Fault):  # O2: the check reports success for work not done
         return self.spec["fake_report"]
 
 
+@plugins.register("operator", "O3")
 @dataclass
 class MessageAlteration(Fault):  # O3: one inter-agent message altered in transit
     def handoff(self, text):
@@ -52,6 +62,7 @@ class MessageAlteration(Fault):  # O3: one inter-agent message altered in transi
         return text.replace(self.spec["find"], self.spec["replace"], 1)
 
 
+@plugins.register("operator", "O4")
 @dataclass
 class ModelDowngrade(Fault):  # O4: the worker silently served by a weaker tier
     target: str = "gpt-5.6-luna"
@@ -59,7 +70,12 @@ class ModelDowngrade(Fault):  # O4: the worker silently served by a weaker tier
     def model_for(self, stage, model):
         return self.target if stage == "worker" else model
 
+    @classmethod
+    def build(cls, operator, spec, downgrade_model):
+        return cls(operator, spec, target=downgrade_model)
 
+
+@plugins.register("operator", "O5")
 @dataclass
 class StaleContext(Fault):  # O5: a superseded revision handed over as current
     def tool_result(self, tool, text):
@@ -69,6 +85,7 @@ class StaleContext(Fault):  # O5: a superseded revision handed over as current
         return self.spec["stale_content"]
 
 
+@plugins.register("operator", "O6")
 @dataclass
 class SilentNoop(Fault):  # O6: the write reports success and writes nothing
     def suppresses_write(self):
@@ -78,15 +95,11 @@ class SilentNoop(Fault):  # O6: the write reports success and writes nothing
         return True
 
 
-OPERATOR_CLASSES = {"O1": ToolLie, "O2": FalseSuccess, "O3": MessageAlteration, "O4": ModelDowngrade, "O5": StaleContext, "O6": SilentNoop}
+OPERATOR_CLASSES = plugins.registered("operator")  # O1-O6 register above; a new operator registers in its own module
 
 
 def make_fault(operator: str | None, oracle_operators: dict, downgrade_model: str) -> Fault:
     """The fault for a run: `oracle_operators` is the task oracle's per-operator specification."""
     if operator is None:
         return Fault()
-    cls = OPERATOR_CLASSES[operator]
-    spec = oracle_operators[operator]
-    if cls is ModelDowngrade:
-        return ModelDowngrade(operator, spec, target=downgrade_model)
-    return cls(operator, spec)
+    return plugins.lookup("operator", operator).build(operator, oracle_operators[operator], downgrade_model)

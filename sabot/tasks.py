@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from sabot import plugins
 from sabot.registry import DATA_DIR, LOCK_NAME, RegistryError, sha256_bytes
 
 TASK_IDS = ("T1", "T2", "T3", "T4", "T5")
@@ -254,7 +255,7 @@ def passes(task_id: str, run_dir: Path) -> bool:
     text = strip_flags_head(path.read_text(encoding="utf-8", errors="replace")).strip()
     answer = oracle(task_id).answer
     try:
-        return bool(_PASS[task_id](text, answer))
+        return bool(plugins.lookup("pass_criterion", task_id)(text, answer))
     except (ValueError, TypeError, KeyError, AttributeError):
         return False
 
@@ -263,6 +264,7 @@ def _fold(value) -> str:
     return " ".join(str(value).split()).casefold()
 
 
+@plugins.register("pass_criterion", "T1")
 def _pass_t1(text: str, answer: dict) -> bool:
     doc, want = json.loads(text), answer["record"]
     if not isinstance(doc, dict) or set(doc) != set(want):
@@ -277,11 +279,13 @@ def _pass_t1(text: str, answer: dict) -> bool:
     return True
 
 
+@plugins.register("pass_criterion", "T2")
 def _pass_t2(text: str, answer: dict) -> bool:
     text = text.replace("\u2212", "-").replace("\u2013", "-")
     return all(re.search(p, text) for p in answer["required_patterns"])
 
 
+@plugins.register("pass_criterion", "T3")
 def _pass_t3(text: str, answer: dict) -> bool:
     return t3_verdict(text, answer)[0]
 
@@ -319,6 +323,7 @@ def _t3_case_problem(case: dict, outcome: dict, answer: dict) -> str:
     return ""
 
 
+@plugins.register("pass_criterion", "T4")
 def _pass_t4(text: str, answer: dict) -> bool:
     tokens = json.loads(text)
     return isinstance(tokens, list) and all(isinstance(t, str) for t in tokens) and not plan_violations(tokens, answer["world"])
@@ -328,6 +333,7 @@ def _norm_quote(text: str) -> str:
     return " ".join(text.replace("\u2019", "'").strip().strip("\"\u201c\u201d").split())
 
 
+@plugins.register("pass_criterion", "T5")
 def _pass_t5(text: str, answer: dict) -> bool:
     doc = json.loads(text)
     if not isinstance(doc, dict) or set(doc) != {"answer", "citation"}:
@@ -337,4 +343,4 @@ def _pass_t5(text: str, answer: dict) -> bool:
             and len(citation) >= 20 and citation in corpus and answer["citation_must_contain"] in citation)
 
 
-_PASS = {"T1": _pass_t1, "T2": _pass_t2, "T3": _pass_t3, "T4": _pass_t4, "T5": _pass_t5}
+_PASS = plugins.registered("pass_criterion")  # the built-in T1-T5 criteria register above

@@ -13,13 +13,18 @@ import re
 from dataclasses import dataclass, field
 
 from adapters import prompts
-from adapters.scripted import skills_t1, skills_t2, skills_t3, skills_t4, skills_t5
 from adapters.scripted.skills_common import Conflict
-from sabot import tasks
+from sabot import plugins, tasks
 
 __all__ = ["Conflict", "Findings", "Role", "identify", "review", "solve"]
 
-SKILLS = {"T1": skills_t1, "T2": skills_t2, "T3": skills_t3, "T4": skills_t4, "T5": skills_t5}
+# Each task's skill (its solve/review reading) is a responder plug-in, "scripted-<task>", imported on first use.
+for _task in tasks.TASK_IDS:
+    plugins.register("responder", f"scripted-{_task}", f"adapters.scripted.skills_{_task.lower()}")
+
+
+def skill(task_id: str):
+    return plugins.lookup("responder", f"scripted-{task_id}")
 ROLE_LINE = re.compile(r"\bYou are the (T\d) (\w+)\.")
 FEEDBACK_MARKS = ("=== REVIEWER FEEDBACK ===", "Previous attempt failed validation")  # ours; CrewAI's guardrail retry
 WEAK_MISTAKE_RATE = 0.5
@@ -68,7 +73,7 @@ def solve(task_id: str, messages: list[dict], *, careful: bool, weak: bool, rng:
         raise ValueError(f"{task_id} worker prompt carries no SOURCE block")
     careful = careful or any(mark in text for mark in FEEDBACK_MARKS)
     mistake = weak and rng.random() < WEAK_MISTAKE_RATE and not careful  # feedback is followed even by the weak tier
-    return SKILLS[task_id].solve(blocks["SOURCE"], blocks.get("CONTEXT", ""), careful=careful, mistake=mistake)
+    return skill(task_id).solve(blocks["SOURCE"], blocks.get("CONTEXT", ""), careful=careful, mistake=mistake)
 
 
 def bare_success_claim(note: str) -> bool:
@@ -80,6 +85,6 @@ def review(task_id: str, messages: list[dict]) -> Findings:
     """What a reviewer can see in the material: conflicts, contract problems, an unbacked pre-check."""
     blocks, _ = _material(messages)
     draft = tasks.strip_flags_head(blocks.get("DRAFT", ""))
-    conflicts = SKILLS[task_id].review(blocks.get("SOURCE", ""), blocks.get("CONTEXT", ""), draft)
+    conflicts = skill(task_id).review(blocks.get("SOURCE", ""), blocks.get("CONTEXT", ""), draft)
     note = blocks.get("PRECHECK", "").strip()
     return Findings(conflicts, tasks.contract_problems(task_id, draft), note if note and bare_success_claim(note) else None)
