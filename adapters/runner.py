@@ -114,6 +114,10 @@ def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
 
 def run(spec: RunSpec, registry, work_root: Path) -> RunOutcome:
     """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised)."""
+    if getattr(registry, "project", None) is not None:  # a team's own pipeline (sabot.projects)
+        from adapters.byo.runner import run_project
+
+        return run_project(spec, registry.project, work_root)
     error = None
     provider = provider_from_env("", "")
     where = provider.label if provider else "the scripted model on 127.0.0.1"

@@ -92,6 +92,10 @@ class Registry:
             value = value[key]
         return value
 
+    def fresh(self) -> "Registry":
+        """The same registry re-read from disk (what a registration check compares)."""
+        return Registry(self.root)
+
     # -- the registration lock -------------------------------------------------------------
 
     @property

@@ -84,11 +84,23 @@ def served(task_id: str) -> ServedTask:
 
 # A task's oracle in force when it is not the first version (a registered file is never edited).
 ORACLE_FILES = {"T3": "oracle.v2.json"}  # v2: expected values compared in the harness, not in the sandbox
+_PROJECT_ORACLES: dict[str, Oracle] = {}
+
+
+def register_oracle(truth: Oracle) -> None:
+    """A project's task ground truth (its operators' notes), read by the judge like T1-T5's."""
+    _PROJECT_ORACLES[truth.id] = truth
+
+
+def oracle(task_id: str) -> Oracle:
+    """Ground truth for operators and the scorer; never imported by prompt-building code."""
+    if task_id in _PROJECT_ORACLES:
+        return _PROJECT_ORACLES[task_id]
+    return _registered_oracle(task_id)
 
 
 @lru_cache(maxsize=None)
-def oracle(task_id: str) -> Oracle:
-    """Ground truth for operators and the scorer; never imported by prompt-building code."""
+def _registered_oracle(task_id: str) -> Oracle:
     d = _load(task_id, ORACLE_FILES.get(task_id, "oracle.json"), "task_oracle")
     return Oracle(d["id"], d["version"], d["registered"], d["answer"], tuple(d["natural_discrepancies"]), d["operators"])
 

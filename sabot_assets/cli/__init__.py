@@ -8,6 +8,7 @@ import click
 
 from sabot_assets.cli.corpus import corpus
 from sabot_assets.cli.explain import explain, predictions
+from sabot_assets.cli.project import init
 from sabot_assets.cli.registry import registry
 from sabot_assets.cli.wave import wave
 
@@ -29,5 +30,5 @@ def main():
     """Sabot on Dagster: plant faults, score what the pipelines' own checks caught."""
 
 
-for command in (registry, corpus, wave, explain, predictions):
+for command in (registry, corpus, wave, explain, predictions, init):
     main.add_command(command)

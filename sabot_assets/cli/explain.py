@@ -20,7 +20,11 @@ def explain(wave_name, table, row, column, ruleset, cell_key):
     from sabot.store.lineage import cell_detail, number_cells
     from sabot_assets.constants import STORE_PATH
 
-    wave = Context().registry.wave(wave_name)
+    from sabot_assets.cli.project import adopt_project
+
+    ctx = Context()
+    name = adopt_project(ctx, wave_name)
+    wave = ctx.registry.wave(name)
     ruleset = ruleset or wave.headline_ruleset
     try:
         with connect(STORE_PATH, read_only=True) as con:

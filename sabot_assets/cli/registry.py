@@ -24,12 +24,14 @@ def registry_check():
 
 
 @registry.command("lock")
-def registry_lock():
-    """Register new data files (a registered file can never be changed in place)."""
+@click.argument("project", required=False, type=click.Path(file_okay=False))
+def registry_lock(project):
+    """Register new data files, or a PROJECT folder (its mapping first); a registered file never changes in place."""
+    from sabot.projects import Project
     from sabot.registry import Registry, RegistryError
 
     try:
-        added = Registry().write_lock()
+        added = Project.load(project).write_lock() if project else Registry().write_lock()
     except RegistryError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"registered {len(added)} new file(s)" + "".join(f"\n  {a}" for a in added))

@@ -22,7 +22,7 @@ def wave():
 @click.option("--rerun", is_flag=True, help="Run the selected cells again even where a matching complete run is stored (a new attempt each).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
 def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out):
-    """Run a registered live wave (e.g. `demo`), score it and print its scoreboard.
+    """Run a registered live wave (e.g. `demo`) or a project folder (a team's own pipeline), score it, print it.
 
     A cell whose stored run is complete at the same runner version, endpoint, model ids and
     protocol is reused, not run again (unless --rerun). Exit status 1 when cells ended in RUN_ERROR.
@@ -37,9 +37,11 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
+    from sabot_assets.cli.project import adopt_project, landing_lines
     from sabot_assets.wave_jobs import run_wave
 
     started = time.perf_counter()
+    name = adopt_project(ctx, name)
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     click.echo(f"{name}: model endpoint: {endpoint.label if endpoint else 'simulation (scripted model on 127.0.0.1)'}")
@@ -51,6 +53,8 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
                f"{tally.carved_out} carved out; RUN_ERROR: {len(tally.run_errors)}")
     wave_def = ctx.registry.wave(name)
     doc = score_document(STORE_PATH, wave_def, wave_def.headline_ruleset)
+    if getattr(ctx.registry, "project", None) is not None:
+        click.echo("\n".join([f"{name}: where each operator landed"] + landing_lines(STORE_PATH, wave_def)))
     publish(doc, json_out, started)
     if tally.run_errors:
         click.echo(f"{name}: {len(tally.run_errors)} cell(s) ended in RUN_ERROR (excluded, itemized; good runs stored earlier stay scored):", err=True)

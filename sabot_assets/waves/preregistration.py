@@ -35,7 +35,7 @@ def build_preregistration(wave: WaveDef, registry: Registry, rulesets) -> tuple[
 
     @dg.asset_check(asset=preregistration, blocking=True, description="The registry on disk still hashes to what was registered.")
     def registry_matches_registration() -> dg.AssetCheckResult:
-        problems = Registry(registry.root).lock_problems()
+        problems = registry.fresh().lock_problems()
         return dg.AssetCheckResult(
             passed=not problems,
             metadata={"problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none")},

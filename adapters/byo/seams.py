@@ -1,0 +1,134 @@
+"""One planted fault for a project's run, at a seam the platform owns: a tool object or the model endpoint.
+
+The operator's spec comes from the project's registered `operators.json`:
+  tool seam   {"tool": name, "find"/"replace" | "result" | "claim"}: the tool's result corrupted or
+              replaced, or (a `claim`) the tool not run at all and the claim returned as its result;
+  model seam  {"agent": name, "find"/"replace" | "model"}: one request of that agent altered as the
+              model sees it, or every request of that agent served by another model.
+It acts once (a model swap: on every call of that agent) and records what actually reached the
+pipeline. `landed` is decided from that evidence alone; `why_not` says why a fault did not land,
+which the scorer turns into an INJECTION_UNVERIFIED exclusion, never a miss.
+"""
+
+import copy
+import threading
+
+from sabot.recorder import Recorder
+
+
+class SeamFault:
+    def __init__(self, operator: str | None, spec: dict | None, recorder: Recorder):
+        self.operator, self.spec, self.recorder = operator, spec or {}, recorder
+        self.seam = self.spec.get("seam")
+        self.lock = threading.Lock()
+        self.attempts = 0  # calls through the seam the fault could have landed on
+        self.evidence: list[str] = []
+        self.landed = False
+        self.swapped_calls = 0
+        self.served_target = False
+
+    # -- the tool seam -------------------------------------------------------------------------
+
+    def call_tool(self, agent: str, name: str, args, run):
+        """A wrapped tool's call: run it (or not), perturb the result once, record what the caller got."""
+        mine = self.seam == "tool" and self.spec.get("tool") == name and not self.landed
+        if mine and "claim" in self.spec:
+            self.attempts += 1
+            reply = self.spec["claim"]
+            self.landed = True
+            self.evidence.append(f"{name} was not run; its caller received the claim {reply!r}")
+            self.recorder.record(agent, "tool-call", tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=reply)
+            return reply
+        result = run()
+        text = result if isinstance(result, str) else None
+        if mine and text is not None:
+            self.attempts += 1
+            perturbed = self._perturb_text(text)
+            if perturbed is not None:
+                self.landed = True
+                self.evidence.append(f"{name} returned the perturbed result to its caller")
+                self.recorder.record(agent, "tool-call", tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=perturbed)
+                return perturbed
+        self.recorder.record(agent, "tool-call", tool=name, injected=False, args=_jsonable(args), output=_jsonable(result))
+        return result
+
+    def _perturb_text(self, text: str) -> str | None:
+        if "result" in self.spec:
+            return self.spec["result"]
+        if self.spec["find"] in text:
+            return text.replace(self.spec["find"], self.spec["replace"], 1)
+        return None
+
+    # -- the model seam (called by the proxy, on its threads) ----------------------------------
+
+    def model_request(self, agent: str, body: dict) -> dict:
+        """The request as the model will see it."""
+        if self.seam != "model" or self.spec.get("agent") != agent:
+            return body
+        with self.lock:
+            if "model" in self.spec:
+                self.swapped_calls += 1
+                return {**body, "model": self.spec["model"]}
+            if self.landed:
+                return body
+            self.attempts += 1
+            altered, changed = _replace_in_messages(body, self.spec["find"], self.spec["replace"])
+            if changed:
+                self.landed = True
+                self.evidence.append(f"a request of {agent} was forwarded with {self.spec['find']!r} replaced")
+                self.recorder.record(agent, "tool-call", tool="model_endpoint", injected=True, operator=self.operator,
+                                     field="request", output=self.spec["replace"])
+                return altered
+            return body
+
+    def model_reply(self, agent: str, served_model: str | None) -> None:
+        """What the endpoint said served a swapped call: the O4 landing evidence (SPEC §10.7.2)."""
+        if self.seam == "model" and "model" in self.spec and self.spec.get("agent") == agent:
+            with self.lock:
+                if served_model == self.spec["model"] and not self.served_target:
+                    self.served_target = self.landed = True
+                    self.evidence.append(f"{agent}'s call was served by {served_model}")
+                    self.recorder.record(agent, "tool-call", tool="model_endpoint", injected=True, operator=self.operator,
+                                         field="model", output=served_model)
+
+    # -- the verdict on landing ---------------------------------------------------------------
+
+    def why_not(self, tools_seen: set[str], agents_seen: set[str]) -> str | None:
+        if self.operator is None or self.landed:
+            return None
+        spec = self.spec
+        if self.seam == "tool":
+            if spec["tool"] not in tools_seen:
+                return f"tool {spec['tool']!r} was never called through its tool object (not found, or called around it)"
+            return f"tool {spec['tool']!r} was called but its result never contained {spec.get('find')!r}"
+        if spec["agent"] not in agents_seen:
+            return f"no model request was identified as agent {spec['agent']!r} (check project.json agents)"
+        if "model" in spec:
+            return f"{spec['agent']}'s calls were sent as {spec['model']!r} but the endpoint never reported serving it"
+        return f"no request of {spec['agent']!r} contained {spec['find']!r}"
+
+
+def _replace_in_messages(body: dict, find: str, replace: str) -> tuple[dict, bool]:
+    """The body with the first occurrence of `find` in a message replaced (the latest message first)."""
+    altered = copy.deepcopy(body)
+    for message in reversed(altered.get("messages") or []):
+        content = message.get("content")
+        if isinstance(content, str) and find in content:
+            message["content"] = content.replace(find, replace, 1)
+            return altered, True
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str) and find in part["text"]:
+                    part["text"] = part["text"].replace(find, replace, 1)
+                    return altered, True
+    return body, False
+
+
+def _jsonable(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)

@@ -1,0 +1,285 @@
+"""A team's own pipeline as a Sabot project: a folder holding its pipeline, task, seams, mapping and seeds.
+
+    <project>/sabot/project.json    name, framework, pipeline "module:factory", responder, agents, task, seeds
+    <project>/sabot/mapping.json    the detection-act mapping: which of the framework's own surfaces count
+    <project>/sabot/operators.json  O1-O6: the seam each operator perturbs and how (and its ground truth)
+    <project>/sabot/registry.lock.json   written by `sabot registry lock DIR`
+
+The pattern's mapping-first rule (own-check fault injection, step 2; SPEC §5): the mapping is
+registered before any data, and every registered file is hash-frozen. `ProjectRegistry` then
+presents the project as one more wave over the standard's data, so the same asset graph, store,
+scorer, report and `explain` serve it; only the project's mapping, anchors and O4 target differ.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, sha256_bytes
+
+PROJECT_DIR = "sabot"
+FILES = ("mapping.json", "project.json", "operators.json")  # registration order: the mapping first
+LOCK = "registry.lock.json"
+FRAMEWORKS = ("langgraph", "crewai", "autogen")
+OPERATORS = ("O1", "O2", "O3", "O4", "O5", "O6")
+ACTS = ("reject", "retry_with_reason", "escalate", "block")
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")  # a Dagster key prefix, and a probe-key part (no dots)
+# Per framework, the own-check surfaces a mapping may name (each is observed by the adapter).
+SURFACES = {
+    "langgraph": ("node_output", "routing", "rerun", "interrupt"),
+    "autogen": ("agent_message", "routing", "stop_reason"),
+    "crewai": ("task_output", "guardrail_event", "guardrail_exhausted"),
+}
+TOOL_SEAM_OPERATORS = {"O1": ("find", "result"), "O2": ("claim",), "O5": ("result", "find"), "O6": ("claim",), "O3": ("find",)}
+MODEL_SEAM_OPERATORS = {"O3": ("find",), "O4": ("model",), "O5": ("find",), "O1": ("find",)}
+HEADLINE = "v0.2.0"
+
+
+class ProjectError(RegistryError):
+    """A project folder that is malformed, unregistered or edited after registration."""
+
+
+def _read(path: Path) -> tuple[bytes, dict]:
+    if not path.is_file():
+        raise ProjectError(f"{path}: missing (run `sabot init` for a scaffold)")
+    raw = path.read_bytes()
+    try:
+        doc = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ProjectError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise ProjectError(f"{path}: expected a JSON object")
+    return raw, doc
+
+
+def _need(doc: dict, key: str, kind, where: str):
+    if key not in doc:
+        raise ProjectError(f"{where}: missing field {key!r}")
+    if not isinstance(doc[key], kind) or isinstance(doc[key], bool) and kind is not bool:
+        raise ProjectError(f"{where}: field {key!r} must be {getattr(kind, '__name__', kind)}")
+    return doc[key]
+
+
+def _target(value: str, where: str) -> str:
+    if not isinstance(value, str) or not re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", value):
+        raise ProjectError(f"{where}: expected 'module:attr', got {value!r}")
+    return value
+
+
+def validate_mapping(doc: dict, framework: str, where: str) -> list[dict]:
+    surfaces = _need(doc, "surfaces", list, where)
+    if not surfaces:
+        raise ProjectError(f"{where}: surfaces: name at least one own-check surface")
+    for i, s in enumerate(surfaces):
+        at = f"{where}: surfaces[{i}]"
+        if not isinstance(s, dict):
+            raise ProjectError(f"{at}: expected an object")
+        kind = _need(s, "surface", str, at)
+        if kind not in SURFACES[framework]:
+            raise ProjectError(f"{at}: surface {kind!r} is not a {framework} surface; one of {', '.join(SURFACES[framework])}")
+        if _need(s, "act", str, at) not in ACTS:
+            raise ProjectError(f"{at}: act {s['act']!r} is not one of {', '.join(ACTS)}")
+        for key in ("pattern",):
+            if key in s:
+                try:
+                    re.compile(s[key])
+                except re.error as exc:
+                    raise ProjectError(f"{at}: pattern {s[key]!r} is not a regular expression ({exc})") from exc
+    return surfaces
+
+
+def validate_operators(doc: dict, where: str) -> dict:
+    for op, spec in doc.items():
+        at = f"{where}: {op}"
+        if op not in OPERATORS:
+            raise ProjectError(f"{at}: not an operator (O1-O6)")
+        seam = _need(spec, "seam", str, at)
+        allowed = TOOL_SEAM_OPERATORS if seam == "tool" else MODEL_SEAM_OPERATORS if seam == "model" else None
+        if allowed is None:
+            raise ProjectError(f"{at}: seam {seam!r} must be 'tool' (a tool object, by name) or 'model' (the model endpoint)")
+        if op not in allowed:
+            raise ProjectError(f"{at}: {op} has no {seam} seam; use {'model' if seam == 'tool' else 'tool'}")
+        if not any(k in spec for k in allowed[op]):
+            raise ProjectError(f"{at}: a {seam}-seam {op} needs one of {', '.join(allowed[op])}")
+        _need(spec, "tool" if seam == "tool" else "agent", str, at)
+        if "find" in spec:
+            _need(spec, "replace", str, at)
+        _need(spec, "ground_truth", str, at)
+    return doc
+
+
+@dataclass(frozen=True)
+class Project:
+    """A parsed, validated project folder (registration is checked separately: `lock_problems`)."""
+
+    root: Path
+    doc: dict
+    mapping: dict
+    operators: dict
+    shas: dict  # "sabot/<file>" -> sha256 of its bytes on disk
+
+    @classmethod
+    def load(cls, root) -> "Project":
+        root = Path(root).resolve()
+        base = root / PROJECT_DIR
+        docs, shas = {}, {}
+        for name in FILES:
+            raw, docs[name] = _read(base / name)
+            shas[f"{PROJECT_DIR}/{name}"] = sha256_bytes(raw)
+        doc, where = docs["project.json"], str(base / "project.json")
+        name = _need(doc, "name", str, where)
+        if not NAME.match(name):
+            raise ProjectError(f"{where}: name {name!r} must be lower-case letters, digits and underscores")
+        framework = _need(doc, "framework", str, where)
+        if framework not in FRAMEWORKS:
+            raise ProjectError(f"{where}: framework {framework!r} is not one of {', '.join(FRAMEWORKS)}")
+        _target(_need(doc, "pipeline", str, where), f"{where}: pipeline")
+        _target(_need(doc, "responder", str, where), f"{where}: responder")
+        task = _need(doc, "task", dict, where)
+        if not NAME.match(_need(task, "id", str, f"{where}: task")):
+            raise ProjectError(f"{where}: task.id must be lower-case letters, digits and underscores")
+        _need(task, "inputs", dict, f"{where}: task")
+        check = _need(task, "pass", (str, dict), f"{where}: task")
+        if isinstance(check, str):
+            _target(check, f"{where}: task.pass")
+        elif not isinstance(check.get("command"), list) or not check["command"]:
+            raise ProjectError(f"{where}: task.pass must be 'module:function' or {{\"command\": [argv...]}}")
+        seeds = _need(doc, "seeds", list, where)
+        if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+            raise ProjectError(f"{where}: seeds must be a non-empty list of integers")
+        _need(doc, "agents", dict, where)
+        validate_mapping(docs["mapping.json"], framework, str(base / "mapping.json"))
+        validate_operators(docs["operators.json"], str(base / "operators.json"))
+        return cls(root, doc, docs["mapping.json"], docs["operators.json"], shas)
+
+    name = property(lambda self: self.doc["name"])
+    framework = property(lambda self: self.doc["framework"])
+    task_id = property(lambda self: self.doc["task"]["id"])
+    seeds = property(lambda self: tuple(self.doc["seeds"]))
+    config = property(lambda self: self.doc.get("config", "own"))
+
+    @property
+    def operator_ids(self) -> tuple[str, ...]:
+        return tuple(op for op in OPERATORS if op in self.operators)
+
+    def anchors(self, operator: str) -> tuple[str, ...]:
+        """Text that quotes the planted fault (for the ruleset's anchor rules): given, or the replacement."""
+        spec = self.operators.get(operator, {})
+        return tuple(spec.get("anchors", [v for v in (spec.get("replace"),) if v]))
+
+    # -- registration: mapping first, then the data; never edited in place ------------------
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / PROJECT_DIR / LOCK
+
+    def locked(self) -> dict:
+        if not self.lock_path.exists():
+            return {}
+        try:
+            return json.loads(self.lock_path.read_text())["files"]
+        except (ValueError, KeyError) as exc:
+            raise ProjectError(f"{self.lock_path}: not a registration lock ({exc})") from exc
+
+    def lock_problems(self) -> list[str]:
+        locked, problems = self.locked(), []
+        for rel, sha in self.shas.items():
+            if rel not in locked:
+                problems.append(f"{self.root.name}/{rel}: not registered (run `sabot registry lock {self.root}`)")
+            elif locked[rel] != sha:
+                problems.append(f"{self.root.name}/{rel}: edited after registration (sha256 {sha[:12]}, registered {locked[rel][:12]})")
+        return problems
+
+    def write_lock(self) -> list[str]:
+        """Register the project; refuses any registered file whose bytes moved (above all the mapping)."""
+        locked = self.locked()
+        edited = [rel for rel, sha in self.shas.items() if rel in locked and locked[rel] != sha]
+        if edited:
+            raise ProjectError(f"{self.root.name}: registered file(s) edited after registration: {', '.join(edited)}; "
+                               "a changed mapping or task is a new project (copy the folder under a new name)")
+        added = [rel for rel in self.shas if rel not in locked]  # FILES order: mapping.json first
+        doc = {"project": self.name, "order": list(self.shas), "files": dict(self.shas)}
+        self.lock_path.write_text(json.dumps(doc, indent=1) + "\n")
+        return added
+
+
+def standard_mapping(project: Project, base: dict) -> dict:
+    """The project's mapping in the shape the hard-tier scorer reads (acts per framework)."""
+    acts: dict[str, list[str]] = {}
+    for s in project.mapping["surfaces"]:
+        acts.setdefault(s["act"], []).append(s.get("describe") or json.dumps(s, sort_keys=True))
+    return {
+        "name": "detection_act_mappings",
+        "version": f"{project.name}-registered",
+        "source": f"{project.root.name}/{PROJECT_DIR}/mapping.json",
+        "event_kind": base["event_kind"],
+        "corrective_acts": base["corrective_acts"],
+        "frameworks": {project.framework: {"pin": project.mapping.get("pin", ""), "counted_surfaces": project.mapping.get("describe", ""),
+                                           "acts": acts, "stop_reason_block": False}},
+        "block_patterns": base["block_patterns"],
+    }
+
+
+class ProjectRegistry(Registry):
+    """The standard's data plus one project, seen as a registered wave named after the project."""
+
+    def __init__(self, project: Project, root: Path = DATA_DIR):
+        super().__init__(root)
+        self.project = project
+        self._overlay()
+
+    @classmethod
+    def from_dir(cls, path) -> "ProjectRegistry":
+        return cls(Project.load(path))
+
+    def fresh(self) -> "ProjectRegistry":
+        return ProjectRegistry(Project.load(self.project.root), self.root)
+
+    def _put(self, rel: str, doc: dict, sha: str) -> None:
+        self.files[rel] = RegistryFile(rel, sha, doc)
+
+    def _overlay(self) -> None:
+        p, mapping_sha = self.project, self.project.shas[f"{PROJECT_DIR}/mapping.json"]
+        self._data_files = set(self.files)
+        mapping_rel = f"mappings.{p.name}.json"
+        self._put(f"standard/{mapping_rel}", standard_mapping(p, self.doc("standard/mappings.v0.1.2.json")), mapping_sha)
+        ruleset = json.loads(json.dumps(self.doc(f"rulesets/{HEADLINE}.json")))
+        ruleset["uses"]["mappings"] = mapping_rel
+        ruleset["rules"]["flags_surface"] = bool(p.mapping.get("flags_surface", False))  # only the surfaces the mapping names
+        ruleset["summary"] = f"{ruleset['summary']} Applied to {p.name}'s registered mapping ({p.root.name}/{PROJECT_DIR}/mapping.json); FLAGS surface {'on' if ruleset['rules']['flags_surface'] else 'off'}."
+        self._put(f"rulesets/{HEADLINE}.json", ruleset, sha256_bytes((self.files[f"rulesets/{HEADLINE}.json"].sha256 + mapping_sha).encode()))
+        models = dict(self.doc("standard/models.v0.1.1.json"))
+        if "O4" in p.operators:
+            models["o4_downgrade_model"] = p.operators["O4"]["model"]
+        self._put("standard/models.v0.1.1.json", models, p.shas[f"{PROJECT_DIR}/operators.json"])
+        strict = json.loads(json.dumps(self.doc("standard/strict_anchors.v0.2.1.json")))
+        strict["kept"][p.task_id] = {op: [] for op in OPERATORS}  # no injection-only anchor classification for a project
+        self._put("standard/strict_anchors.v0.2.1.json", strict, self.files["standard/strict_anchors.v0.2.1.json"].sha256)
+        self._put(f"seeds/{p.name}.json", {"name": f"seeds_{p.name}", "seeds": list(p.seeds)}, p.shas[f"{PROJECT_DIR}/project.json"])
+        self._put(f"waves/{p.name}.json", {
+            "name": p.name, "source": "live", "corpus_dir": None, "protocol": 1, "seeds": f"seeds/{p.name}.json", "carveout": None,
+            "frameworks": [p.framework], "configs": [p.config], "tasks": [p.task_id], "operators": list(p.operator_ids),
+            "headline_ruleset": HEADLINE, "readings": [HEADLINE], "label": "simulation",
+        }, p.shas[f"{PROJECT_DIR}/project.json"])
+        from sabot import tasks  # the judge reads each operator's ground-truth note, as for T1-T5
+
+        tasks.register_oracle(tasks.Oracle(p.task_id, p.name, "", {}, (), {op: dict(spec) for op, spec in p.operators.items()}))
+
+    def wave_names(self) -> list[str]:
+        return [self.project.name]
+
+    def anchors(self, task: str, operator: str) -> tuple[str, ...]:
+        if task == self.project.task_id:
+            return self.project.anchors(operator)
+        return super().anchors(task, operator)
+
+    @cached_property
+    def content_hash(self) -> str:
+        lines = "".join(f"{rel} {e.sha256}\n" for rel, e in sorted(self.files.items()))
+        return sha256_bytes(lines.encode())
+
+    def lock_problems(self) -> list[str]:
+        data = Registry(self.root).lock_problems()
+        return data + Project.load(self.project.root).lock_problems()
