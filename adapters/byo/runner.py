@@ -21,9 +21,10 @@ from adapters.byo.seams import SeamFault
 from adapters.byo.surfaces import Acts
 from adapters.byo.tools import WrappedTools
 from adapters.endpoint import provider_from_env
+from adapters.runner import INFRASTRUCTURE_ERRORS, RunOutcome
 from adapters.scripted.server import Reply, ScriptedModelServer, ToolCall
 from sabot.plugins import resolve_path
-from sabot.projects import Project
+from sabot.projects import Project, ProjectError
 from sabot.recorder import Recorder
 from sabot.trace import RunRecord
 
@@ -102,6 +103,9 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
     provider = provider_from_env("", "")
     with contextlib.ExitStack() as stack:
         stack.enter_context(importable(project))
+        if provider is None and "responder" not in project.doc:
+            raise ProjectError(f"{project.name}: no test double (project.json: responder) and no provider "
+                               f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls")
         if provider is None:
             double = resolve_path(project.doc["responder"], f"{project.name}: responder")(seed)
             server = stack.enter_context(ScriptedModelServer(lambda request: as_reply(double(request))))
@@ -114,7 +118,13 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         pipeline = factory()
         tools = WrappedTools(pipeline, sys.modules.get(factory.__module__), fault, lambda: where.node)
         stack.callback(tools.restore)
-        output = FRAMEWORK_RUNS[project.framework](pipeline, project.doc["task"]["inputs"], Acts(project.mapping["surfaces"], recorder), where)
+        try:
+            output = FRAMEWORK_RUNS[project.framework](pipeline, project.doc["task"]["inputs"], Acts(project.mapping["surfaces"], recorder), where)
+        except INFRASTRUCTURE_ERRORS:
+            raise
+        except Exception as exc:  # the team's pipeline crashed: a failed run, not an act (no mapping names it)
+            recorder.record(where.node, "pipeline-error", error=f"{type(exc).__name__}: {exc}"[:2000])
+            output = {"error": f"{type(exc).__name__}: {exc}"}
         passed = passes(project, output, run_dir)
     recorder.record("emit", "verdict", task_passed=passed)
     why_not = fault.why_not(tools.seen, layer.agents_seen)
@@ -130,8 +140,6 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
 
 def run_project(spec, project: Project, work_root: Path):
     """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised)."""
-    from adapters.runner import INFRASTRUCTURE_ERRORS, RunOutcome
-
     error = None
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id

@@ -1,0 +1,177 @@
+"""Bring your own pipeline: the examples under examples/ run as waves, offline, through the same graph.
+
+Each example is a team's pipeline as its authors wrote it; the platform plants O1-O6 at seams it
+owns (tool objects by name, the model endpoint through its proxy) and reads acts only from the
+surfaces the example's registered mapping names.
+"""
+
+import ast
+import json
+import shutil
+from pathlib import Path
+
+import os
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from adapters.byo.runner import execute
+from judges.hard.cell import score_cell
+from judges.hard.rulesets import load_ruleset
+from sabot.matrix import Cell, Probe
+from sabot.projects import Project, ProjectError, ProjectRegistry
+from sabot.registry import RegistryError
+from sabot.store.db import connect
+from sabot.store.runs import read_runs
+from sabot.store.verdicts import read_verdicts
+from sabot_assets.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(p.parent.parent for p in (ROOT / "examples").glob("*/sabot/project.json"))
+PLATFORM = {"sabot", "adapters", "operators", "judges", "sabot_assets", "data", "tests"}
+ALLOWED = {"sabot.plugins"}  # registration is the one platform import an example may make
+
+
+@pytest.fixture(scope="module", params=EXAMPLES, ids=lambda p: p.name)
+def example_wave(request, tmp_path_factory):
+    """`sabot wave run <example>` as the README gives it: six operators x three seeds + three
+    baselines, offline, into a store and Dagster instance of its own."""
+    tmp = tmp_path_factory.mktemp(request.param.name)
+    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), "wave", "run", str(request.param.relative_to(ROOT))],
+                          cwd=ROOT, env={**env, "SABOT_VAR": str(tmp)}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    registry = ProjectRegistry.from_dir(request.param)
+    wave = registry.wave(registry.project.name)
+    with connect(tmp / "sabot.duckdb", read_only=True) as con:
+        runs = read_runs(con, wave.name, [(op, p.key) for op in ("", *wave.operators) for p in wave.probes()])
+        verdicts = read_verdicts(con, wave.name, wave.headline_ruleset)
+    yield registry.project, done.stdout, runs, verdicts
+
+
+def test_two_frameworks_have_an_example():
+    assert {Project.load(p).framework for p in EXAMPLES} >= {"langgraph"}
+    assert len({Project.load(p).framework for p in EXAMPLES}) >= 2
+
+
+def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):
+    project, stdout, runs, verdicts = example_wave
+    assert f"{project.name} under ruleset v0.2.0 (simulation)" in stdout
+    for op in project.operator_ids:
+        assert f"  {op} ({project.operators[op]['seam']} seam): landed" in stdout
+    assert set(project.operator_ids) == {f"O{i}" for i in range(1, 7)} and len(project.seeds) == 3
+    faults = {k: r.record for k, r in runs.items() if k[0]}
+    assert len(faults) == 18 and all(r.error is None for r in faults.values())
+    baselines = [r.record for k, r in runs.items() if not k[0]]
+    assert len(baselines) == 3 and all(b.task_passed for b in baselines)
+    by_cell = {(v["operator"], v["probe"]): v for v in verdicts}
+    for key, record in faults.items():
+        injection = record.extra["injection"]
+        if record.injection_verified:
+            assert injection["landed"] and injection["evidence"] and record.injection_seq is not None
+            assert by_cell[key]["status"] == "valid"
+        else:
+            assert injection["why_not"], f"{key}: unlanded without a reason"
+            assert by_cell[key]["excluded"] == "INJECTION_UNVERIFIED"
+    assert {r["status"] for r in verdicts} <= {"valid", "excluded"}
+
+
+def test_landing_is_verified_from_what_reached_the_pipeline(example_wave):
+    project, _, runs, _ = example_wave
+    for (op, _probe), stored in runs.items():
+        if not op or not stored.record.injection_verified:
+            continue
+        spec, record = project.operators[op], stored.record
+        injected = [e for e in record.events if e.payload.get("injected")]
+        assert injected and injected[0].seq == record.injection_seq
+        if spec["seam"] == "model" and "model" in spec:  # O4: the endpoint said the weaker model served the agent
+            assert spec["model"] in record.served_model_ids()
+        elif spec["seam"] == "model":  # the altered text is in a request the model actually answered
+            sent = [x for x in record.extra["exchanges"] if x["agent"] == spec["agent"] and x["status"] == 200]
+            assert any(spec["replace"] in str(m.get("content")) for x in sent for m in x["request"]["messages"])
+        elif "claim" in spec:  # the tool object returned the claim and its work never ran
+            assert injected[0].payload["output"] == spec["claim"]
+        else:
+            assert injected[0].payload["tool"] == spec["tool"]
+
+
+def test_acts_come_only_from_the_surfaces_the_mapping_names(example_wave):
+    project, _, runs, _ = example_wave
+    named = {(i, s["surface"], s["act"]) for i, s in enumerate(project.mapping["surfaces"])}
+    acts = [e for r in runs.values() for e in r.record.events if e.kind == "guardrail-event"]
+    assert acts, "the example's checks never fired: the test would show nothing"
+    assert {(e.payload["mapping_entry"], e.payload["surface"], e.payload["act"]) for e in acts} <= named
+
+
+def test_a_mapping_without_a_surface_reads_no_act_from_it(example_wave, tmp_path):
+    """The same run under the registered mapping and under one with its first surface struck."""
+    project, _, runs, _ = example_wave
+    key = next(k for k, r in sorted(runs.items()) if k[0] and any(
+        e.payload.get("mapping_entry") == 0 for e in r.record.events if e.kind == "guardrail-event"))
+    seed = Probe.parse(key[1]).seed
+    full = execute(project, key[0], seed, "full", tmp_path / "full")
+    struck = Project(project.root, project.doc, {**project.mapping, "surfaces": project.mapping["surfaces"][1:]}, project.operators, project.shas)
+    fewer = execute(struck, key[0], seed, "struck", tmp_path / "struck")
+    entry0 = project.mapping["surfaces"][0]
+    assert any(e.payload.get("surface") == entry0["surface"] and e.payload["act"] == entry0["act"] for e in full.events if e.kind == "guardrail-event")
+    assert not any(e.payload.get("surface") == entry0["surface"] and e.payload["act"] == entry0["act"] for e in fewer.events if e.kind == "guardrail-event")
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_editing_the_mapping_after_registration_is_refused(example, tmp_path):
+    copy = tmp_path / example.name
+    shutil.copytree(example, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert Project.load(copy).lock_problems() == []  # the example ships registered
+    mapping = copy / "sabot" / "mapping.json"
+    doc = json.loads(mapping.read_text())
+    doc["surfaces"] = doc["surfaces"][:1]  # strike a surface after seeing the data
+    mapping.write_text(json.dumps(doc, indent=1))
+    with pytest.raises(ProjectError, match="mapping.json"):
+        Project.load(copy).write_lock()
+    with pytest.raises(RegistryError, match="mapping.json: edited after registration"):
+        ProjectRegistry.from_dir(copy).require_registered()
+    done = CliRunner().invoke(main, ["registry", "lock", str(copy)])
+    assert done.exit_code == 1 and "mapping.json" in done.output
+    done = CliRunner().invoke(main, ["wave", "run", str(copy)])
+    assert done.exit_code == 1 and "mapping.json: edited after registration" in done.output
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_the_example_imports_nothing_of_the_platform(example):
+    sources = sorted(example.glob("*.py"))
+    assert sources
+    for source in sources:
+        for node in ast.walk(ast.parse(source.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert name.split(".")[0] not in PLATFORM or name in ALLOWED, f"{source.name} imports {name}"
+
+
+def test_an_unreachable_seam_is_excluded_with_its_reason(tmp_path):
+    example = next(p for p in EXAMPLES if Project.load(p).framework == "langgraph")
+    project = Project.load(example)
+    spec = {**project.operators["O1"], "tool": "no_such_tool"}
+    broken = Project(project.root, project.doc, project.mapping, {**project.operators, "O1": spec}, project.shas)
+    fault = execute(broken, "O1", 1, "unlanded", tmp_path / "f")
+    baseline = execute(broken, None, 1, "baseline", tmp_path / "b")
+    assert not fault.injection_verified
+    assert "no_such_tool" in fault.extra["injection"]["why_not"] and "never called" in fault.extra["injection"]["why_not"]
+    ruleset = load_ruleset(ProjectRegistry(project), "v0.2.0")
+    cell = Cell("O1", Probe(project.framework, project.config, project.task_id, 1))
+    assert score_cell(ruleset, cell, fault, baseline).excluded == "INJECTION_UNVERIFIED"
+
+
+def test_a_bad_project_is_named(tmp_path):
+    example = EXAMPLES[0]
+    copy = tmp_path / "bad"
+    shutil.copytree(example, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    ops = copy / "sabot" / "operators.json"
+    doc = json.loads(ops.read_text())
+    doc["O4"] = {"seam": "tool", "tool": "x", "ground_truth": "y"}
+    ops.write_text(json.dumps(doc))
+    with pytest.raises(ProjectError, match=r"operators.json: O4: O4 has no tool seam"):
+        Project.load(copy)
+    (copy / "sabot" / "mapping.json").write_text("{")
+    with pytest.raises(ProjectError, match=r"mapping.json: not valid JSON"):
+        Project.load(copy)
