@@ -22,7 +22,7 @@ from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, sha2
 PROJECT_DIR = "sabot"
 FILES = ("mapping.json", "project.json", "operators.json")  # registration order: the mapping first
 LOCK = "registry.lock.json"
-FRAMEWORKS = ("langgraph", "crewai", "autogen")
+FRAMEWORKS = ("langgraph", "autogen")  # the frameworks whose surface readers exist (adapters/byo); CrewAI not yet
 OPERATORS = ("O1", "O2", "O3", "O4", "O5", "O6")
 ACTS = ("reject", "retry_with_reason", "escalate", "block")
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")  # a Dagster key prefix, and a probe-key part (no dots)
@@ -30,7 +30,6 @@ NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")  # a Dagster key prefix, and a prob
 SURFACES = {
     "langgraph": ("node_output", "routing", "rerun", "interrupt"),
     "autogen": ("agent_message", "routing", "stop_reason"),
-    "crewai": ("task_output", "guardrail_event", "guardrail_exhausted"),
 }
 TOOL_SEAM_OPERATORS = {"O1": ("find", "result"), "O2": ("claim",), "O5": ("result", "find"), "O6": ("claim",), "O3": ("find",)}
 MODEL_SEAM_OPERATORS = {"O3": ("find",), "O4": ("model",), "O5": ("find",), "O1": ("find",)}

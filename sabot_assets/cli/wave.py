@@ -44,7 +44,8 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     name = adopt_project(ctx, name)
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
-    click.echo(f"{name}: model endpoint: {endpoint.label if endpoint else 'simulation (scripted model on 127.0.0.1)'}")
+    offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
+    click.echo(f"{name}: model endpoint: {endpoint.label if endpoint else offline}")
     result = run_wave(ctx.registry, ctx.defs(), ctx.instance(), name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
