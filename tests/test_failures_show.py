@@ -1,6 +1,7 @@
 """RUN_ERROR cells are failed partitions in Dagster, good runs survive a bad endpoint, and a store
 lock held past the wait loses no finished run (issue: no lost work)."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +82,13 @@ def test_run_error_partitions_are_failed_and_good_runs_survive(live_slice, monke
     assert s.scored() == {SLICE[0]: (1, True), SLICE[1]: (1, True), SLICE[2]: (1, False)}
     assert [a for a in s.attempts() if a[0] == SLICE[0]] == [(SLICE[0], 1, "complete"), (SLICE[0], 2, "run_error")]
 
+    # A board built now (no verdict ever ran for the failed O3 cell) itemizes it as RUN_ERROR, never drops it.
+    board = dg.materialize(s.defs.assets, selection=[dg.AssetKey(["demo", "scoreboard"])], instance=s.instance, resources=s.defs.resources)
+    assert board.success
+    with connect(s.store, read_only=True) as con:
+        doc = json.loads(con.execute("SELECT body FROM reports WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND format = 'board.json'").fetchone()[0])
+    assert doc["exclusions"] == [["langgraph", "default", "T1", "O3", "RUN_ERROR", 1]]
+
     # The endpoint comes back: "failed and missing" within the slice is exactly the RUN_ERROR cells...
     monkeypatch.delenv("SABOT_MODEL_BASE_URL")
     selection = [k for k, v in s.status(SLICE).items() if v in (None, dg.AssetPartitionStatus.FAILED)]
@@ -90,6 +98,17 @@ def test_run_error_partitions_are_failed_and_good_runs_survive(live_slice, monke
     assert (tally.ran, tally.reused, tally.run_errors) == (1, 2, {})
     assert all(v == dg.AssetPartitionStatus.MATERIALIZED for v in s.status(SLICE).values())
     assert s.scored() == {SLICE[0]: (1, True), SLICE[1]: (1, True), SLICE[2]: (2, True)}
+
+    # Lineage names the attempt the verdict read: the good attempt 1, not the RUN_ERROR attempt 2.
+    verdicts = dg.materialize(s.defs.assets, selection=[dg.AssetKey(["demo", "cell_verdicts"])], partition_key=SLICE[0],
+                              instance=s.instance, resources=s.defs.resources)
+    assert verdicts.success
+    from sabot.store.lineage import cell_detail
+
+    with connect(s.store, read_only=True) as con:
+        detail = cell_detail(con, "demo", "v0.2.0", *SLICE[0].split("|"))
+    assert detail["verdict"]["fault_attempt"] == 1
+    assert [(a["attempt"], a["outcome"]) for a in detail["attempts"]] == [(1, "complete"), (2, "run_error"), ]
 
 
 def _hold_lock(store: Path) -> subprocess.Popen:

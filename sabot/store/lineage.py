@@ -1,6 +1,12 @@
-"""Lineage reads: from a published number to its cells, and from a cell to its acts, events and exchanges."""
+"""Lineage reads: from a published number to its cells, and from a cell to its acts, events and exchanges.
+
+A live cell's verdict read one attempt of its fault run: the stored attempt whose content hash is
+the verdict's `fault_sha256` (the latest such, should two attempts be byte-identical).
+"""
 
 import json
+
+from sabot.store.runs import attempt_history
 
 GROUP_COLUMNS = {
     "framework_config": ("framework", "config"),
@@ -10,6 +16,17 @@ GROUP_COLUMNS = {
 # Published column names (the reference's) and ours.
 COLUMN_ALIASES = {"union": "detected_hard", "wave1_mapping": "mapping", "wave1-mapping": "mapping", "sabot_score": "detected_hard"}
 COLUMNS = ("mapping", "flags_anchored", "detected_hard", "reacted", "recovered", "flags_noticed")
+READ_ATTEMPT = ("SELECT max(a.attempt) FROM attempts a WHERE a.wave = v.wave AND a.operator = v.operator AND a.probe = v.probe "
+                "AND a.source_sha256 = v.fault_sha256")
+
+
+def _has_attempts(con) -> bool:
+    """A store made before attempts existed has no such table (read-only connections never migrate)."""
+    return con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'attempts'").fetchall()[0][0] > 0
+
+
+def _read_attempt(con) -> str:
+    return READ_ATTEMPT if _has_attempts(con) else "SELECT NULL::INTEGER"
 
 
 def number_cells(con, wave: str, ruleset: str, table: str, group: str, column: str) -> tuple[list[dict], list[dict]]:
@@ -25,22 +42,23 @@ def number_cells(con, wave: str, ruleset: str, table: str, group: str, column: s
         raise ValueError(f"a {table} row is {'/'.join(dims)}, got {group!r}")
     where = " AND ".join(f"{d} = ?" for d in dims)
     rows = con.execute(
-        f"SELECT operator, probe, framework, config, task, seed, {column}, fault_run_id, fault_sha256, baseline_run_id, baseline_sha256 "
-        f"FROM cell_verdicts WHERE wave = ? AND ruleset = ? AND status = 'valid' AND {where} ORDER BY task, operator, seed",
+        f"SELECT operator, probe, framework, config, task, seed, {column}, fault_run_id, fault_sha256, baseline_run_id, baseline_sha256, "
+        f"({_read_attempt(con)}) AS fault_attempt "
+        f"FROM cell_verdicts v WHERE wave = ? AND ruleset = ? AND status = 'valid' AND {where} ORDER BY task, operator, seed",
         [wave, ruleset, *values],
     ).fetchall()
-    keys = ("operator", "probe", "framework", "config", "task", "seed", "value", "fault_run_id", "fault_sha256", "baseline_run_id", "baseline_sha256")
+    keys = ("operator", "probe", "framework", "config", "task", "seed", "value", "fault_run_id", "fault_sha256", "baseline_run_id", "baseline_sha256", "fault_attempt")
     cells = [dict(zip(keys, r)) for r in rows]
     return [c for c in cells if c["value"]], cells
 
 
 def cell_detail(con, wave: str, ruleset: str, operator: str, probe: str) -> dict:
     """A cell's verdict, its acts, the events they came from, and the recorded model exchanges."""
-    verdict = con.execute(
-        "SELECT status, excluded, detected_hard, reacted, recovered, fault_run_id, fault_sha256 FROM cell_verdicts "
-        "WHERE wave = ? AND ruleset = ? AND operator = ? AND probe = ?",
+    verdict = next(iter(con.execute(
+        f"SELECT status, excluded, detected_hard, reacted, recovered, fault_run_id, fault_sha256, ({_read_attempt(con)}) "
+        "FROM cell_verdicts v WHERE wave = ? AND ruleset = ? AND operator = ? AND probe = ?",
         [wave, ruleset, operator, probe],
-    ).fetchone()
+    ).fetchall()), None)
     if verdict is None:
         raise ValueError(f"no verdict for cell {operator}|{probe} in {wave} under {ruleset}")
     acts = con.execute(
@@ -51,10 +69,11 @@ def cell_detail(con, wave: str, ruleset: str, operator: str, probe: str) -> dict
     events = con.execute(
         "SELECT seq, agent, kind, payload FROM events WHERE wave = ? AND operator = ? AND probe = ? ORDER BY seq", [wave, operator, probe]
     ).fetchall()
-    record = con.execute("SELECT record FROM runs WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator, probe]).fetchone()
+    record = next(iter(con.execute("SELECT record FROM runs WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator, probe]).fetchall()), None)
     exchanges = json.loads(record[0]).get("exchanges", []) if record and record[0] else []
     return {
-        "verdict": dict(zip(("status", "excluded", "detected_hard", "reacted", "recovered", "fault_run_id", "fault_sha256"), verdict)),
+        "verdict": dict(zip(("status", "excluded", "detected_hard", "reacted", "recovered", "fault_run_id", "fault_sha256", "fault_attempt"), verdict)),
+        "attempts": attempt_history(con, wave, operator, probe) if _has_attempts(con) else [],
         "acts": [dict(zip(("seq", "act", "component", "reason", "surface", "counted", "note"), a)) for a in acts],
         "events": [{"seq": s, "agent": a, "kind": k, "payload": json.loads(p)} for s, a, k, p in events if s in seqs],
         "exchanges": exchanges,

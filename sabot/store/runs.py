@@ -200,3 +200,15 @@ def attempt_history(con, wave: str, operator: str, probe: str) -> list[dict]:
         [wave, operator, probe],
     ).fetchall()
     return [dict(zip(cols, r)) for r in rows]
+
+
+def unscored_fault_slots(con, wave: str, ruleset: str) -> list[tuple[str, str]]:
+    """Fault slots (or slots whose baseline is stored) with no verdict under `ruleset`: cells whose
+    verdict never ran, e.g. because their run ended in RUN_ERROR and the partition failed."""
+    rows = con.execute(
+        "SELECT DISTINCT r.operator, r.probe FROM runs r WHERE r.wave = ? AND r.operator <> '' AND r.status = 'present' "
+        "AND NOT EXISTS (SELECT 1 FROM cell_verdicts v WHERE v.wave = r.wave AND v.ruleset = ? AND v.operator = r.operator AND v.probe = r.probe) "
+        "ORDER BY 1, 2",
+        [wave, ruleset],
+    ).fetchall()
+    return [tuple(r) for r in rows]

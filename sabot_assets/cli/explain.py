@@ -37,9 +37,15 @@ def explain(wave_name, table, row, column, ruleset, cell_key):
     for name, cells in (("numerator", numerator), ("denominator", denominator)):
         click.echo(f"{name}: {len(cells)} cells")
         for c in cells:
-            click.echo(f"  {c['operator']}|{c['probe']}  run {c['fault_run_id']}  sha256 {(c['fault_sha256'] or '')[:12]}  baseline {c['baseline_run_id']}")
+            attempt = f"  attempt {c['fault_attempt']}" if c["fault_attempt"] is not None else ""
+            click.echo(f"  {c['operator']}|{c['probe']}  run {c['fault_run_id']}{attempt}  sha256 {(c['fault_sha256'] or '')[:12]}  baseline {c['baseline_run_id']}")
     if detail:
         click.echo(f"cell {cell_key}: {json.dumps(detail['verdict'], default=str)}")
+        if detail["verdict"]["fault_attempt"] is not None:
+            click.echo(f"  the verdict read attempt {detail['verdict']['fault_attempt']} of the fault run")
+        for a in detail["attempts"]:
+            click.echo(f"  attempt {a['attempt']}: {a['outcome']} at {a['finished_at']} against {a['endpoint']} ({a['runner_version']}), {a['source_path']}"
+                       + (f": {a['error']}" if a["error"] else ""))
         for a in detail["acts"]:
             click.echo(f"  act seq {a['seq']}: {a['act']} by {a['component']} ({a['surface']}, {'counted' if a['counted'] else 'not counted: ' + a['note']}): {a['reason']}")
         for e in detail["events"]:

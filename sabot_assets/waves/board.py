@@ -20,7 +20,8 @@ from sabot.store.board import read_report, write_board, write_report
 from sabot.store.db import transaction
 from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import
-from sabot.store.runs import endpoints, read_baselines
+from sabot.matrix import Cell, Probe
+from sabot.store.runs import endpoints, read_baselines, read_runs, unscored_fault_slots
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
@@ -34,6 +35,23 @@ def conformance_label(con, wave: WaveDef) -> str:
         return wave.label
     used = endpoints(con, wave.name)
     return "simulation" if not used or any(e.startswith("simulation") for e in used) else "derived"
+
+
+def run_error_rows(con, wave: WaveDef, ruleset, dagster_run_id: str) -> list[dict]:
+    """Cells stored as RUN_ERROR whose verdict never materialized (their run partition failed, so
+    nothing downstream ran): scored here by the same rules, so the board itemizes them as
+    RUN_ERROR exclusions instead of dropping them."""
+    from sabot_assets.waves.verdicts import verdict_rows
+
+    slots = unscored_fault_slots(con, wave.name, ruleset.version)
+    runs = read_runs(con, wave.name, slots + [("", probe) for _, probe in slots])
+    rows = []
+    for operator, probe in slots:
+        cell = Cell(operator, Probe.parse(probe))
+        row, _ = verdict_rows(wave, ruleset, cell, runs.get((operator, probe)), runs.get(("", probe)), dagster_run_id)
+        if row["excluded"] == "RUN_ERROR":
+            rows.append(row)
+    return rows
 
 
 def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
@@ -58,6 +76,7 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
             with transaction(con):
                 for ruleset in rulesets:
                     rows = read_verdicts(con, wave.name, ruleset.version)
+                    rows += run_error_rows(con, wave, ruleset, context.run_id) if wave.source == "live" else []
                     boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged) | {"label": label}
                     write_board(con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id)
         head = boards[wave.headline_ruleset]
