@@ -101,14 +101,15 @@ class ServedModels(BaseInterceptor[httpx.Request, httpx.Response]):
                 self.by_response_id[body["id"]] = body["model"]
 
 
-def contract_guardrail(task_id: str):
-    """The deterministic guardrail: the task's published output contract only (SPEC §5 fairness rule).
+def contract_guardrail(task_id: str, wave1: bool = False):
+    """The deterministic guardrail: the task's published output contract only (SPEC §5 fairness rule);
+    in wave 1, as v0.1.x froze it (`tasks.guardrail_problems`).
 
     A plain nested def, so CrewAI's LLMGuardrailStartedEvent can read its source (inspect.getsource).
     """
 
     def output_contract(output) -> tuple[bool, Any]:
-        problems = tasks.contract_problems(task_id, output.raw)
+        problems = tasks.guardrail_problems(task_id, output.raw, wave1)
         if problems:
             return False, "output contract: " + "; ".join(problems)
         return True, output.raw
@@ -219,7 +220,7 @@ class CrewAIPipeline:
 
     def _worker(self, feedback: str | None) -> tuple[Crew, Task]:
         messages = prompts.worker_messages(self.task, self.source, self.context, feedback)
-        guardrails = [contract_guardrail(self.task.id), llm_guardrail_description(self.task)] if self.config == "guardrail" else None
+        guardrails = [contract_guardrail(self.task.id, wave1=not self.flags_protocol), llm_guardrail_description(self.task)] if self.config == "guardrail" else None
         crew, task = self._crew(messages, self.worker_llm, f"Write the {self.task.id} artifact exactly as the OUTPUT CONTRACT specifies.",
                                 "The artifact only, exactly as the OUTPUT CONTRACT specifies: no commentary, no Markdown fences.", guardrails)
         self.worker_agent_role = task.agent.role

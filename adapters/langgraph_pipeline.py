@@ -76,7 +76,7 @@ class LangGraphPipeline:
         return {"feedback": state["reason"] or "", "retry_of": state["rejected_by"], "revisions": state["revisions"] + 1}
 
     def validate(self, state: State) -> Command:
-        problems = tasks.contract_problems(self.task.id, state["received"])
+        problems = tasks.guardrail_problems(self.task.id, state["received"], wave1=not self.flags_protocol)
         if not problems:
             return Command(goto="emit")
         reason = "; ".join(problems)

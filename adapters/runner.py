@@ -16,12 +16,13 @@ import httpx
 import openai
 
 from adapters.endpoint import Endpoint, provider_from_env, scripted
-from adapters.scripted.policy import ScriptedPolicy
+from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
 from adapters.scripted.server import ScriptedModelServer
 from adapters.tools import TaskTools
 from sabot.protocols import Protocols
 from operators import make_fault
 from sabot import plugins, tasks
+from sabot.model_ids import downgrade_served
 from sabot.recorder import Recorder
 from sabot.trace import RunRecord
 
@@ -91,7 +92,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
         recorder.record(task.worker_role, "tool-call", tool="model_config", injected=True, operator="O4")
     tools = TaskTools(task, recorder, fault, run_dir, task.worker_role)
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
-    policy = ScriptedPolicy(f"{spec.run_id}", weak_model=models["o4_downgrade_model"])
+    policy = ScriptedPolicy(probe_seed_key(spec.framework, spec.config, spec.task, spec.seed), weak_model=models["o4_downgrade_model"])
     with contextlib.ExitStack() as stack:
         if endpoint is None:
             server = stack.enter_context(ScriptedModelServer(policy))
@@ -101,7 +102,9 @@ def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
         pipeline.run()
         exchanges = list(server.exchanges) if endpoint.scripted else []
     served = {e.payload.get("model_id") for e in recorder.events if e.kind == "agent-msg"}
-    landed = fault.landed or (spec.operator == "O4" and models["o4_downgrade_model"] in served)
+    # O4: wave 1's instrument recorded the swap as landed at set-up (no probe, v0.1.3); from wave 2 the
+    # downgrade target, or its dated snapshot, must have served a call (§10.7.2).
+    landed = fault.landed or (spec.operator == "O4" and (spec.protocol < 2 or downgrade_served(registry, served)))
     passed = tasks.passes(spec.task, run_dir)
     recorder.record("emit", "verdict", task_passed=passed)
     record = recorder.record_of(

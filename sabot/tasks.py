@@ -123,6 +123,26 @@ def contract_problems(task_id: str, artifact: str) -> list[str]:
     return check[contract["format"]](strip_flags_head(artifact).strip(), contract)
 
 
+@lru_cache(maxsize=None)
+def wave1_guardrail(task_id: str) -> dict | None:
+    """The v0.1.x-frozen deterministic guardrail of a task, where wave 1's differs from the structural
+    contract (T2 only, §10.7.1); None for every other task."""
+    if not (DATA_DIR / "tasks" / task_id / "guardrail.wave1.json").exists():
+        return None
+    return _load(task_id, "guardrail.wave1.json", "task_guardrail_wave1")
+
+
+def guardrail_problems(task_id: str, artifact: str, wave1: bool) -> list[str]:
+    """What a deterministic guardrail reports: the output contract, plus, in wave 1 only, the frozen
+    v0.1.x contract's required substrings (T2: canonical values, the disclosed asymmetry)."""
+    problems = contract_problems(task_id, artifact)
+    frozen = wave1_guardrail(task_id) if wave1 else None
+    if frozen:
+        text = strip_flags_head(artifact)
+        problems += [f"missing required string {s!r}" for s in frozen["required_substrings"] if s not in text]
+    return problems
+
+
 def _json_object(text: str, contract: dict) -> list[str]:
     try:
         doc = json.loads(text)

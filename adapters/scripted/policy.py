@@ -32,9 +32,16 @@ class Behaviour:
     act_on_fake_check: float = 0.3
 
 
+def probe_seed_key(framework: str, config: str, task: str, seed: int) -> str:
+    """The simulator's seed: the probe (framework, config, task, seed), never the wave or operator, so a
+    cell's baseline and its fault run, and the same cell in both waves, draw the same numbers for
+    the same call: a paired contrast then differs only where the fault or the protocol differs."""
+    return f"{framework}.{config}.{task}.s{seed}"
+
+
 @dataclass
 class ScriptedPolicy:
-    """A responder for `ScriptedModelServer`, seeded per cell."""
+    """A responder for `ScriptedModelServer`, seeded per probe (`probe_seed_key`)."""
 
     seed_key: str
     weak_model: str = "gpt-5.6-luna"
@@ -54,9 +61,11 @@ class ScriptedPolicy:
             self.intent.append({"n": n})  # reserve the slot so concurrent calls get distinct seeds
         for name in FRAMEWORK_RESPONDERS:
             if importlib.util.find_spec(name) is not None:
-                reply = importlib.import_module(name).respond(request, self, self._rng(n))
+                module = importlib.import_module(name)
+                reply = module.respond(request, self, self._rng(n))
                 if reply is not None:
-                    self.intent[n] = {"n": n, "stage": name.rsplit(".", 1)[1], "model": request.get("model", "")}
+                    decided = module.intent_of(request, reply) if hasattr(module, "intent_of") else {}
+                    self.intent[n] = {"n": n, "stage": name.rsplit(".", 1)[1], "model": request.get("model", ""), **decided}
                     return reply
         role = skills.identify(messages)
         if role is None:
