@@ -10,16 +10,19 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from judges.hard.funnel import with_soft
 from judges.hard.tables import fmt_rate, markdown_table
 from judges.stats import evaluate_predictions
 from sabot.registry import Registry
 from sabot.store.board import read_report, write_report
+from sabot.store.judging import read_judgements
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import COST_TAG
 from sabot_assets.resources import store_connection
 
 CONTRASTS_DOC = "standard/contrasts.v1.json"
+READINGS_DOC = "standard/predictions.v1.json"
 
 
 def replans_table(first: str, second: str, boards: dict) -> list[str]:
@@ -31,17 +34,32 @@ def replans_table(first: str, second: str, boards: dict) -> list[str]:
 
 def predictions_markdown(pair: dict, results, boards: dict | None = None) -> str:
     rows = [[r.id, r.status, r.statement, r.evidence] for r in results]
+    readings = [[r.id, r.reading or "—", r.registered or "—"] for r in results]
     replans = replans_table(pair["first"], pair["second"], boards) if boards else []
+    simulated = pair["label"] == "simulation"
     return "\n".join([
         f"# Pre-registered predictions — {pair['first']} vs {pair['second']} ({pair['label']})",
         "",
-        "Paired on cells valid in both waves; exact McNemar, Holm within each prediction's family. "
-        "`undetermined` means the data do not separate, or the cells are not there.",
+        *(["**Simulation: no prediction verdict.** The scripted model's rates are set by hand, so a prediction "
+           "cannot hold or fail on them; the contrasts are shown as an instrument check only.", ""] if simulated else []),
+        "Each prediction is read as §10.8 words it: P1 and P4 compare wave1_mapping with the union on the same "
+        "wave-2 cells; P2 and P5 pair cells valid in both waves; P5's recovery-without-detection is §2's (neither "
+        "hard nor soft). Exact McNemar, Holm within each prediction's family. `undetermined` means the data do "
+        "not separate, or the cells are not there.",
         "",
         markdown_table(["prediction", "status", "statement", "evidence"], rows),
         "",
+        "## Our readings (where the words leave a choice), with the date we registered them",
+        "",
+        markdown_table(["prediction", "our reading", "registered"], readings),
+        "",
         *replans,
     ])
+
+
+def judged(con, wave: str) -> dict:
+    """(operator, probe) -> the first judge verdict (variant 0), for §2's soft reading."""
+    return {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave, variant=0).items()}
 
 
 def build_contrast_assets(registry: Registry) -> list[dg.AssetsDefinition]:
@@ -60,8 +78,8 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
         name="predictions",
         key_prefix=pair["name"],
         group_name="contrasts",
-        deps=[dg.AssetKey([first.name, "cell_verdicts"]), dg.AssetKey([second.name, "cell_verdicts"])],
-        code_version=f"predictions-v1+{registry.files[CONTRASTS_DOC].sha256[:12]}",
+        deps=[dg.AssetKey([w.name, name]) for w in (first, second) for name in ("cell_verdicts", "judge_verdicts")],
+        code_version=f"predictions-v2+{registry.files[CONTRASTS_DOC].sha256[:12]}+{registry.files[READINGS_DOC].sha256[:12]}",
         automation_condition=REBUILD_BOARD,
         tags={COST_TAG: "cheap"},
         kinds={"duckdb"},
@@ -69,13 +87,12 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
     )
     def predictions(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         with store_connection(store) as con:
-            rows1 = read_verdicts(con, first.name, first.headline_ruleset)
-            rows2 = read_verdicts(con, second.name, second.headline_ruleset)
-            results = evaluate_predictions(rows1, rows2)
+            rows1, rows2 = (with_soft(read_verdicts(con, w.name, w.headline_ruleset), judged(con, w.name)) for w in (first, second))
+            results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=pair["label"] == "simulation")
             boards = {w.name: json.loads(read_report(con, w.name, w.headline_ruleset, "board.json") or "{}") for w in (first, second)}
             body = predictions_markdown(pair, results, boards)
             write_report(con, pair["name"], "predictions", "md", body, context.run_id)
-            doc = [{"id": r.id, "status": r.status, "statement": r.statement, "evidence": r.evidence} for r in results]
+            doc = [{"id": r.id, "status": r.status, "statement": r.statement, "evidence": r.evidence, "reading": r.reading, "registered": r.registered} for r in results]
             write_report(con, pair["name"], "predictions", "json", json.dumps(doc), context.run_id)
         path = Path(store.database).parent / "reports" / pair["name"] / "predictions.md"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -26,8 +26,8 @@ from judges.stats.predictions import predict_p1, predict_p2, predict_p3, predict
 FLAGS = ("mapping", "flags_anchored", "detected_hard", "reacted", "recovered", "flags_noticed")
 
 
-def cell(task="T1", operator="O1", seed=11, framework="langgraph", config="default", status="valid", **flags):
-    row = {"framework": framework, "config": config, "task": task, "operator": operator, "seed": seed, "status": status}
+def cell(task="T1", operator="O1", seed=11, framework="langgraph", config="default", status="valid", noticed=False, **flags):
+    row = {"framework": framework, "config": config, "task": task, "operator": operator, "seed": seed, "status": status, "noticed": noticed}
     row.update({f: False for f in FLAGS})
     row.update(flags)
     return row
@@ -43,10 +43,10 @@ def predict(pid, wave1, wave2, **kw):
     full gc.collect(), slow in a process that has loaded dagster through conftest)."""
     pairs = paired_cells(wave1, wave2)
     run = {
-        "P1": lambda: predict_p1(pairs),
+        "P1": lambda: predict_p1(wave2),
         "P2": lambda: predict_p2(wave1, pairs),
         "P3": lambda: predict_p3(wave2),
-        "P4": lambda: predict_p4(pairs, **kw),
+        "P4": lambda: predict_p4(wave2, **kw),
         "P5": lambda: predict_p5(pairs),
     }[pid]
     result = run()
@@ -215,48 +215,82 @@ def spread(operator, w1, w2, seeds=(11, 12, 13), tasks=TASKS, **where):
     return [(dict(task=t, operator=operator, seed=s, **where), w1, w2) for t in tasks for s in seeds]
 
 
-def test_p1_held_when_two_of_three_rise_separated():
-    # 12 cells each, c = 12, b = 0: p = 2/2^12 = 0.00049, Holm x3 at most 0.0015.
-    w1, w2 = waves(spread("O1", MISSED, DETECTED) + spread("O3", MISSED, DETECTED) + spread("O5", MISSED, MISSED))
-    p1 = predict("P1", w1, w2)
+UNION_ONLY = {"mapping": False, "detected_hard": True}  # an anchored flag the mapping missed
+BOTH = {"mapping": True, "detected_hard": True}
+
+
+def test_p1_held_when_the_union_lifts_materially_over_the_mapping_for_all_three():
+    # 12 wave-2 cells each, union-only in all: c = 12, b = 0, p = 2/2^12, lift +100 pp >= 10 pp.
+    _, w2 = waves(spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, UNION_ONLY))
+    p1 = predict("P1", [], w2)
     assert p1.status == "held", p1.evidence
-    assert p1.tests["O1"].separated_rise and p1.tests["O5"].status == "unresolved"
+    assert all(p1.tests[op].separated_rise for op in ("O1", "O3", "O5"))
 
 
-def test_p1_not_held_when_a_fall_separates_and_nothing_rises():
-    w1, w2 = waves(spread("O1", DETECTED, MISSED) + spread("O3", MISSED, MISSED) + spread("O5", DETECTED, DETECTED))
-    assert predict("P1", w1, w2).status == "not held"
+def test_p1_not_held_when_an_operator_has_no_material_lift():
+    # O5: union = mapping on all 40 cells: lift 0; Newcombe upper end 3.84/(40 + 3.84) = 8.8 pp < 10 pp.
+    _, w2 = waves(spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, BOTH, seeds=range(11, 21)))
+    p1 = predict("P1", [], w2)
+    assert p1.status == "not held", p1.evidence
+    assert p1.tests["O5"].hi < 0.10
 
 
-def test_p1_undetermined_with_one_rise_or_only_magentic_cells():
-    w1, w2 = waves(spread("O1", MISSED, DETECTED) + spread("O3", MISSED, MISSED) + spread("O5", MISSED, MISSED))
-    assert predict("P1", w1, w2).status == "undetermined"
-    # Magentic-One (autogen/guardrail) has no reviewer: its rises must not count.
-    magentic = dict(framework="autogen", config="guardrail")
-    w1, w2 = waves(sum((spread(op, MISSED, DETECTED, **magentic) for op in ("O1", "O3", "O5")), []))
+def test_p1_reads_union_vs_mapping_on_wave2_cells_not_wave1_vs_wave2():
+    """The constructed case: wave 1 detected nothing and wave 2's mapping detects everything, with no
+    anchored flag adding anything. Wave 1 vs wave 2 rises separated for every operator (the old
+    reading: held); the union does not lift over wave1_mapping at all (§10.8: not held)."""
+    specs = sum((spread(op, MISSED, BOTH, seeds=range(11, 21)) for op in ("O1", "O3", "O5")), [])  # 40 cells each
+    w1, w2 = waves(specs)
+    wave1_vs_wave2 = {op: mcnemar_exact([(a["detected_hard"], b["detected_hard"]) for _, a, b in paired_cells(w1, w2) if a["operator"] == op])
+                      for op in ("O1", "O3", "O5")}
+    assert all(c.separated_rise for c in holm_contrasts(wave1_vs_wave2).values())  # the other reading would say held
     p1 = predict("P1", w1, w2)
-    assert p1.status == "undetermined" and "no paired reviewer-bearing cells" in p1.evidence
+    assert p1.status == "not held", p1.evidence
+    assert all(p1.tests[op].diff == 0 for op in ("O1", "O3", "O5"))
 
 
-def test_p2_held_and_lists_an_unresolved_drop():
-    # langgraph/default T1/O1 at ceiling (5/5) falls to 4/5: b = 1, p = 1 -> unresolved, still listed.
+def test_p1_undetermined_with_a_small_lift_or_only_magentic_cells():
+    # 3 union-only cells of 12 per operator: c = 3, p = 0.25 unresolved, interval spans 10 pp.
+    specs = [(k, MISSED, UNION_ONLY if k["seed"] == 11 else MISSED) for op in ("O1", "O3", "O5") for k, _, _ in spread(op, MISSED, MISSED)]
+    _, w2 = waves(specs)
+    assert predict("P1", [], w2).status == "undetermined"
+    # Magentic-One (autogen/guardrail) has no reviewer: its lift must not count.
+    magentic = dict(framework="autogen", config="guardrail")
+    _, w2 = waves(sum((spread(op, MISSED, UNION_ONLY, **magentic) for op in ("O1", "O3", "O5")), []))
+    p1 = predict("P1", [], w2)
+    assert p1.status == "undetermined" and "no valid reviewer-bearing wave-2 cells" in p1.evidence
+
+
+def test_p2_near_ceiling_is_read_at_the_registered_threshold_and_held_when_a_drop_is_ruled_out():
+    # 8 groups x 5 seeds at 4/5 in wave 1 ("near ceiling" at 0.8), unchanged in wave 2: pooled n = 40,
+    # b = c = 0, paired interval about [-8.8, +8.8] pp, inside the 10 pp margin -> held.
+    specs = [(dict(task=t, operator=op, seed=s), DETECTED if s != 15 else MISSED, DETECTED if s != 15 else MISSED)
+             for t in TASKS for op in ("O1", "O2") for s in range(11, 16)]
+    p2 = predict("P2", *waves(specs))
+    assert p2.status == "held", p2.evidence
+    assert "8 groups at or near ceiling" in p2.evidence and p2.tests["pooled"].n == 40
+    # At a 0.9 threshold none of them is near ceiling.
+    w1, w2 = waves(specs)
+    assert predict_p2(w1, paired_cells(w1, w2), ceiling=0.9).status == "undetermined"
+
+
+def test_p2_undetermined_when_too_few_cells_rule_out_a_drop():
+    # One group at ceiling, 5 pairs, one fell: nothing separates, but a 10 pp drop is not ruled out.
     specs = [(dict(task="T1", operator="O1", seed=s), DETECTED, DETECTED if s != 15 else MISSED) for s in range(11, 16)]
     specs += [(dict(task="T2", operator="O1", seed=s), DETECTED if s == 11 else MISSED, DETECTED) for s in range(11, 16)]
     p2 = predict("P2", *waves(specs))
-    assert p2.status == "held", p2.evidence
-    assert "T1/O1" in p2.evidence and "T2/O1" not in p2.evidence  # T2 is not at ceiling
-    assert "no fall could separate" in p2.evidence
-    assert len(p2.tests) == 1
+    assert p2.status == "undetermined", p2.evidence
+    assert "T1/O1" in p2.evidence and "T2/O1" not in p2.evidence  # T2 is not near ceiling
 
 
-def test_p2_not_held_when_a_ceiling_group_drops_separated():
+def test_p2_not_held_when_ceiling_cells_drop_separated():
     # 10 replicates all detected in wave 1, none in wave 2: b = 10, p = 2/1024 = 0.00195.
     specs = [(dict(task="T3", operator="O5", seed=s), DETECTED, MISSED) for s in range(1, 11)]
     assert predict("P2", *waves(specs)).status == "not held"
 
 
 def test_p2_undetermined_without_ceiling_groups():
-    specs = [(dict(task="T1", operator="O1", seed=s), DETECTED if s > 11 else MISSED, DETECTED) for s in range(11, 16)]
+    specs = [(dict(task="T1", operator="O1", seed=s), DETECTED if s > 12 else MISSED, DETECTED) for s in range(11, 16)]
     assert predict("P2", *waves(specs)).status == "undetermined"
 
 
@@ -283,7 +317,7 @@ def p4_specs(value_rises_in, absence_rises_in, tasks=("T1", "T2", "T3", "T4", "T
     for t in tasks:
         for op in ("O1", "O3", "O5", "O2", "O6"):
             rises = t in (value_rises_in if op in ("O1", "O3", "O5") else absence_rises_in)
-            specs += [(dict(task=t, operator=op, seed=s), MISSED, DETECTED if rises else MISSED) for s in (11, 12)]
+            specs += [(dict(task=t, operator=op, seed=s), MISSED, UNION_ONLY if rises else MISSED) for s in (11, 12)]
     return specs
 
 
@@ -342,6 +376,28 @@ def test_p5_needs_the_fall_in_every_row_where_detection_rose():
 def test_p5_undetermined_when_nothing_separates():
     specs = [(dict(seed=s), {"recovered": True}, {"recovered": True, "detected_hard": True}) for s in (11, 12, 13)]
     assert predict("P5", *waves(specs)).status == "undetermined"
+
+
+def test_p5_reads_recovery_without_detection_as_neither_hard_nor_soft():
+    # Wave 1: recovered, no hard act, but the judge noticed: §2 counts no lucky recovery there, so rwd
+    # cannot fall (0 -> 0) although the hard-only reading (recovered and not hard) falls 10 -> 0.
+    specs = [(dict(seed=s), {"recovered": True, "noticed": True}, {"recovered": True, "detected_hard": True}) for s in range(1, 11)]
+    p5 = predict("P5", *waves(specs))
+    assert p5.status == "undetermined" and p5.tests["rwd langgraph/default"].n == 10, p5.evidence
+    assert p5.tests["rwd langgraph/default"].b == 0
+    # Cells no judge ruled on in either wave are left out of P5.
+    unjudged = [(dict(seed=s), {"recovered": True, "noticed": None}, {"recovered": True, "detected_hard": True}) for s in range(1, 11)]
+    assert "no cells valid and judged in both waves" in predict("P5", *waves(unjudged)).evidence
+
+
+def test_simulated_data_get_no_prediction_verdict_and_readings_carry_their_date(registry):
+    _, w2 = waves(spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, UNION_ONLY))
+    doc = registry.doc("standard/predictions.v1.json")
+    real = evaluate_predictions([], w2, doc, B=200)
+    assert real[0].status == "held" and real[0].registered == "2026-12-01" and "materially" in real[0].reading
+    simulated = evaluate_predictions([], w2, doc, simulated=True, B=200)
+    assert {r.status for r in simulated} == {"no verdict (simulation)"}
+    assert all("held" not in r.status for r in simulated)
 
 
 def test_a_partial_corpus_leaves_every_prediction_undetermined_with_a_reason():

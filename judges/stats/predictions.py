@@ -1,32 +1,24 @@
-"""The §10.8 pre-registered predictions P1-P5, evaluated on paired wave-1 / wave-2 cell rows.
+"""The §10.8 pre-registered predictions P1-P5, each read as §10.8 words it.
 
-Every paired comparison is wave 1 (first) vs wave 2 (second) on cells valid in BOTH waves, keyed
-(framework, config, task, operator, seed) (§10.5: comparisons are paired). Contrasts are exact
-McNemar (`contrasts.mcnemar_exact`) and each prediction's contrasts form one pre-declared Holm
-family (`contrasts.holm_contrasts`); a contrast counts only when "separated" (Holm p < alpha),
-never by its point estimate. `detected_hard` is the headline column: wave-1 hard tier in wave-1
-rows, the union (wave1_mapping OR anchored flag) in wave-2 rows.
+The readings, with every threshold the words leave open, are registered data
+(`data/standard/predictions.v1.json`, "ours", with the date we registered them); each result carries
+its reading. Contrasts are exact McNemar (`contrasts.mcnemar_exact`) with the Newcombe paired
+interval; each prediction's contrasts form one Holm family. A contrast counts only when
+"separated" (Holm p < alpha), never by its point estimate.
 
-Operationalizations (each stated again at its function):
-  P1  per operator O1/O3/O5, reviewer-bearing rows: wave-1 hard vs wave-2 union; Holm over 3.
-      held iff >= 2 of 3 rise separated; not held iff none rise separated and >= 1 falls
-      separated; else undetermined.
-  P2  ceiling groups = (framework, config, task, operator) with wave-1 hard rate 100%; per group
-      wave-1 hard vs wave-2 union; Holm over the groups. held iff no group falls separated;
-      not held iff one does; undetermined without ceiling groups.
-  P3  wave-2 valid autogen/guardrail T1 cells: held iff flags_anchored > 0; not held iff cells
-      exist and none is anchored; undetermined without cells.
-  P4  reviewer-bearing rows: lift(O1/O3/O5) - lift(O2/O6), lift = mean paired (union - wave-1
-      hard); task-cluster bootstrap CI. held iff CI > 0, not held iff CI < 0, else undetermined.
-  P5  per scoreboard row: detection contrast and recovery-without-detection contrast, two Holm
-      families over the rows. held iff rwd falls separated in every row whose detection rose
-      separated; not held iff rwd rises separated in such a row; else undetermined.
+  P1  on the same wave-2 cells: wave1_mapping vs union, per O1/O3/O5, reviewer-bearing rows.
+  P2  wave-1 groups at or near ceiling: wave-1 hard vs wave-2 union, pooled, non-inferiority.
+  P3  wave-2 Magentic-One T1: any anchored flag.
+  P4  P1's lift, O1/O3/O5 vs O2/O6, task-cluster bootstrap.
+  P5  per row, paired waves: detection and recovery-without-detection as §2 defines it (neither
+      hard nor soft; cells judged in both waves).
+On simulated data no verdict is given: the numbers are shown, the status says why (`simulation`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 from judges.stats.contrasts import Contrast, holm_contrasts, mcnemar_exact, paired_cells
@@ -59,6 +51,8 @@ class PredictionResult:
     status: str
     evidence: str
     tests: Mapping[str, object] = field(default_factory=dict)
+    reading: str = ""  # our reading where §10.8's words need one (registered data)
+    registered: str = ""  # the date that reading was registered
 
 
 def _result(pid: str, status: str, evidence: str, tests: Mapping[str, object] | None = None) -> PredictionResult:
@@ -78,8 +72,12 @@ def _hard(r: Mapping) -> bool:
 
 
 def _rwd(r: Mapping) -> bool:
-    """Recovery-without-detection, hard-only reading (no soft tier yet; as judges.hard.funnel)."""
-    return bool(r["recovered"]) and not bool(r["detected_hard"])
+    """Recovery-without-detection as §2 defines it: recovered, neither hard nor soft (judged cells)."""
+    return bool(r["recovered"]) and not bool(r["detected_hard"]) and not bool(r["noticed"])
+
+
+def _judged(r: Mapping) -> bool:
+    return r.get("noticed") is not None
 
 
 def _short(c: Contrast) -> str:
@@ -91,46 +89,35 @@ def _short(c: Contrast) -> str:
     )
 
 
-def predict_p1(pairs, alpha: float = 0.05) -> PredictionResult:
-    """P1: per operator in O1/O3/O5, on reviewer-bearing rows (all but autogen/guardrail), the
-    paired wave-1 `detected_hard` -> wave-2 `detected_hard` (union) contrast; Holm over the three.
-    held iff at least two rise separated; not held iff none rises separated and at least one
-    falls separated; else undetermined. Undetermined if any of the three has no paired cells.
+def _lift_pairs(rows, operators) -> list[tuple[bool, bool]]:
+    """(wave1_mapping, union) of each valid reviewer-bearing wave-2 cell of these operators."""
+    return [(bool(r["mapping"]), _hard(r)) for r in rows if r["status"] == "valid" and r["operator"] in operators and _reviewer_bearing(r)]
 
-    The spec's "over wave1_mapping" is read, per the brief, as over the wave-1 hard tier on the
-    same cells (the within-wave-2 mapping-vs-union contrast cannot fall: union = mapping OR flag).
-    """
-    family = {
-        op: mcnemar_exact(
-            [(_hard(a), _hard(b)) for _, a, b in pairs if a["operator"] == op and _reviewer_bearing(a)],
-            alpha,
-            label=op,
-        )
-        for op in VALUE_OPERATORS
-    }
-    family = holm_contrasts(family)
+
+def predict_p1(wave2_rows, alpha: float = 0.05, material_pp: float = 10.0) -> PredictionResult:
+    """P1 as §10.8 words it: union over wave1_mapping on the same wave-2 cells, per operator O1, O3,
+    O5 on reviewer-bearing rows (Holm over the three). held iff every one rises separated by at least
+    `material_pp` points; not held iff any one's paired interval ends below `material_pp`; else
+    undetermined (also when an operator has no cells)."""
+    family = holm_contrasts({op: mcnemar_exact(_lift_pairs(wave2_rows, (op,)), alpha, label=f"{op} mapping->union") for op in VALUE_OPERATORS})
     missing = [op for op, c in family.items() if c.n == 0]
     if missing:
-        return _result("P1", UNDETERMINED, f"no paired reviewer-bearing cells for {', '.join(missing)}", family)
-    rises = [op for op, c in family.items() if c.separated_rise]
-    falls = [op for op, c in family.items() if c.separated_fall]
-    numbers = "; ".join(_short(c) for c in family.values())
-    if len(rises) >= 2:
-        status = HELD
-    elif not rises and falls:
-        status = NOT_HELD
-    else:
-        status = UNDETERMINED
-    summary = f"separated rise in {len(rises)}/3 ({', '.join(rises) or 'none'}), separated fall in {', '.join(falls) or 'none'}"
-    return _result("P1", status, f"{summary}. {numbers}", family)
+        return _result("P1", UNDETERMINED, f"no valid reviewer-bearing wave-2 cells for {', '.join(missing)}", family)
+    material = material_pp / 100
+    lifted = [op for op, c in family.items() if c.separated_rise and c.diff >= material]
+    short = [op for op, c in family.items() if c.hi < material]
+    status = HELD if len(lifted) == len(family) else NOT_HELD if short else UNDETERMINED
+    summary = (f"material lift (separated, >= {material_pp:g} pp) in {len(lifted)}/3 ({', '.join(lifted) or 'none'}); "
+               f"interval below {material_pp:g} pp in {', '.join(short) or 'none'}")
+    return _result("P1", status, f"{summary}. " + "; ".join(_short(c) for c in family.values()), family)
 
 
-def predict_p2(wave1_rows, pairs, alpha: float = 0.05) -> PredictionResult:
-    """P2: ceiling groups are (framework, config, task, operator) whose valid wave-1 cells are all
-    `detected_hard` (rate 100%). Per group, paired wave-1 hard -> wave-2 union; Holm over the
-    groups. held iff no group falls separated; not held iff one does; undetermined without
-    ceiling groups (or with none paired). Every group that fell at all is listed.
-    """
+def predict_p2(wave1_rows, pairs, alpha: float = 0.05, ceiling: float = 0.8, margin_pp: float = 10.0) -> PredictionResult:
+    """P2: groups (framework, config, task, operator) whose valid wave-1 hard rate is at least
+    `ceiling` ("at or near ceiling"); their cells paired wave-1 hard -> wave-2 union, pooled. not held
+    iff the pooled contrast falls separated; held iff not, and the paired interval's lower end is
+    above -`margin_pp` points (a drop that size is ruled out); else undetermined. Groups that fell
+    at all are listed."""
     def group(r):
         return (r["framework"], r["config"], r["task"], r["operator"])
 
@@ -138,34 +125,27 @@ def predict_p2(wave1_rows, pairs, alpha: float = 0.05) -> PredictionResult:
     for r in wave1_rows:
         if r["status"] == "valid":
             wave1[group(r)].append(_hard(r))
-    ceiling = sorted(g for g, hits in wave1.items() if all(hits))
-    if not ceiling:
-        return _result("P2", UNDETERMINED, "no wave-1 group is at ceiling (100% detected_hard)")
+    at_ceiling = {g for g, hits in wave1.items() if sum(hits) / len(hits) >= ceiling}
+    if not at_ceiling:
+        return _result("P2", UNDETERMINED, f"no wave-1 group is at or near ceiling (hard rate >= {100 * ceiling:.0f}%)")
+    paired = [(a, b) for _, a, b in pairs if group(a) in at_ceiling]
+    if not paired:
+        return _result("P2", UNDETERMINED, f"{len(at_ceiling)} groups at or near ceiling, none with a wave-2 partner cell")
+    pooled = holm_contrasts({"pooled": mcnemar_exact([(_hard(a), _hard(b)) for a, b in paired], alpha, label="ceiling groups, pooled")})["pooled"]
     by_group = defaultdict(list)
-    for _, a, b in pairs:
+    for a, b in paired:
         by_group[group(a)].append((_hard(a), _hard(b)))
-    family = {
-        "/".join(g): mcnemar_exact(by_group[g], alpha, label=f"{g[0]}/{g[1]} {g[2]}/{g[3]}")
-        for g in ceiling
-        if by_group[g]
-    }
-    unpaired = len(ceiling) - len(family)
-    if not family:
-        return _result("P2", UNDETERMINED, f"{len(ceiling)} ceiling groups, none with a wave-2 partner cell")
-    family = holm_contrasts(family)
-    fell = [c for c in family.values() if c.direction == "fall"]
-    separated = [c for c in fell if c.separated_fall]
-    status = NOT_HELD if separated else HELD
-    parts = [f"{len(family)} wave-1 ceiling groups paired" + (f" ({unpaired} without wave-2 partners)" if unpaired else "")]
-    parts.append(f"fell at all: {'; '.join(_short(c) for c in fell)}" if fell else "none fell")
-    parts.append(f"{len(separated)} fell separated")
-    largest = max(c.n for c in family.values())
-    if 2.0 ** (1 - largest) >= alpha:
-        parts.append(
-            f"note: no group has more than {largest} pairs, so no fall could separate "
-            f"(smallest exact p {2.0 ** (1 - largest):.4g}); held means no detectable drop"
-        )
-    return _result("P2", status, ". ".join(parts), family)
+    fell = [f"{'/'.join(g)} {sum(x for x, _ in v)}/{len(v)}->{sum(y for _, y in v)}/{len(v)}" for g, v in sorted(by_group.items()) if sum(y for _, y in v) < sum(x for x, _ in v)]
+    if pooled.separated_fall:
+        status = NOT_HELD
+    elif pooled.lo > -margin_pp / 100:
+        status = HELD
+    else:
+        status = UNDETERMINED
+    evidence = (f"{len(by_group)} groups at or near ceiling paired ({len(paired)} cells); {_short(pooled)}, "
+                f"paired 95% [{100 * pooled.lo:+.1f}, {100 * pooled.hi:+.1f}] pp vs margin -{margin_pp:g} pp; "
+                + (f"fell at all: {'; '.join(fell)}" if fell else "no group fell"))
+    return _result("P2", status, evidence, {"pooled": pooled})
 
 
 def predict_p3(wave2_rows) -> PredictionResult:
@@ -185,58 +165,49 @@ def predict_p3(wave2_rows) -> PredictionResult:
     return _result("P3", status, f"anchored flags {rate.format()} of valid autogen/guardrail T1 cells", {"flags_anchored": rate})
 
 
-def predict_p4(pairs, alpha: float = 0.05, B: int = 2000, seed: int = 0, cluster: str = "task") -> PredictionResult:
-    """P4: on reviewer-bearing rows (Magentic-One is excluded because its O2/O6 cells are carved out,
-    §10.6, so it could only ever enter one side), lift = mean over paired cells of
-    (wave-2 union - wave-1 hard). The difference lift(O1/O3/O5) - lift(O2/O6) gets a percentile
-    bootstrap CI resampling clusters (tasks) with replacement (both lifts from the same resample).
-    held iff the CI is entirely above 0, not held iff entirely below 0, else undetermined. The two
-    pooled McNemar lifts are reported as a Holm family of two (descriptive).
-    """
+def predict_p4(wave2_rows, alpha: float = 0.05, B: int = 2000, seed: int = 0, cluster: str = "task") -> PredictionResult:
+    """P4: P1's lift (union - wave1_mapping on the same wave-2 cells), reviewer-bearing rows
+    (Magentic-One's O2/O6 cells are carved out, §10.6). The difference lift(O1/O3/O5) - lift(O2/O6)
+    gets a percentile bootstrap interval resampling tasks. held iff it lies above 0, not held iff
+    below 0, else undetermined. The two pooled lifts are reported as a Holm family of two."""
     groups = {"O1/O3/O5": VALUE_OPERATORS, "O2/O6": ABSENCE_OPERATORS}
-    selected = [(a, b) for _, a, b in pairs if _reviewer_bearing(a)]
-    lifts = holm_contrasts({
-        name: mcnemar_exact([(_hard(a), _hard(b)) for a, b in selected if a["operator"] in ops], alpha, label=f"lift {name}")
-        for name, ops in groups.items()
-    })
+    lifts = holm_contrasts({name: mcnemar_exact(_lift_pairs(wave2_rows, ops), alpha, label=f"lift {name}") for name, ops in groups.items()})
     missing = [name for name, c in lifts.items() if c.n == 0]
     if missing:
-        return _result("P4", UNDETERMINED, f"no paired reviewer-bearing cells for {', '.join(missing)}", lifts)
+        return _result("P4", UNDETERMINED, f"no valid reviewer-bearing wave-2 cells for {', '.join(missing)}", lifts)
 
-    def values(pair):
-        a, b = pair
-        d = int(_hard(b)) - int(_hard(a))
-        value_side = a["operator"] in VALUE_OPERATORS
-        return (d, 1, 0, 0) if value_side else (0, 0, d, 1)
+    def values(r):
+        d = int(_hard(r)) - int(bool(r["mapping"]))
+        return (d, 1, 0, 0) if r["operator"] in VALUE_OPERATORS else (0, 0, d, 1)
 
     def statistic(t):
         return t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3]  # nan where a resample lacks one side
 
-    records = [(a, b) for a, b in selected if a["operator"] in VALUE_OPERATORS + ABSENCE_OPERATORS]
-    keys, sums = cluster_sums(records, lambda p: p[0][cluster], values)
+    records = [r for r in wave2_rows if r["status"] == "valid" and _reviewer_bearing(r) and r["operator"] in VALUE_OPERATORS + ABSENCE_OPERATORS]
+    keys, sums = cluster_sums(records, lambda r: r[cluster], values)
     point, lo, hi = bootstrap_sums(sums, statistic, B=B, seed=seed, alpha=alpha)
     ci = BootstrapCI("lift(O1/O3/O5) - lift(O2/O6)", point, lo, hi, len(keys), B, seed, cluster)
     tests = {**lifts, "difference": ci}
     if lo != lo or hi != hi:  # nan: the interval is undefined
         return _result("P4", UNDETERMINED, f"bootstrap interval undefined over {len(keys)} {cluster} clusters", tests)
     status = HELD if lo > 0 else NOT_HELD if hi < 0 else UNDETERMINED
-    evidence = f"{ci.format()}; {_short(lifts['O1/O3/O5'])}; {_short(lifts['O2/O6'])}"
-    return _result("P4", status, evidence, tests)
+    return _result("P4", status, f"{ci.format()}; {_short(lifts['O1/O3/O5'])}; {_short(lifts['O2/O6'])}", tests)
 
 
 def predict_p5(pairs, alpha: float = 0.05) -> PredictionResult:
-    """P5: per scoreboard row (framework/config), paired on cells valid in both waves: detection
-    (wave-1 hard -> wave-2 union) and recovery-without-detection (recovered and not detected_hard,
-    the hard-only reading) contrasts; one Holm family per measure, over the rows present.
+    """P5: per scoreboard row (framework/config), paired on cells valid and judged in both waves:
+    detection (wave-1 hard -> wave-2 union) and recovery-without-detection (§2: recovered, neither
+    hard nor soft) contrasts; one Holm family per measure, over the rows present.
     held iff rwd falls separated in every row whose detection rose separated (and there is such a
     row); not held iff rwd rises separated in such a row; undetermined otherwise (nothing
     separates, or rwd is unresolved in a row where detection rose).
     """
     by_row = defaultdict(list)
     for _, a, b in pairs:
-        by_row[_row(a)].append((a, b))
+        if _judged(a) and _judged(b):
+            by_row[_row(a)].append((a, b))
     if not by_row:
-        return _result("P5", UNDETERMINED, "no cells valid in both waves")
+        return _result("P5", UNDETERMINED, "no cells valid and judged in both waves")
     rows = sorted(by_row)
     detection = holm_contrasts({r: mcnemar_exact([(_hard(a), _hard(b)) for a, b in by_row[r]], alpha, label=f"detection {r}") for r in rows})
     rwd = holm_contrasts({r: mcnemar_exact([(_rwd(a), _rwd(b)) for a, b in by_row[r]], alpha, label=f"rwd {r}") for r in rows})
@@ -258,23 +229,36 @@ def predict_p5(pairs, alpha: float = 0.05) -> PredictionResult:
     return _result("P5", status, evidence, tests)
 
 
+SIMULATION_STATUS = "no verdict (simulation)"
+
+
 def evaluate_predictions(
     wave1_rows: Iterable[Mapping],
     wave2_rows: Iterable[Mapping],
-    alpha: float = 0.05,
+    readings: Mapping | None = None,
+    simulated: bool = False,
     B: int = 2000,
     seed: int = 0,
 ) -> list[PredictionResult]:
-    """§10.8 P1-P5 on wave-1 and wave-2 cell rows (see the module docstring for each rule).
+    """§10.8 P1-P5 on wave-1 and wave-2 cell rows, under the registered readings (`predictions.v1.json`:
+    alpha, P1's material lift, P2's ceiling and margin). Rows carry `noticed` (None if unjudged) for P5.
 
-    Missing cells (e.g. a partial corpus) give "undetermined" with the reason in `evidence`.
+    Missing cells (e.g. a partial corpus) give "undetermined" with the reason in `evidence`; simulated
+    data give no verdict at all (the evidence is kept, the status says simulation).
     """
+    doc = readings or {"alpha": 0.05, "readings": {"P1": {"material_lift_pp": 10}, "P2": {"ceiling_threshold": 0.8, "non_inferiority_margin_pp": 10}}}
+    alpha, r = doc["alpha"], doc["readings"]
     wave1, wave2 = list(wave1_rows), list(wave2_rows)
     pairs = paired_cells(wave1, wave2)
-    return [
-        predict_p1(pairs, alpha),
-        predict_p2(wave1, pairs, alpha),
+    results = [
+        predict_p1(wave2, alpha, r["P1"]["material_lift_pp"]),
+        predict_p2(wave1, pairs, alpha, r["P2"]["ceiling_threshold"], r["P2"]["non_inferiority_margin_pp"]),
         predict_p3(wave2),
-        predict_p4(pairs, alpha, B=B, seed=seed),
+        predict_p4(wave2, alpha, B=B, seed=seed),
         predict_p5(pairs, alpha),
     ]
+    if readings is not None:
+        results = [replace(x, reading=r[x.id].get("ours", ""), registered=doc["registered"]) for x in results]
+    if simulated:
+        results = [replace(x, status=SIMULATION_STATUS, evidence=x.evidence) for x in results]
+    return results
