@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from dagster_duckdb import DuckDBResource
 
 from sabot_assets.definitions import build_definitions
@@ -29,9 +30,11 @@ def describe(spec) -> dict:
 def test_asset_specs_match_the_snapshot(registry, tmp_path):
     defs = build_definitions(registry, DuckDBResource(database=str(tmp_path / "s.duckdb")))
     current = {"/".join(s.key.path): describe(s) for s in defs.resolve_all_asset_specs()}
-    if os.environ.get("SABOT_UPDATE_SNAPSHOTS"):
+    recorded = json.loads(SNAPSHOT.read_text())
+    if os.environ.get("SABOT_UPDATE_SNAPSHOTS") and current != recorded:
         SNAPSHOT.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
-    assert current == json.loads(SNAPSHOT.read_text()), "asset specs changed: review, then regenerate the snapshot"
+        pytest.fail(f"{SNAPSHOT} regenerated: review the diff, then run again without SABOT_UPDATE_SNAPSHOTS")
+    assert current == recorded, "asset specs changed: review, then regenerate the snapshot"
 
 
 def test_run_assets_are_never_automated(registry, tmp_path):

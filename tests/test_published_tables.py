@@ -1,7 +1,15 @@
-"""Aggregating the published per-cell table reproduces the published wave-2 tables, line for line."""
+"""The published wave-2 tables, line for line, from our own verdicts where we have the traces.
+
+The langgraph/default row is the one the corpus carries raw traces for: its 150 cells come from our
+scorer (run through the asset graph on those traces), not from the reference's per-cell table, so a
+scorer change that moves one verdict breaks these lines. The other five rows have no traces here;
+their cells are the reference's per-cell table, which tests our aggregation only.
+"""
 
 import pytest
 
+from sabot.store.db import connect
+from sabot.store.verdicts import read_verdicts
 from judges.hard.funnel import exclusion_appendix, funnel, median_across_frameworks
 from sabot.protocols import Protocols
 from judges.hard.strict import StrictRule, with_strict
@@ -10,10 +18,17 @@ from tests.conftest import WAVE2_DIR, require_corpus
 from tests.published import markdown_rows, reference_rows
 
 
+OURS = ("langgraph", "default")
+
+
 @pytest.fixture(scope="module")
-def rows(registry):
+def rows(registry, scored_wave2):
     require_corpus()
-    cells = reference_rows(WAVE2_DIR / "wave2-rows.json")
+    cells = [r for r in reference_rows(WAVE2_DIR / "wave2-rows.json") if (r["framework"], r["config"]) != OURS]
+    with connect(scored_wave2.store_path, read_only=True) as con:
+        ours = [r for r in read_verdicts(con, "public_wave2", "v0.2.0") if r["status"] != "carved_out"]
+    assert len(ours) == 150 and {(r["framework"], r["config"]) for r in ours} == {OURS}
+    cells += ours
     assert len(cells) == 825  # 900 minus the 75 carved-out Magentic cells
     return with_strict(StrictRule.from_registry(registry), Protocols.from_registry(registry), cells)
 
