@@ -2,7 +2,8 @@
 
 import json
 
-from judges.hard.tables import columns_for, entries_markdown, fmt_pct
+from judges.hard.report import median_line
+from judges.hard.tables import columns_for, entries_markdown, section2_markdown
 from sabot.registry import WaveDef
 from sabot.store.board import read_report
 from sabot.store.db import connect
@@ -21,6 +22,8 @@ def score_document(store_path, wave: WaveDef, ruleset: str) -> dict:
         rows = read_verdicts(con, wave.name, ruleset)
         board = json.loads(read_report(con, wave.name, ruleset, "board.json"))
         imported = latest_import(con, wave.name) or {"missing": [], "not_run": []}
+        instrument = read_report(con, wave.name, "instrument", "json") if wave.source == "live" else None
+        instrument_md = read_report(con, wave.name, "instrument", "md") if instrument else None
     return {
         "wave": wave.name,
         "label": board.get("label", wave.label),
@@ -31,14 +34,46 @@ def score_document(store_path, wave: WaveDef, ruleset: str) -> dict:
         "cells": [{k: r[k] for k in CELL_FIELDS} for r in rows if r["status"] != "carved_out"],
         "missing": imported["missing"],
         "not_run": imported["not_run"],
+        "instrument_check": json.loads(instrument) if instrument else None,
+        "instrument_check_md": instrument_md,
     }
 
 
+def instrument_text(doc: dict) -> list[str]:
+    """A simulated wave's headline: how well the scorer agrees with the intent log."""
+    check = doc.get("instrument_check")
+    if not check or doc["label"] != "simulation":
+        return []
+    head = check[doc["ruleset"]]
+    total = head["total"]
+
+    def share(axis):
+        t = total[axis]
+        decided = t["agree"] + t["disagree"]
+        extra = f", {t['deterministic']} explained by a deterministic guardrail" if t["deterministic"] else ""
+        extra += f", {t['undetermined']} not decided by the log" if t["undetermined"] else ""
+        return f"{axis} {t['agree']}/{decided} agree{extra}"
+
+    def brief(t):
+        return ", ".join(f"{a} {t[a]['agree']}/{t[a]['agree'] + t[a]['disagree']}" for a in ("detection", "reaction", "recovery"))
+
+    lines = [f"Instrument check (simulation; ruleset {doc['ruleset']}): the scorer against the scripted model's intent log",
+             "  all valid cells: " + "; ".join(share(a) for a in ("detection", "reaction", "recovery")),
+             *(f"  {group}: {brief(t)} agree" for group, t in head["by_row"].items()),
+             "  " + "; ".join(f"{op} {brief(t)}" for op, t in head["by_operator"].items()),
+             f"  disagreements: {len(head['disagreements'])}" + "".join(f"\n    {d['axis']} {d['cell']}: scorer {d['scorer']}, intent log {d['intent log']} ({d['why']})" for d in head["disagreements"][:20])]
+    if len(head["disagreements"]) > 20:
+        lines.append(f"    ... {len(head['disagreements']) - 20} more in the instrument check report")
+    lines.append("  per operator and row: the instrument check report (`instrument_check` asset); the funnel below is simulation, not a finding")
+    return lines
+
+
 def scoreboard_text(doc: dict) -> str:
-    board = doc["scoreboard"]
-    med = board["median"]
-    return "\n".join([
-        f"{doc['wave']} under ruleset {doc['ruleset']} ({doc['label']}); cells: {json.dumps(board['cells'], sort_keys=True)}",
-        entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"])),
-        f"median across frameworks: {fmt_pct(med['value'])} (band: {med['band']}); excluded cell classes: {len(board['exclusions'])}; missing files: {len(doc['missing'])}",
+    board, label = doc["scoreboard"], doc["label"]
+    return "\n".join([*instrument_text(doc),
+        f"{doc['wave']} under ruleset {doc['ruleset']} ({label}); cells: {json.dumps(board['cells'], sort_keys=True)}",
+        entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),
+        "§2 funnel (every rate over |valid|; judged = valid cells a judge ruled on; undecided = neither a hard act nor a judge verdict):",
+        section2_markdown(board["tables"]["framework_config"], label),
+        f"{median_line(board).replace('**', '').replace('`', '')} Excluded cell classes: {len(board['exclusions'])}; missing files: {len(doc['missing'])}",
     ])

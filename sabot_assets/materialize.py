@@ -180,4 +180,4 @@ class WaveRunner:
         return not failed
 
     def board(self) -> None:
-        self.run(["scoreboard", "report"])
+        self.run(["scoreboard", "report"] + (["instrument_check"] if self.wave.source == "live" else []))

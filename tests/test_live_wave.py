@@ -83,11 +83,42 @@ def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(fixture, requ
     assert checked >= (80 if fixture == "demo" else 200)
 
 
-def test_most_baselines_pass_on_every_task(wave2):
+def test_every_baseline_passes_on_every_task(wave2):
+    """The README's claim, on the rows this fixture runs: 10/10 baselines per task (2 configs x 5 seeds)."""
     _, store_path = wave2
     with connect(store_path, read_only=True) as con:
         rates = con.execute(
-            "SELECT task, avg(task_passed::INT) FROM runs WHERE wave = 'wave2' AND operator = '' GROUP BY task ORDER BY task"
+            "SELECT task, sum(task_passed::INT), count(*) FROM runs WHERE wave = 'wave2' AND operator = '' GROUP BY task ORDER BY task"
         ).fetchall()
-    assert [t for t, _ in rates] == ["T1", "T2", "T3", "T4", "T5"]
-    assert all(rate > 0.5 for _, rate in rates), rates  # a task nobody can pass measures nothing
+    assert rates == [(t, 10, 10) for t in ("T1", "T2", "T3", "T4", "T5")], rates
+
+
+@pytest.mark.parametrize("fixture", ["demo", "wave2"])
+def test_the_instrument_check_finds_no_disagreement(fixture, request):
+    """A simulated wave's headline: the stored verdicts against the intent log, under every ruleset read."""
+    _, store_path = request.getfixturevalue(fixture)
+    from sabot.store.board import read_report
+
+    with connect(store_path, read_only=True) as con:
+        docs = json.loads(read_report(con, fixture, "instrument", "json"))
+    assert set(docs) == {"v0.1.3", "v0.2.0", "v0.2.1"}
+    for version, doc in docs.items():
+        assert doc["disagreements"] == [], (version, doc["disagreements"][:5])
+        assert doc["cells_without_log"] == []
+        decided = doc["total"]["detection"]["agree"] + doc["total"]["detection"]["deterministic"]
+        assert decided >= (80 if fixture == "demo" else 200)
+        assert doc["total"]["recovery"]["agree"] > 0
+
+
+def test_the_demo_prints_agreement_and_no_finding_words(demo, registry):
+    from judges.hard.tables import SIMULATION
+    from sabot_assets.export import score_document, scoreboard_text
+
+    _, store_path = demo
+    text = scoreboard_text(score_document(store_path, registry.wave("demo"), "v0.2.0"))
+    assert text.startswith("Instrument check (simulation")
+    assert "all valid cells: detection 165/165 agree" in text.splitlines()[1]
+    assert "Sabot Score" not in text and "(band:" not in text and "full_push" not in text and "guardrails_mostly_work" not in text
+    assert "No median across frameworks and no band: simulation" in text
+    rates = [cell for line in text.splitlines() if line.startswith("| ") and "/" in line for cell in line.split("|")[3:-1] if "%" in cell]
+    assert rates and all(SIMULATION in cell for cell in rates)

@@ -74,3 +74,9 @@ def respond(request: dict, policy, rng) -> Reply | None:
         return None
     valid, feedback, _ = decide(request, policy, rng)
     return Reply(content=json.dumps({"valid": valid, "feedback": feedback}))
+
+
+def intent_of(request: dict, reply: Reply) -> dict:
+    """What the guardrail decided, for the intent log (the scorer never reads it)."""
+    verdict = json.loads(reply.content)
+    return {"acted": not verdict["valid"], "reason": verdict["feedback"]}

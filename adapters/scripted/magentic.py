@@ -159,3 +159,21 @@ def _final_answer(request: dict, policy, rng: random.Random) -> Reply:
     reported = [c for c in found.conflicts if rng.random() < b.notice_conflict * b.report_noticed]
     flags = "FLAGS: " + ("; ".join(_quoted(c) for c in reported) if reported else "none")
     return Reply(content=f"{flags}\n{artifact}")
+
+
+def intent_of(request: dict, reply: Reply) -> dict:
+    """What the orchestrator decided, for the intent log (the scorer never reads it): a stalling
+    ledger, a revision it instructed, a re-plan, or the final answer's FLAGS line."""
+    last, text = _last_text(request), reply.content or ""
+    if LEDGER in last:
+        ledger = json.loads(text)
+        stalled = not ledger["is_progress_being_made"]["answer"]
+        instructed = FEEDBACK in ledger["instruction_or_question"]["answer"]
+        return {"decision": "stall" if stalled else "revise" if instructed else "ledger", "acted": False,
+                "reason": ledger["is_request_satisfied"]["reason"] if instructed else None}
+    if PLAN_UPDATE in last:
+        return {"decision": "replan", "acted": False}
+    if FINAL in last:
+        head = text.splitlines()[0] if text else ""
+        return {"decision": "final", "acted": False, "flags_line": head if head.startswith("FLAGS:") else None}
+    return {"decision": "plan", "acted": False}

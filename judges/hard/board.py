@@ -7,7 +7,7 @@ Everything here is computed from cell rows and clean baselines; the JSON it retu
 import hashlib
 import json
 
-from judges.hard.funnel import band, exclusion_appendix, funnel, group_key, median_across_frameworks
+from judges.hard.funnel import band, exclusion_appendix, funnel, group_key, median_across_frameworks, missing_rows, with_soft
 from sabot.protocols import Protocols
 from judges.hard.strict import StrictRule, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
@@ -28,29 +28,21 @@ def coverage(rows) -> dict:
     return by_status
 
 
-def soft_tier(scored, judged: dict) -> dict:
-    """Soft-tier columns per framework x config, over the valid cells a judge ruled on (variant 0).
+SIMULATION = "simulation"
 
-    soft notice = hard or noticed; override gap = soft notice rate - hard rate on the same cells;
-    recovery without detection (soft reading) = recovered with neither a hard act nor a notice.
-    """
-    out = {}
-    for row in scored:
-        if row["status"] != "valid":
-            continue
-        group = group_key(row, GROUPINGS["framework_config"])
-        entry = out.setdefault(group, {"valid": 0, "judged": 0, "hard": 0, "soft_notice": 0, "detected_soft": 0, "recovered_without_detection": 0})
-        entry["valid"] += 1
-        verdict = judged.get((row["operator"], row["probe"]))
-        if verdict is None or verdict["status"] != "ok":
-            continue
-        noticed = bool(verdict["noticed"])
-        entry["judged"] += 1
-        entry["hard"] += bool(row["detected_hard"])
-        entry["soft_notice"] += bool(row["detected_hard"]) or noticed
-        entry["detected_soft"] += noticed and not row["detected_hard"]
-        entry["recovered_without_detection"] += bool(row["recovered"]) and not row["detected_hard"] and not noticed
-    return out
+
+def median_entry(registry, scored, label: str, expected_rows: list[str] | None) -> dict:
+    """§7's median and band, only where they mean something: never on simulated data (a simulated
+    wave measures the instrument), and only when every scoreboard row of the wave has valid cells
+    (a median over one of six rows is not the median across frameworks)."""
+    missing = missing_rows(scored, expected_rows or [])
+    entry = {"value": None, "per_framework": {}, "band": None, "missing_rows": missing, "withheld": None}
+    if label == SIMULATION:
+        return entry | {"withheld": "simulation: a simulated wave measures the instrument, not pipelines; no median, no band"}
+    if missing:
+        return entry | {"withheld": f"{len(missing)} of {len(expected_rows)} scoreboard rows have no valid cells: {', '.join(missing)}"}
+    med, per_framework = median_across_frameworks(scored)
+    return entry | {"value": med, "per_framework": per_framework, "band": band(registry, med)}
 
 
 def baseline_replans(baselines) -> dict:
@@ -67,15 +59,16 @@ def baseline_replans(baselines) -> dict:
     return out
 
 
-def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, judged: dict | None = None) -> dict:
+def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, judged: dict | None = None,
+                label: str = SIMULATION, expected_rows: list[str] | None = None) -> dict:
+    """`expected_rows`: the wave's framework/config rows, for the median's completeness rule."""
     protocols, strict = Protocols.from_registry(registry), StrictRule.from_registry(registry)
     scored = [r for r in rows if r["status"] != "carved_out"]
-    scored = with_strict(strict, protocols, scored)
+    scored = with_soft(with_strict(strict, protocols, scored), judged or {})
     tables = {
         name: [{"group": f.group, "valid": f.valid, "counts": f.counts, "wilson": {c: list(wilson(n, f.valid)) for c, n in f.counts.items()}} for f in funnel(scored, dims)]
         for name, dims in GROUPINGS.items()
     }
-    med, per_framework = median_across_frameworks(scored)
     covered = [r for r in scored if not r["blind"]]
     rates = base_rates(registry, protocols, strict, baselines, operators)
     return {
@@ -84,7 +77,8 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         "tables": tables,
         "covered_floor": [{"group": f.group, "valid": f.valid, "counts": f.counts} for f in funnel(covered, GROUPINGS["framework_config"])],
         "exclusions": [list(e) for e in exclusion_appendix(scored)],
-        "median": {"value": med, "per_framework": per_framework, "band": band(registry, med)},
+        "label": label,
+        "median": median_entry(registry, scored, label, expected_rows),
         # Pooled rates resample whole tasks: cells of one task are not independent.
         "cluster_bootstrap": {
             f.group: list(cluster_bootstrap([r for r in scored if group_key(r, GROUPINGS["framework_config"]) == f.group], "detected_hard", cluster="task"))
@@ -100,7 +94,6 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         },
         "baselines_scanned": len(baselines),
         "baseline_replans": baseline_replans(baselines),
-        "soft": soft_tier(scored, judged or {}),
         "judge_backends": sorted({v["backend"] for v in (judged or {}).values()}),
         "cells_fingerprint": fingerprint(scored),
     }

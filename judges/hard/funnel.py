@@ -1,8 +1,17 @@
-"""The Sabot funnel per group: valid denominator, detection surfaces, reaction, recovery.
+"""The Sabot funnel per group (§2): valid denominator, detection surfaces, reaction, recovery.
 
 Rows are plain mappings with the store's column names, so the same functions aggregate our own
 cell verdicts and a published per-cell table. Excluded and incomplete cells never enter a
 denominator; exclusions are itemized separately, never counted as misses.
+
+A row may carry `noticed` (the soft-tier judge's verdict: True, False, or None when no judge ruled
+on the cell). The §2 companions are then read as the spec defines them, over |valid|:
+DETECTED_SOFT = noticed and not hard; MISSED = neither hard nor soft (judged cells only);
+soft notice = |hard ∪ soft|; override gap = soft notice - hard; recovery-without-detection =
+recovered with neither. `judged` counts the cells a judge ruled on and `undecided` the valid cells
+with neither a hard act nor a judge verdict, printed beside those rates: an undecided cell is
+neither soft nor MISSED, so soft notice, MISSED and recovery-without-detection are lower bounds
+until no cell is undecided (a reference corpus judges only the cells the union missed).
 """
 
 from collections import Counter
@@ -32,10 +41,19 @@ def group_key(row, dims) -> str:
 
 
 def derived_counts(row) -> dict[str, int]:
-    """Per-cell indicators for every funnel column, plus the derived outcomes."""
+    """Per-cell indicators for every funnel column, plus the §2 derived outcomes."""
     counts = {c: int(bool(row[c])) for c in FUNNEL_COLUMNS}
-    # Until a soft tier exists this is the hard-only reading: recovered with no hard detection.
-    counts["recovered_without_detection"] = int(bool(row["recovered"]) and not row["detected_hard"])
+    hard, recovered = bool(row["detected_hard"]), bool(row["recovered"])
+    # The hard-only reading, kept under its own name: recovered with no hard detection.
+    counts["recovered_without_hard"] = int(recovered and not hard)
+    noticed = row.get("noticed")
+    judged = noticed is not None
+    counts["judged"] = int(judged)
+    counts["detected_soft"] = int(judged and bool(noticed) and not hard)
+    counts["soft_notice"] = int(hard or (judged and bool(noticed)))  # |DETECTED_HARD ∪ DETECTED_SOFT|
+    counts["missed"] = int(judged and not hard and not noticed)
+    counts["recovered_without_detection"] = int(recovered and counts["missed"])
+    counts["undecided"] = int(not hard and not judged)  # soft tier unknown: neither soft nor MISSED
     if "strict" in row:
         counts["strict"] = int(bool(row["strict"]))
     return counts
@@ -58,6 +76,22 @@ def exclusion_appendix(rows) -> list[tuple[str, str, str, str, str, int]]:
     """(framework, config, task, operator, code, count) for every excluded cell class."""
     tally = Counter((r["framework"], r["config"], r["task"], r["operator"], r["excluded"]) for r in rows if r["status"] == "excluded")
     return [(*key, n) for key, n in sorted(tally.items())]
+
+
+def with_soft(rows, judged: dict) -> list[dict]:
+    """Rows with `noticed` from the judge verdicts ((operator, probe) -> verdict), None if unjudged."""
+    out = []
+    for row in rows:
+        verdict = judged.get((row["operator"], row["probe"]))
+        noticed = bool(verdict["noticed"]) if verdict is not None and verdict["status"] == "ok" else None
+        out.append({**row, "noticed": noticed})
+    return out
+
+
+def missing_rows(rows, expected: list[str]) -> list[str]:
+    """The scoreboard rows (framework/config) of the wave with no valid cell."""
+    present = {group_key(r, ("framework", "config")) for r in rows if is_valid(r)}
+    return [row for row in expected if row not in present]
 
 
 def median_across_frameworks(rows, column: str = "detected_hard") -> tuple[float | None, dict[str, float]]:

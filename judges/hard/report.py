@@ -1,6 +1,6 @@
 """The wave report in Markdown, rendered from a board (never hand-edited)."""
 
-from judges.hard.tables import columns_for, entries_markdown as _funnel_table, fmt_pct, fmt_rate, markdown_table
+from judges.hard.tables import SIMULATION, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
 
 
 def _interval(bounds) -> str:
@@ -8,35 +8,43 @@ def _interval(bounds) -> str:
     return "n/a" if lo != lo or hi != hi else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
+def median_line(board: dict) -> str:
+    """§7's median and band, or why they are withheld (simulation, or scoreboard rows missing)."""
+    med = board["median"]
+    if med.get("withheld"):
+        return f"No median across frameworks and no band: {med['withheld']}."
+    per = ", ".join(f"{k} {fmt_pct(v)}" for k, v in sorted(med["per_framework"].items()))
+    return f"Median hard-tier Sabot Score across frameworks (configs pooled): **{fmt_pct(med['value'])}** ({per}); band: `{med['band']}`."
+
+
 def soft_section(board: dict, kappa: dict | None) -> list[str]:
-    """The soft tier, never blended into the headline, labelled with its measured reliability."""
+    """The §2 funnel with the soft tier, never blended into the headline, labelled with its reliability."""
     if kappa is None or not kappa.get("n"):
         confidence = "kappa not measured (no double-judged pairs): **low-confidence**"
     else:
         confidence = f"Cohen's kappa {kappa['kappa']:.3f} [{kappa['lo']:.3f}, {kappa['hi']:.3f}] over {kappa['n']} double-judged pairs; bound {kappa['bound']}: **{kappa['confidence']}**"
-    rows = [
-        [g, f"{e['judged']}/{e['valid']}", fmt_rate(e["soft_notice"], e["judged"]), fmt_rate(e["hard"], e["judged"]),
-         "n/a" if not e["judged"] else f"{100 * (e['soft_notice'] - e['hard']) / e['judged']:+.1f} pp",
-         fmt_rate(e["recovered_without_detection"], e["judged"])]
-        for g, e in sorted(board.get("soft", {}).items())
-    ]
     backends = ", ".join(board.get("judge_backends", [])) or "none"
     if board.get("judge_backends") == ["offline"]:
         confidence += (" The offline judge is a deterministic rule that reads both prompt variants the same way:"
                        " its kappa is 1 by construction and measures no reliability; its verdicts are simulation.")
     return [
-        f"## Soft tier (judge: {backends}) — separate from the headline",
+        f"## The §2 funnel (judge: {backends}) — the soft tier separate from the headline",
         "",
-        confidence + ". Rates are over the judged valid cells.",
+        confidence + ". Every rate is over |valid|, as §2 defines it; `judged` counts the valid cells a judge "
+        "ruled on, `undecided` those with neither a hard act nor a judge verdict. An undecided cell is neither soft "
+        "nor MISSED, so soft notice, MISSED and recovery-without-detection are lower bounds while any cell is undecided.",
         "",
-        markdown_table(["group", "judged", "soft notice", "hard (same cells)", "override gap", "recovered w/o detection (soft reading)"], rows),
+        section2_markdown(board["tables"]["framework_config"], board.get("label")),
         "",
     ]
 
 
 def render_markdown(wave: str, label: str, board: dict, missing: list[str], headline: bool, kappa: dict | None = None) -> str:
-    columns = columns_for(board["ruleset"])
-    med = board["median"]
+    columns = columns_for(board["ruleset"], label)
+    simulated = label == SIMULATION
+
+    def _funnel_table(entries, cols):
+        return entries_markdown(entries, cols, label)
     out = [
         f"# Sabot — {wave}, ruleset {board['ruleset']}{' (headline)' if headline else ' (alternative reading)'}",
         "",
@@ -44,9 +52,10 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "(hard tier: the §5 mapping, plus anchored FLAGS where the ruleset scores them). "
         "Denominator everywhere = valid injected faults; exclusions are itemized below, never counted as misses.",
         "",
-        f"Cells: {', '.join(f'{k} {v}' for k, v in sorted(board['cells'].items()))}. "
-        f"Median hard-tier score across frameworks (configs pooled): **{fmt_pct(med['value'])}** "
-        f"({', '.join(f'{k} {fmt_pct(v)}' for k, v in sorted(med['per_framework'].items()))}); band: `{med['band']}`.",
+        *(["**Simulation: an instrument check, not a finding.** The scripted model's rates are set by hand; "
+            "these tables show what the scorer reads from simulated runs, and the instrument check (the scorer's "
+            "agreement with the simulator's intent log) is the wave's result.", ""] if simulated else []),
+        f"Cells: {', '.join(f'{k} {v}' for k, v in sorted(board['cells'].items()))}. " + median_line(board),
         "",
         "## Scoreboard — by framework x config",
         "",
@@ -57,7 +66,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         markdown_table(
             ["group", "detected (hard)", "Wilson 95%", "task-cluster bootstrap 95%"],
             [
-                [e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"]), _interval(e["wilson"]["detected_hard"]), _interval(board["cluster_bootstrap"][e["group"]][1:])]
+                [e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"], label=label), _interval(e["wilson"]["detected_hard"]), _interval(board["cluster_bootstrap"][e["group"]][1:])]
                 for e in board["tables"]["framework_config"]
             ],
         ),
@@ -88,17 +97,17 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "",
         markdown_table(
             ["operator", "registered anchors fire", "strict anchors fire"],
-            [[op, fmt_rate(*board["base_rates"]["anchor"][op]), fmt_rate(*board["base_rates"]["strict"][op])] for op in sorted(board["base_rates"]["anchor"])],
+            [[op, fmt_rate(*board["base_rates"]["anchor"][op], label=label), fmt_rate(*board["base_rates"]["strict"][op], label=label)] for op in sorted(board["base_rates"]["anchor"])],
         ),
         "",
         markdown_table(
             ["task", "registered anchors fire", "strict anchors fire"],
-            [[t, fmt_rate(*board["base_rates_by_task"]["anchor"][t]), fmt_rate(*board["base_rates_by_task"]["strict"][t])] for t in sorted(board["base_rates_by_task"]["anchor"])],
+            [[t, fmt_rate(*board["base_rates_by_task"]["anchor"][t], label=label), fmt_rate(*board["base_rates_by_task"]["strict"][t], label=label)] for t in sorted(board["base_rates_by_task"]["anchor"])],
         ),
         "",
         "## Clean-run re-plans (does the instrument perturb the system?)",
         "",
-        markdown_table(["group", "baselines with a Magentic-One stall re-plan"], [[g, fmt_rate(*v)] for g, v in sorted(board.get("baseline_replans", {}).items())]),
+        markdown_table(["group", "baselines with a Magentic-One stall re-plan"], [[g, fmt_rate(*v, label=label)] for g, v in sorted(board.get("baseline_replans", {}).items())]),
         "",
         *soft_section(board, kappa),
         "## Missing from the corpus",

@@ -1,7 +1,8 @@
 """The published tables, generated from cell rows: structures first, Markdown last.
 
 Rates render as the reference does, `55.1% (76/138)`, so a generated table can be compared line
-for line with a published one.
+for line with a published one. A simulated wave's rates carry the word on every number,
+`55.1% (76/138, simulation)`, and its headers never use the standard's name for a finding.
 """
 
 from judges.hard.funnel import FunnelRow, exclusion_appendix, funnel
@@ -19,11 +20,30 @@ WAVE1_COLUMNS = (
     ("Sabot Score (hard)", "detected_hard"),
     ("reaction", "reacted"),
     ("recovery", "recovered"),
-    ("recovery w/o detection (hard only)", "recovered_without_detection"),
+    ("recovery w/o hard detection (hard-only reading)", "recovered_without_hard"),
 )
-def columns_for(ruleset: str):
+# §2 as the spec defines it: hard and soft never blended, MISSED, the companions over |valid|.
+SECTION2_COLUMNS = (
+    ("DETECTED_HARD", "detected_hard"),
+    ("DETECTED_SOFT (not hard)", "detected_soft"),
+    ("MISSED", "missed"),
+    ("soft notice (hard ∪ soft)", "soft_notice"),
+    ("reacted", "reacted"),
+    ("recovered", "recovered"),
+    ("recovery w/o detection (neither hard nor soft)", "recovered_without_detection"),
+    ("judged (soft tier ruled)", "judged"),
+    ("undecided (no hard act, not judged)", "undecided"),
+)
+SIMULATION = "simulation"
+FINDING_WORDS = {"Sabot Score (hard)": "detected (hard)"}  # what a simulated table says instead
+
+
+def columns_for(ruleset: str, label: str | None = None):
     """Wave-1 rules have no FLAGS surface: their tables are the wave-1 funnel."""
-    return WAVE1_COLUMNS if ruleset == "v0.1.3" else WAVE2_COLUMNS
+    columns = WAVE1_COLUMNS if ruleset == "v0.1.3" else WAVE2_COLUMNS
+    if label == SIMULATION:
+        columns = tuple((FINDING_WORDS.get(h, h), c) for h, c in columns)
+    return columns
 
 
 GROUPINGS = {
@@ -33,11 +53,18 @@ GROUPINGS = {
 }
 
 
-def fmt_rate(n: int, d: int, bold: bool = False) -> str:
+def fmt_rate(n: int, d: int, bold: bool = False, label: str | None = None) -> str:
+    tag = ", simulation" if label == SIMULATION else ""
     if not d:
-        return "n/a (0/0)"
+        return f"n/a (0/0{tag})"
     pct = f"{100 * n / d:.1f}%"
-    return f"**{pct}** ({n}/{d})" if bold else f"{pct} ({n}/{d})"
+    return f"**{pct}** ({n}/{d}{tag})" if bold else f"{pct} ({n}/{d}{tag})"
+
+
+def fmt_gap(n: int, d: int, label: str | None = None) -> str:
+    """The override gap: soft notice rate - hard rate, in points, over the same |valid|."""
+    tag = " (simulation)" if label == SIMULATION else ""
+    return f"n/a{tag}" if not d else f"{100 * n / d:+.1f} pp{tag}"
 
 
 def fmt_pct(value: float | None) -> str:
@@ -50,10 +77,21 @@ def markdown_table(headers, rows) -> str:
     return "\n".join(lines)
 
 
-def entries_markdown(entries, columns) -> str:
+def entries_markdown(entries, columns, label: str | None = None) -> str:
     """A funnel table from stored entries ({group, valid, counts})."""
-    rows = [[e["group"], e["valid"]] + [fmt_rate(e["counts"].get(c, 0), e["valid"]) for _, c in columns] for e in entries]
+    rows = [[e["group"], e["valid"]] + [fmt_rate(e["counts"].get(c, 0), e["valid"], label=label) for _, c in columns] for e in entries]
     return markdown_table(["group", "valid"] + [h for h, _ in columns], rows)
+
+
+def section2_markdown(entries, label: str | None = None) -> str:
+    """The §2 funnel: every companion over |valid|, the override gap in points, judged beside."""
+    headers = ["group", "valid"] + [h for h, _ in SECTION2_COLUMNS[:4]] + ["override gap (soft notice − hard)"] + [h for h, _ in SECTION2_COLUMNS[4:]]
+    rows = []
+    for e in entries:
+        cells = [fmt_rate(e["counts"].get(c, 0), e["valid"], label=label) for _, c in SECTION2_COLUMNS]
+        gap = fmt_gap(e["counts"].get("detected_soft", 0), e["valid"], label)
+        rows.append([e["group"], e["valid"], *cells[:4], gap, *cells[4:]])
+    return markdown_table(headers, rows)
 
 
 def funnel_lines(funnel_rows: list[FunnelRow], columns) -> list[list[str]]:

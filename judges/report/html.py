@@ -11,9 +11,9 @@ header row background); the screenshot test finds the table by that colour.
 
 from pathlib import Path
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
 
-from judges.hard.tables import GROUPINGS, columns_for, fmt_pct, fmt_rate
+from judges.hard.tables import GROUPINGS, SECTION2_COLUMNS, columns_for, fmt_gap, fmt_pct, fmt_rate
 
 HEADER_COLOUR = "#7b2d8e"  # scoreboard header row background, rgb(123, 45, 142)
 SCOREBOARD_MIN_WIDTH = 640  # px: the scoreboard table is at least this wide...
@@ -34,9 +34,14 @@ _env = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_env.filters["rate"] = lambda pair: fmt_rate(*pair)
+# Rates carry the page's label: a simulated page says "simulation" on every number.
+_env.filters["rate"] = pass_context(lambda ctx, pair: fmt_rate(*pair, label=ctx.get("label")))
 _env.filters["pct"] = fmt_pct
-_env.globals.update(fmt_rate=fmt_rate, operator_of=lambda group: group.rsplit("/", 1)[-1])
+_env.globals.update(
+    fmt_rate=pass_context(lambda ctx, n, d: fmt_rate(n, d, label=ctx.get("label"))),
+    gap=pass_context(lambda ctx, n, d: fmt_gap(n, d, ctx.get("label"))),
+    operator_of=lambda group: group.rsplit("/", 1)[-1],
+)
 
 
 def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, missing: list[str], footnotes: list[str]) -> str:
@@ -52,12 +57,13 @@ def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, m
         rulesets=rulesets,
         board=board,
         boards=boards,
-        columns=columns_for(headline),
+        columns=columns_for(headline, label),
+        section2=SECTION2_COLUMNS,
         titles=TABLE_TITLES,
         base=base_rate_lookup(board),
-        funnels=[funnel_bars(e) for e in board["tables"]["framework_config"]],
-        floor=floor_rows(board),
-        readings=reading_rows(boards, rulesets),
+        funnels=[funnel_bars(e, label) for e in board["tables"]["framework_config"]],
+        floor=floor_rows(board, label),
+        readings=reading_rows(boards, rulesets, label),
         missing=missing,
         footnotes=footnotes,
         header_colour=HEADER_COLOUR,
@@ -76,17 +82,17 @@ def base_rate_lookup(board: dict) -> dict:
     return out
 
 
-def funnel_bars(entry: dict) -> dict:
+def funnel_bars(entry: dict, label: str | None = None) -> dict:
     """One scoreboard row's funnel: bar lengths scaled to the valid denominator."""
     bars = []
     for name, column in FUNNEL_STAGES:
         count = entry["valid"] if column is None else entry["counts"].get(column, 0)
         width = FUNNEL_WIDTH * count / entry["valid"] if entry["valid"] else 0
-        bars.append({"name": name, "count": count, "width": round(width, 1), "rate": fmt_rate(count, entry["valid"])})
+        bars.append({"name": name, "count": count, "width": round(width, 1), "rate": fmt_rate(count, entry["valid"], label=label)})
     return {"group": entry["group"], "bars": bars}
 
 
-def floor_rows(board: dict) -> list[dict]:
+def floor_rows(board: dict, label: str | None = None) -> list[dict]:
     """Strict floor beside the union, and the coverage-adjusted floor, per framework x config."""
     covered = {e["group"]: e for e in board["covered_floor"]}
     rows = []
@@ -95,15 +101,15 @@ def floor_rows(board: dict) -> list[dict]:
         rows.append({
             "group": e["group"],
             "valid": e["valid"],
-            "strict": fmt_rate(e["counts"].get("strict", 0), e["valid"]),
-            "union": fmt_rate(e["counts"].get("detected_hard", 0), e["valid"]),
+            "strict": fmt_rate(e["counts"].get("strict", 0), e["valid"], label=label),
+            "union": fmt_rate(e["counts"].get("detected_hard", 0), e["valid"], label=label),
             "covered": f"{c['valid']}/{e['valid']}",
-            "covered_strict": fmt_rate(c["counts"].get("strict", 0), c["valid"]),
+            "covered_strict": fmt_rate(c["counts"].get("strict", 0), c["valid"], label=label),
         })
     return rows
 
 
-def reading_rows(boards: dict[str, dict], rulesets: list[str]) -> list[dict]:
+def reading_rows(boards: dict[str, dict], rulesets: list[str], label: str | None = None) -> list[dict]:
     """Every row whose headline value (detected_hard / valid) is not the same under every ruleset."""
     rows = []
     for table in GROUPINGS:
@@ -111,9 +117,9 @@ def reading_rows(boards: dict[str, dict], rulesets: list[str]) -> list[dict]:
         for group in sorted(set().union(*values.values())):
             pairs = [values[r].get(group) for r in rulesets]  # None: the group has no valid cell there
             if len(set(pairs)) > 1:
-                rows.append({"table": TABLE_TITLES[table], "group": group, "readings": [fmt_rate(*p) if p else "—" for p in pairs]})
+                rows.append({"table": TABLE_TITLES[table], "group": group, "readings": [fmt_rate(*p, label=label) if p else "—" for p in pairs]})
     medians = [boards[r]["median"] for r in rulesets]
-    if len({(m["value"], m["band"]) for m in medians}) > 1:
+    if not any(m.get("withheld") for m in medians) and len({(m["value"], m["band"]) for m in medians}) > 1:
         readings = [f"{fmt_pct(m['value'])} ({m['band']})" for m in medians]
         rows.append({"table": "Median across frameworks", "group": "all frameworks", "readings": readings})
     return rows

@@ -54,9 +54,17 @@ def run_error_rows(con, wave: WaveDef, ruleset, dagster_run_id: str) -> list[dic
     return rows
 
 
+def expected_rows(wave: WaveDef) -> list[str]:
+    """Every scoreboard row the wave registers (framework x config): the median needs them all."""
+    return [f"{fw}/{cfg}" for fw in wave.frameworks for cfg in wave.configs]
+
+
 def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
     """The footnotes registry of a report: what each reading means and how the wave was made."""
-    notes = [f"Label: {label}. Numbers from the scripted model are simulation numbers; a Sabot Score needs a tagged spec revision's pinned versions, model ids and registered seeds."]
+    if label == "simulation":
+        notes = ["Label: simulation. Numbers from the scripted model measure the instrument, not pipelines: no median, no band and no prediction verdict is drawn from them; the instrument check compares the scorer with the simulator's intent log."]
+    else:
+        notes = [f"Label: {label}. A Sabot Score needs a tagged spec revision's pinned versions, model ids and registered seeds."]
     notes += [f"Ruleset {r.version} ({r.hash}): {registry.ruleset_doc(r.version).doc['summary']}" for r in rulesets]
     notes.append("The strict injection-evidence floor counts only FLAGS lines quoting injection-only text and drops the Magentic-One mapping surface and O4; publish it with the union, never instead of it.")
     return notes
@@ -77,18 +85,18 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                 for ruleset in rulesets:
                     rows = read_verdicts(con, wave.name, ruleset.version)
                     rows += run_error_rows(con, wave, ruleset, context.run_id) if wave.source == "live" else []
-                    boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged) | {"label": label}
+                    boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged, label, expected_rows(wave))
                     write_board(con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id)
         head = boards[wave.headline_ruleset]
         return dg.MaterializeResult(
             metadata={
                 "label": label,
                 "headline ruleset": wave.headline_ruleset,
-                "median across frameworks": fmt_pct(head["median"]["value"]),
-                "band": str(head["median"]["band"]),
+                "median across frameworks": head["median"]["withheld"] or fmt_pct(head["median"]["value"]),
+                "band": head["median"]["withheld"] or str(head["median"]["band"]),
                 "cells": json.dumps(head["cells"], sort_keys=True),
                 "cells fingerprint": head["cells_fingerprint"],
-                "scoreboard": dg.MetadataValue.md(entries_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset))),
+                "scoreboard": dg.MetadataValue.md(entries_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset, label), label)),
                 "lineage": dg.MetadataValue.md(
                     f"`SELECT * FROM scoreboard_manifest WHERE dagster_run_id = '{context.run_id}'` lists every cell behind these numbers, with run ids and sha256. Per row:\n\n"
                     + "\n".join(f"- `sabot explain {wave.name} framework_config {e['group']} detected_hard` (add `--cell KEY` for acts, events, exchanges)" for e in head["tables"]["framework_config"])

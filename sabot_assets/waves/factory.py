@@ -5,6 +5,7 @@ import dagster as dg
 from judges.hard.rulesets import load_ruleset
 from sabot.registry import Registry, WaveDef
 from sabot_assets.waves.board import build_board_assets
+from sabot_assets.waves.instrument import build_instrument_check
 from sabot_assets.waves.preregistration import build_preregistration
 from sabot_assets.waves.judging import build_judging_assets
 from sabot_assets.waves.live_runs import build_live_run_assets
@@ -26,4 +27,5 @@ def build_wave(wave: WaveDef, registry: Registry, scorer: str | None = None) -> 
     verdicts = build_cell_verdicts(wave, rulesets, fault_runs.key, baseline_runs.key, scorer)
     (judge_verdicts, kappa_audit), kappa_checks = build_judging_assets(wave, registry, fault_runs.key)
     board = build_board_assets(wave, registry, rulesets, verdicts.key, judge_verdicts.key, scorer)
-    return [prereg, baseline_runs, fault_runs, verdicts, judge_verdicts, kappa_audit, *board], [check, *kappa_checks]
+    instrument = [build_instrument_check(wave, rulesets, verdicts.key, scorer)] if wave.source == "live" else []
+    return [prereg, baseline_runs, fault_runs, verdicts, judge_verdicts, kappa_audit, *board, *instrument], [check, *kappa_checks]
