@@ -40,7 +40,8 @@ def test_reference_judge_verdicts_score_with_no_model_call(registry, tmp_path, m
     verdict = judged[("O3", "langgraph.default.T5.s15", 0)]
     outcome = soft_outcome(hard["O3|langgraph.default.T5.s15"], _as_verdict(verdict))
     assert outcome["judged"] and outcome["soft_notice"]
-    assert board["soft"]["langgraph/default"]["judged"] == sum(1 for (_, _, v) in judged if v == 0)
+    row = next(e for e in board["tables"]["framework_config"] if e["group"] == "langgraph/default")
+    assert row["counts"]["judged"] == sum(1 for (_, _, v) in judged if v == 0)
 
 
 def _as_verdict(row):
