@@ -17,7 +17,7 @@ import openai
 
 from adapters.endpoint import Endpoint, provider_from_env, scripted
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
-from adapters.scripted.server import ScriptedModelServer
+from adapters.scripted.server import Latency, ScriptedModelServer
 from adapters.tools import TaskTools
 from sabot.protocols import Protocols
 from operators import make_fault
@@ -95,7 +95,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
     policy = ScriptedPolicy(probe_seed_key(spec.framework, spec.config, spec.task, spec.seed), weak_model=models["o4_downgrade_model"])
     with contextlib.ExitStack() as stack:
         if endpoint is None:
-            server = stack.enter_context(ScriptedModelServer(policy))
+            server = stack.enter_context(ScriptedModelServer(policy, latency=Latency.from_env(spec.run_id)))
             endpoint = scripted(server.base_url, models["pipeline_model"], models["o4_downgrade_model"])
         stack.enter_context(isolated_home(run_dir))
         pipeline = pipeline_class(spec.framework)(spec.config, task, tools, recorder, endpoint, fault, Protocols.from_registry(registry), spec.protocol >= 2)

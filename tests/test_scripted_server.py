@@ -290,3 +290,42 @@ def test_autogen_async_client_streams_a_tool_call(server):
     [call] = result.content
     assert (call.id, call.name, call.arguments) == ("call_1_0", "get_weather", WEATHER_ARGS)
     assert server.exchanges[0]["request"]["stream"] is True
+
+
+# -- seeded latency -------------------------------------------------------------
+
+
+def test_latency_is_seeded_per_call_and_bounded():
+    from adapters.scripted import Latency
+
+    latency = Latency(fixed=1.0, jitter=0.5, seed="cell-a")
+    delays = [latency.delay(n) for n in range(1, 20)]
+    assert delays == [Latency(1.0, 0.5, "cell-a").delay(n) for n in range(1, 20)]  # reproducible
+    assert all(1.0 <= d < 1.5 for d in delays) and len(set(delays)) > 1
+    assert delays != [Latency(1.0, 0.5, "cell-b").delay(n) for n in range(1, 20)]  # seeded by the cell
+    assert Latency(0.25).delay(7) == 0.25 and Latency().delay(1) == 0.0
+
+
+def test_latency_from_env_parses_fixed_and_jitter_and_names_bad_input():
+    from adapters.scripted import Latency
+
+    assert Latency.from_env("s", {"SABOT_SCRIPTED_LATENCY": "1.0,0.2"}) == Latency(1.0, 0.2, "s")
+    assert Latency.from_env("s", {"SABOT_SCRIPTED_LATENCY": "0.5"}) == Latency(0.5, 0.0, "s")
+    assert Latency.from_env("s", {}) == Latency(seed="s")
+    for bad in ("fast", "1,2,3", "-1"):
+        with pytest.raises(ValueError, match="SABOT_SCRIPTED_LATENCY|>= 0"):
+            Latency.from_env("s", {"SABOT_SCRIPTED_LATENCY": bad})
+
+
+def test_a_slow_server_answers_after_its_latency_and_concurrent_calls_overlap():
+    from adapters.scripted import Latency
+
+    with ScriptedModelServer(scripted, latency=Latency(fixed=0.5)) as slow:
+        client = sdk(slow)
+        started = time.perf_counter()
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda i: client.chat.completions.create(model="m", messages=user(f"q{i}")), range(4)))
+        elapsed = time.perf_counter() - started
+    assert [a.choices[0].message.content for a in answers] == [ANSWER] * 4
+    assert elapsed >= 0.5  # every call waited its latency
+    assert elapsed < 4 * 0.5  # in parallel, not one after another (the requests' own threads)

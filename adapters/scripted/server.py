@@ -14,6 +14,8 @@ import bisect
 import copy
 import json
 import logging
+import os
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -54,6 +56,44 @@ class Reply:
 
 
 Responder = Callable[[dict], Reply]  # receives the parsed request body (plus "path")
+
+LATENCY_ENV = "SABOT_SCRIPTED_LATENCY"  # "FIXED" or "FIXED,JITTER", seconds per call
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Seeded per-call latency: `fixed` seconds plus a uniform draw in [0, `jitter`).
+
+    The draw for call n depends only on (seed, n), so a run's delays are reproducible whatever
+    order concurrent calls arrive in; it lets provider timing be reproduced offline.
+    """
+
+    fixed: float = 0.0
+    jitter: float = 0.0
+    seed: str = ""
+
+    def __post_init__(self):
+        if self.fixed < 0 or self.jitter < 0:
+            raise ValueError(f"latency must be >= 0 seconds, got fixed={self.fixed} jitter={self.jitter}")
+
+    def delay(self, n: int) -> float:
+        if not self.jitter:
+            return self.fixed
+        return self.fixed + random.Random(f"{self.seed}:{n}").uniform(0.0, self.jitter)
+
+    @classmethod
+    def from_env(cls, seed: str = "", environ=os.environ) -> "Latency":
+        """The latency SABOT_SCRIPTED_LATENCY asks for ("1.0" or "1.0,0.2"); none when unset."""
+        raw = (environ.get(LATENCY_ENV) or "").strip()
+        if not raw:
+            return cls(seed=seed)
+        try:
+            parts = [float(p) for p in raw.split(",")]
+            if len(parts) not in (1, 2):
+                raise ValueError("expected one or two numbers")
+        except ValueError as exc:
+            raise ValueError(f"{LATENCY_ENV}={raw!r}: expected FIXED or FIXED,JITTER in seconds ({exc})") from None
+        return cls(parts[0], parts[1] if len(parts) == 2 else 0.0, seed)
 
 
 # ---------------------------------------------------------------------------
@@ -200,6 +240,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers = redact_headers(self.headers)
         request = self._read_json()
         outcome = owner._dispatch(n, self.command, self.path, request)
+        delay = owner.latency.delay(n)
+        if delay:
+            time.sleep(delay)  # in this request's own thread: concurrent calls wait side by side
         reply = outcome.chunks if outcome.chunks is not None else outcome.body
         # Recorded before sending: a client that has its answer must already see the exchange.
         owner._record({"n": n, "path": self.path, "request": request, "reply": reply,
@@ -298,8 +341,9 @@ class ScriptedModelServer:
     """An OpenAI-compatible HTTP server whose answers come from a responder callable."""
 
     def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0,
-                 models: tuple[str, ...] = ()):
+                 models: tuple[str, ...] = (), latency: Latency | None = None):
         self.responder = responder
+        self.latency = latency or Latency()
         self.host = host
         self.port = port
         self.exchanges: list[dict] = []
