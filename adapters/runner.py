@@ -7,6 +7,7 @@ record, never inside it, so the scorer cannot read it.
 """
 
 import contextlib
+import dataclasses
 import os
 import shutil
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import httpx
 import openai
 
 from adapters.endpoint import Endpoint, provider_from_env, scripted
+from adapters.gateway import GATEWAY_KEY, CallPolicy, ModelGateway, Upstream
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
 from adapters.scripted.server import Latency, ScriptedModelServer
 from adapters.tools import TaskTools
@@ -60,6 +62,15 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
+class Recording:
+    """A stored run's model exchanges (and what else its record held) for replaying it."""
+
+    exchanges: list
+    endpoint_label: str
+    intent: list
+
+
+@dataclass(frozen=True)
 class RunOutcome:
     record: RunRecord
     intent: list  # what the scripted model decided and why (empty against a real provider)
@@ -81,7 +92,7 @@ def isolated_home(run_dir: Path):
             os.environ["HOME"] = previous
 
 
-def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
+def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None" = None, call_policy: CallPolicy | None = None) -> RunOutcome:
     if spec.framework not in PIPELINES:
         raise AdapterMissing(f"no {spec.framework} adapter yet; runnable frameworks: {', '.join(PIPELINES)}")
     models = registry.doc("standard/models.v0.1.1.json")
@@ -94,13 +105,27 @@ def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     policy = ScriptedPolicy(probe_seed_key(spec.framework, spec.config, spec.task, spec.seed), weak_model=models["o4_downgrade_model"])
     with contextlib.ExitStack() as stack:
-        if endpoint is None:
-            server = stack.enter_context(ScriptedModelServer(policy, latency=Latency.from_env(spec.run_id)))
-            endpoint = scripted(server.base_url, models["pipeline_model"], models["o4_downgrade_model"])
+        if replay is not None:  # answered from the recording: no scripted server, no provider
+            endpoint, upstream = scripted("http://127.0.0.1:9/v1", models["pipeline_model"], models["o4_downgrade_model"]), None
+        else:
+            if endpoint is None:
+                server = stack.enter_context(ScriptedModelServer(policy, latency=Latency.from_env(spec.run_id)))
+                endpoint = scripted(server.base_url, models["pipeline_model"], models["o4_downgrade_model"])
+            upstream = Upstream(endpoint.base_url, endpoint.api_key, endpoint.label, endpoint.scripted)
+        label = replay.endpoint_label if replay is not None else endpoint.label
+        gateway = stack.enter_context(ModelGateway(upstream, call_policy or CallPolicy.load(registry), spec.run_id,
+                                                   replay.exchanges if replay is not None else None))
+        # The clients see only the gateway, with a placeholder key and a timeout longer than its budget.
+        client_endpoint = dataclasses.replace(endpoint, base_url=gateway.base_url, api_key=GATEWAY_KEY, timeout=gateway.policy.client_timeout)
         stack.enter_context(isolated_home(run_dir))
-        pipeline = pipeline_class(spec.framework)(spec.config, task, tools, recorder, endpoint, fault, Protocols.from_registry(registry), spec.protocol >= 2)
-        pipeline.run()
-        exchanges = list(server.exchanges) if endpoint.scripted else []
+        pipeline = pipeline_class(spec.framework)(spec.config, task, tools, recorder, client_endpoint, fault, Protocols.from_registry(registry), spec.protocol >= 2)
+        try:
+            pipeline.run()
+        except Exception:
+            gateway.raise_for_calls()  # the call that failed is the cause, whatever the framework made of it
+            raise
+        gateway.raise_for_calls()  # a failure a framework swallowed still fails the run
+        exchanges = list(gateway.exchanges)
     served = {e.payload.get("model_id") for e in recorder.events if e.kind == "agent-msg"}
     # O4: wave 1's instrument recorded the swap as landed at set-up (no probe, v0.1.3); from wave 2 the
     # downgrade target, or its dated snapshot, must have served a call (§10.7.2).
@@ -110,26 +135,33 @@ def _execute(spec: RunSpec, registry, run_dir: Path) -> RunOutcome:
     record = recorder.record_of(
         run_id=spec.run_id, framework=spec.framework, config=spec.config, task=spec.task, operator=spec.operator,
         seed=spec.seed, injection_verified=bool(spec.operator) and landed, task_passed=passed,
-        error=None, extra={"endpoint": endpoint.label, "exchanges": exchanges, "protocol": spec.protocol},
+        error=None, extra={"endpoint": label, "exchanges": exchanges, "protocol": spec.protocol},
     )
+    if replay is not None:
+        return RunOutcome(record, list(replay.intent))
     return RunOutcome(record, policy.intent if endpoint.scripted else [])
 
 
-def run(spec: RunSpec, registry, work_root: Path) -> RunOutcome:
-    """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised)."""
+def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = None, call_policy: CallPolicy | None = None) -> RunOutcome:
+    """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised).
+
+    With `replay`, every model call is answered from that recording and nothing is sent anywhere; a
+    call it lacks raises ReplayMiss (the replay stops, naming the cell and the call)."""
     if getattr(registry, "project", None) is not None:  # a team's own pipeline (sabot.projects)
         from adapters.byo.runner import run_project
 
         return run_project(spec, registry.project, work_root)
-    error = None
+    error, failed_exchanges = None, []
     provider = provider_from_env("", "")
     where = provider.label if provider else "the scripted model on 127.0.0.1"
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)
         try:
-            return _execute(spec, registry, run_dir)
+            return _execute(spec, registry, run_dir, replay, call_policy)
         except INFRASTRUCTURE_ERRORS as exc:
             error = f"attempt {attempt}: {type(exc).__name__}: {exc} (endpoint: {where})"
-    record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error)
+            failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
+    extra = {"exchanges": failed_exchanges} if failed_exchanges else {}
+    record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error, extra=extra)
     return RunOutcome(record, [])

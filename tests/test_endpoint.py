@@ -32,7 +32,11 @@ def test_a_provider_endpoint_is_used_and_its_key_is_never_recorded(registry, tmp
 def test_a_dead_endpoint_is_retried_once_then_recorded_as_run_error(registry, tmp_path, monkeypatch):
     monkeypatch.setenv("SABOT_MODEL_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: nothing listens
     monkeypatch.setenv("SABOT_MODEL_API_KEY", SECRET)
-    record = run(RunSpec("t", 2, "langgraph", "default", "T2", None, 11), registry, tmp_path).record
-    assert record.error and record.error.startswith("attempt 2: APIConnectionError")
+    quick = tmp_path / "policy.json"  # the call policy's budget, made short through its override file
+    quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}}))
+    monkeypatch.setenv("SABOT_CALL_POLICY", str(quick))
+    record = run(RunSpec("t", 2, "langgraph", "default", "T2", None, 11), registry, tmp_path / "runs").record
+    assert record.error and record.error.startswith("attempt 2: CallBudgetSpent")
+    assert "connection failed" in record.error and "after 2 attempt(s)" in record.error
     assert "127.0.0.1:9" in record.error  # names where it failed
     assert SECRET not in record.error and not record.task_passed

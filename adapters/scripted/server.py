@@ -53,6 +53,7 @@ class Reply:
     model: str | None = None  # the model id reported as serving the call; default: the request's "model"
     status: int = 200  # non-200 -> an OpenAI-style error body
     error: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # extra response headers (e.g. Retry-After on a 429)
 
 
 Responder = Callable[[dict], Reply]  # receives the parsed request body (plus "path")
@@ -210,6 +211,7 @@ class Outcome:
     body: dict | None = None
     chunks: list[dict] | None = None
     model: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -250,7 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
         if outcome.chunks is not None:
             self._send_stream(n, outcome.chunks)
         else:
-            self._send_json(n, outcome.status, outcome.body)
+            self._send_json(n, outcome.status, outcome.body, outcome.headers)
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -283,12 +285,14 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             return text
 
-    def _send_json(self, n: int, status: int, body: dict | None) -> None:
+    def _send_json(self, n: int, status: int, body: dict | None, headers=()) -> None:
         payload = json.dumps(body).encode("utf-8")
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
+            for name, value in headers:
+                self.send_header(name, value)
             self._common_headers(n)
             self.wfile.write(payload)
         except (BrokenPipeError, ConnectionResetError):
@@ -444,7 +448,7 @@ class ScriptedModelServer:
         model = reply.model or request.get("model") or "scripted"
         self._remember_models(request.get("model"), model)
         if reply.status != 200:
-            return Outcome(reply.status, error_body(reply.status, reply.error or "scripted error"), model=model)
+            return Outcome(reply.status, error_body(reply.status, reply.error or "scripted error"), model=model, headers=reply.headers)
         if request.get("stream"):
             return Outcome(200, chunks=stream_chunks(n, model, request, reply), model=model)
         return Outcome(200, completion_body(n, model, request, reply), model=model)

@@ -1,0 +1,90 @@
+"""The call policy: how long a model call may take, how often it is retried, and how fast an
+endpoint may be called. Read from the registered `standard/call_policy.v1.json`; a deployment (or a
+test) may point SABOT_CALL_POLICY at a JSON file whose keys override the registered ones.
+
+Retries here are transport retries, invisible to the pipeline: they are never an own-check act
+(SPEC v0.2.1 §2 counts only the pipeline's own retry mechanisms). A run fails as infrastructure only
+once this budget is spent; the runner's §3 retry-once applies after that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+POLICY_DOC = "standard/call_policy.v1.json"
+POLICY_ENV = "SABOT_CALL_POLICY"
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    requests: int | None  # per window
+    tokens: int | None  # per window (prompt estimate plus any requested completion cap)
+    window_seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    max_attempts: int
+    max_total_seconds: float
+    initial_backoff_seconds: float
+    max_backoff_seconds: float
+    jitter_seconds: float
+    max_retry_after_seconds: float
+    retry_on_status: frozenset[int]
+    call_timeout_seconds: float
+    run_wall_limit_seconds: float
+    limits: dict[str, RateLimit | None]  # "provider" | "scripted" -> limit (None: unlimited)
+
+    @property
+    def client_timeout(self) -> float:
+        """The framework clients' own timeout: longer than the gateway's whole budget for one call,
+        so a client never gives up while the gateway is still retrying for it."""
+        return self.max_total_seconds + self.call_timeout_seconds + 10.0
+
+    def limit_for(self, scripted: bool) -> RateLimit | None:
+        return self.limits.get("scripted" if scripted else "provider")
+
+    @classmethod
+    def from_doc(cls, doc: dict, source: str = POLICY_DOC) -> "CallPolicy":
+        try:
+            retry = doc["retry"]
+            limits = {name: _limit(v) for name, v in (doc.get("limits") or {}).items()}
+            policy = cls(
+                max_attempts=int(retry["max_attempts"]), max_total_seconds=float(retry["max_total_seconds"]),
+                initial_backoff_seconds=float(retry["initial_backoff_seconds"]),
+                max_backoff_seconds=float(retry["max_backoff_seconds"]), jitter_seconds=float(retry["jitter_seconds"]),
+                max_retry_after_seconds=float(retry["max_retry_after_seconds"]),
+                retry_on_status=frozenset(int(s) for s in retry["retry_on_status"]),
+                call_timeout_seconds=float(doc["call_timeout_seconds"]),
+                run_wall_limit_seconds=float(doc["run_wall_limit_seconds"]), limits=limits,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{source}: malformed call policy ({type(exc).__name__}: {exc})") from None
+        if policy.max_attempts < 1 or policy.max_total_seconds <= 0 or policy.call_timeout_seconds <= 0:
+            raise ValueError(f"{source}: max_attempts, max_total_seconds and call_timeout_seconds must be positive")
+        return policy
+
+    @classmethod
+    def load(cls, registry, environ=os.environ) -> "CallPolicy":
+        """The registered policy, with the keys of SABOT_CALL_POLICY's file laid over it."""
+        doc = json.loads(json.dumps(registry.doc(POLICY_DOC)))
+        override_path = environ.get(POLICY_ENV)
+        if not override_path:
+            return cls.from_doc(doc)
+        try:
+            override = json.loads(Path(override_path).read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{POLICY_ENV}={override_path}: cannot read the call policy ({exc})") from None
+        for key, value in override.items():
+            doc[key] = {**doc[key], **value} if isinstance(value, dict) and isinstance(doc.get(key), dict) else value
+        return cls.from_doc(doc, f"{POLICY_DOC} + {override_path}")
+
+
+def _limit(value) -> RateLimit | None:
+    if value is None:
+        return None
+    requests, tokens = value.get("requests_per_window"), value.get("tokens_per_window")
+    return RateLimit(int(requests) if requests else None, int(tokens) if tokens else None, float(value.get("window_seconds", 60)))
