@@ -254,6 +254,11 @@ class ProjectRegistry(Registry):
         if "O4" in p.operators:
             models["o4_downgrade_model"] = p.operators["O4"]["model"]
         self._put("standard/models.v0.1.1.json", models, p.shas[f"{PROJECT_DIR}/operators.json"])
+        model_ids = json.loads(json.dumps(self.doc("standard/model_ids.v1.json")))
+        if "O4" in p.operators:  # the project's own downgrade target lands O4, as the pin or a dated snapshot of it
+            target = p.operators["O4"]["model"]
+            model_ids["roles"]["o4_downgrade_model"] = {"pin": target, "served_as": f"^{re.escape(target)}(-\\d{{4}}-\\d{{2}}-\\d{{2}})?$"}
+        self._put("standard/model_ids.v1.json", model_ids, p.shas[f"{PROJECT_DIR}/operators.json"])
         strict = json.loads(json.dumps(self.doc("standard/strict_anchors.v0.2.1.json")))
         strict["kept"][p.task_id] = {op: [] for op in OPERATORS}  # no injection-only anchor classification for a project
         self._put("standard/strict_anchors.v0.2.1.json", strict, self.files["standard/strict_anchors.v0.2.1.json"].sha256)
