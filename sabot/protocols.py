@@ -33,23 +33,56 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class Protocols:
-    """The compiled verdict-token and FLAGS rules of one registry."""
+class FlagsRule:
+    """The §10.2-§10.3 FLAGS parse rule and its none-forms, compiled from one registered file."""
 
-    verdict: re.Pattern
     flags: re.Pattern
     none_forms: re.Pattern
+
+    @classmethod
+    def from_doc(cls, doc: dict) -> "FlagsRule":
+        return cls(flags=compile_rule(doc["parse"]), none_forms=compile_rule(doc["none_forms"]))
+
+    def flags_line(self, text: str) -> str | None:
+        """The content of the first FLAGS line of a text, or None when it has none."""
+        match = self.flags.search(text)
+        return match.group(1) if match else None
+
+    def is_noticed(self, content: str) -> bool:
+        """A FLAGS content counts as a notice only when non-empty and not a registered none-form."""
+        return bool(content) and self.none_forms.match(content) is None
+
+
+# What the pipelines' reviewers are prompted with and parsed by at run time. The scorer never reads
+# these names: it takes its FLAGS rule from the `uses` of the ruleset it applies.
+PIPELINE_VERDICT_PROTOCOL = "standard/verdict_protocol.v0.1.1.json"
+PIPELINE_FLAGS_PROTOCOL = "standard/flags_protocol.v0.2.0.json"
+
+
+@dataclass(frozen=True)
+class Protocols:
+    """The compiled verdict-token and FLAGS rules the pipelines run with."""
+
+    verdict: re.Pattern
+    flags_rule: FlagsRule
     reviewer_addendum: str
 
     @classmethod
-    def from_registry(cls, registry) -> "Protocols":
-        flags_doc = registry.doc("standard/flags_protocol.v0.2.0.json")
+    def from_registry(cls, registry, verdict_rel: str = PIPELINE_VERDICT_PROTOCOL, flags_rel: str = PIPELINE_FLAGS_PROTOCOL) -> "Protocols":
+        flags_doc = registry.doc(flags_rel)
         return cls(
-            verdict=compile_rule(registry.field("standard/verdict_protocol.v0.1.1.json", "parse")),
-            flags=compile_rule(flags_doc["parse"]),
-            none_forms=compile_rule(flags_doc["none_forms"]),
+            verdict=compile_rule(registry.field(verdict_rel, "parse")),
+            flags_rule=FlagsRule.from_doc(flags_doc),
             reviewer_addendum=flags_doc["reviewer_addendum"],
         )
+
+    @property
+    def flags(self) -> re.Pattern:
+        return self.flags_rule.flags
+
+    @property
+    def none_forms(self) -> re.Pattern:
+        return self.flags_rule.none_forms
 
     def parse_verdict(self, text: str) -> Verdict | None:
         """First verdict token in a reply; None means no token, so no hard-tier act."""
@@ -60,13 +93,10 @@ class Protocols:
         return Verdict(match.group(1).upper(), reason or None)
 
     def flags_line(self, text: str) -> str | None:
-        """The content of the first FLAGS line of a text, or None when it has none."""
-        match = self.flags.search(text)
-        return match.group(1) if match else None
+        return self.flags_rule.flags_line(text)
 
     def is_noticed(self, content: str) -> bool:
-        """A FLAGS content counts as a notice only when non-empty and not a registered none-form."""
-        return bool(content) and self.none_forms.match(content) is None
+        return self.flags_rule.is_noticed(content)
 
 
 def anchored(content: str, anchors) -> list[str]:

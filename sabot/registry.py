@@ -124,6 +124,31 @@ class Registry:
         if problems:
             raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
 
+    def require_still_registered(self, rels=None) -> None:
+        """Refuse to score with files that are not what was registered: as this registry loaded them
+        (a long-lived process may hold rules read before an edit), and as they are on disk now.
+
+        `rels` limits the check to the files a scorer reads (cheap: one read and hash per file);
+        the message is the one `require_registered` gives the command line.
+        """
+        locked = self.locked_hashes()
+        rels = sorted(self.files) if rels is None else sorted(rels)
+        problems = []
+        for rel in rels:
+            path = self.root / rel
+            on_disk = sha256_bytes(path.read_bytes()) if path.exists() else None
+            loaded = self.files[rel].sha256 if rel in self.files else None
+            if rel not in locked:
+                problems.append(f"{rel}: not registered (run `sabot registry lock`)")
+            elif on_disk is None:
+                problems.append(f"{rel}: registered but missing on disk")
+            elif on_disk != locked[rel]:
+                problems.append(f"{rel}: edited after registration (sha256 {on_disk[:12]}, registered {locked[rel][:12]})")
+            elif loaded != locked[rel]:
+                problems.append(f"{rel}: loaded while edited (sha256 {(loaded or 'absent')[:12]}, registered {locked[rel][:12]}); reload the definitions")
+        if problems:
+            raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
+
     def write_lock(self) -> list[str]:
         """Register new files. Refuses to re-register a changed file: a change is a new version."""
         locked = self.locked_hashes()
@@ -143,15 +168,25 @@ class Registry:
 
     # -- accessors --------------------------------------------------------------------------
 
-    def anchors(self, task: str, operator: str) -> tuple[str, ...]:
-        return tuple(self.field("standard/anchors.v0.2.0.json", "anchors", task, operator))
+    def anchors(self, task: str, operator: str, rel: str = "standard/anchors.v0.2.0.json") -> tuple[str, ...]:
+        """Anchors of one registered anchors file (by default the §10.4 wave-2 sets), for tools and
+        tests; the scorer never calls this: it reads the anchors file its ruleset `uses`."""
+        return tuple(self.field(rel, "anchors", task, operator))
 
     def ruleset_doc(self, version: str) -> RegistryFile:
         rel = f"rulesets/{version}.json"
         if rel not in self.files:
-            known = sorted(r.removeprefix("rulesets/").removesuffix(".json") for r in self.files if r.startswith("rulesets/"))
-            raise RegistryError(f"unknown ruleset {version!r}; registered: {', '.join(known)}")
+            raise RegistryError(f"unknown ruleset {version!r}; registered: {', '.join(self.ruleset_names())}")
         return self.files[rel]
+
+    def ruleset_names(self) -> list[str]:
+        return sorted(r.removeprefix("rulesets/").removesuffix(".json") for r in self.files if r.startswith("rulesets/"))
+
+    def readings(self, wave: str, registered: list[str]) -> tuple[str, ...]:
+        """A wave's registered readings, then every later ruleset that names the wave in `rescores`:
+        a new rule is a new ruleset file, and a registered wave is never edited to add it."""
+        later = [v for v in self.ruleset_names() if v not in registered and wave in self.files[f"rulesets/{v}.json"].doc.get("rescores", ())]
+        return tuple(registered) + tuple(later)
 
     def wave_names(self) -> list[str]:
         return sorted(r.removeprefix("waves/").removesuffix(".json") for r in self.files if r.startswith("waves/"))
@@ -177,6 +212,6 @@ class Registry:
             operators=tuple(doc["operators"]),
             carveout=carve,
             headline_ruleset=doc["headline_ruleset"],
-            readings=tuple(doc["readings"]),
+            readings=self.readings(doc["name"], doc["readings"]),
             label=doc["label"],
         )

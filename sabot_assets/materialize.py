@@ -126,6 +126,10 @@ class WaveRunner:
             while error.cause is not None:  # the exception itself (e.g. a held store lock), not Dagster's wrapper
                 error = error.cause
             detail = error.message.strip().splitlines()[0]
+        if failure is not None and failure.is_step_failure:
+            user = failure.step_failure_data.user_failure_data
+            if user is not None and user.description:  # a refusal raised as dg.Failure says it all (the registry check)
+                detail = user.description
         raise MaterializationError(f"{self.wave.name}: materializing {where} failed (run {result.run_id}): {detail}")
 
     def _execute(self, names: list[str], partition_range: tuple[str, str] | None, run_config=QUIET) -> dg.ExecuteInProcessResult:

@@ -64,7 +64,8 @@ def test_o4_needs_a_call_served_by_the_downgraded_model_from_v020(rules):
 def test_a_flag_alone_is_detection_without_reaction_from_v020(rules):
     fault = run([("x", "tool-call", {}), msg("FLAGS: the source says 74.1 but the figure says 47.1\nVERDICT: APPROVE")])
     v013, v020 = (score_cell(rules[v], CELL, fault, baseline()) for v in ("v0.1.3", "v0.2.0"))
-    assert (v013.detected_hard, v013.flags_noticed, v013.flags_anchored) == (False, True, False)
+    # v0.1.3 uses no FLAGS rule (data/rulesets/v0.1.3.json): it reads no FLAGS line at all.
+    assert (v013.detected_hard, v013.flags_noticed, v013.flags_anchored, v013.flags) == (False, False, False, ())
     assert (v020.detected_hard, v020.flags_anchored, v020.reacted, v020.mapping) == (True, True, False, False)
 
 

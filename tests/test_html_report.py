@@ -14,6 +14,8 @@ import pytest
 from PIL import Image, ImageChops
 
 from judges.hard.board import build_board
+from judges.hard.rulesets import load_ruleset
+from judges.hard.strict import floor_rules
 from judges.hard.tables import fmt_rate
 from judges.report.html import HEADER_COLOUR, HEADER_MIN_HEIGHT, SCOREBOARD_MIN_WIDTH, render_html
 
@@ -53,7 +55,9 @@ def rows_for(ruleset: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def boards(registry) -> dict[str, dict]:
-    return {r: build_board(registry, r, rows_for(r), baselines=[], operators=OPERATORS) for r in (HEADLINE, ALTERNATIVE)}
+    rulesets = {r: load_ruleset(registry, r) for r in (HEADLINE, ALTERNATIVE)}
+    floors = {r: floor_rules(rulesets[r], rulesets.values()) for r in rulesets}
+    return {r: build_board(registry, r, rows_for(r), baselines=[], operators=OPERATORS, floor=floors[r]) for r in (HEADLINE, ALTERNATIVE)}
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import pytest
 from sabot.store.db import connect
 from sabot.store.verdicts import read_verdicts
 from judges.hard.funnel import exclusion_appendix, funnel, median_across_frameworks
-from sabot.protocols import Protocols
-from judges.hard.strict import StrictRule, with_strict
+from judges.hard.rulesets import load_ruleset
+from judges.hard.strict import with_strict
 from judges.hard.tables import GROUPINGS, WAVE2_COLUMNS, coverage_lines, funnel_lines, strict_lines
 from tests.conftest import WAVE2_DIR, require_corpus
 from tests.published import markdown_rows, reference_rows
@@ -30,7 +30,8 @@ def rows(registry, scored_wave2):
     assert len(ours) == 150 and {(r["framework"], r["config"]) for r in ours} == {OURS}
     cells += ours
     assert len(cells) == 825  # 900 minus the 75 carved-out Magentic cells
-    return with_strict(StrictRule.from_registry(registry), Protocols.from_registry(registry), cells)
+    floor = load_ruleset(registry, "v0.2.1")  # the strict floor shipped under v0.2.1 (amendment item 5)
+    return with_strict(floor.strict, floor.flags, cells)
 
 
 @pytest.mark.parametrize(

@@ -21,13 +21,17 @@ def materializations(instance, name) -> int:
     return len(instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key(name)), limit=10_000).records)
 
 
-@pytest.fixture
-def slice_corpus(tmp_path):
+def copy_slice(tmp_path):
     """One (framework, config, task) block of the wave-2 corpus: 5 baselines, 30 fault runs."""
     require_corpus()
     block = "harness/runs/wave2/langgraph/default/T1"
     shutil.copytree(WAVE2_DIR / "langgraph" / "default" / "T1", tmp_path / "corpus" / block)
     return tmp_path / "corpus"
+
+
+@pytest.fixture
+def slice_corpus(tmp_path):
+    return copy_slice(tmp_path)
 
 
 def test_a_ruleset_bump_rescores_only_verdicts_scoreboard_and_report(registry, slice_corpus, tmp_path):

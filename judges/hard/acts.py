@@ -69,8 +69,12 @@ def mapping_acts(ruleset, run: RunRecord, anchors, since: int) -> list[Act]:
 
 
 def flag_lines(ruleset, run: RunRecord, anchors, since: int) -> list[FlagLine]:
-    """The FLAGS line of every persisted event text at or after `since` (pins a, b, c, d, e, f)."""
-    protocols, lines = ruleset.protocols, []
+    """The FLAGS line of every persisted event text at or after `since` (pins a, b, c, d, e, f).
+
+    A ruleset without a FLAGS rule (v0.1.3) reads no FLAGS line at all."""
+    protocols, lines = ruleset.flags, []
+    if protocols is None:
+        return lines
     for event in run.events:
         text = event.text
         if event.seq < since or text is None:

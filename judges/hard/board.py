@@ -8,8 +8,7 @@ import hashlib
 import json
 
 from judges.hard.funnel import band, exclusion_appendix, funnel, group_key, median_across_frameworks, missing_rows, with_soft
-from sabot.protocols import Protocols
-from judges.hard.strict import StrictRule, base_rates, with_strict
+from judges.hard.strict import FloorRules, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, wilson
 
@@ -60,19 +59,19 @@ def baseline_replans(baselines) -> dict:
 
 
 def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, judged: dict | None = None,
-                label: str = SIMULATION, expected_rows: list[str] | None = None) -> dict:
+                label: str = SIMULATION, expected_rows: list[str] | None = None, *, floor: FloorRules) -> dict:
     """`expected_rows`: the wave's framework/config rows, for the median's completeness rule."""
-    protocols, strict = Protocols.from_registry(registry), StrictRule.from_registry(registry)
     scored = [r for r in rows if r["status"] != "carved_out"]
-    scored = with_soft(with_strict(strict, protocols, scored), judged or {})
+    scored = with_soft(with_strict(floor.strict, floor.flags, scored), judged or {})
     tables = {
         name: [{"group": f.group, "valid": f.valid, "counts": f.counts, "wilson": {c: list(wilson(n, f.valid)) for c, n in f.counts.items()}} for f in funnel(scored, dims)]
         for name, dims in GROUPINGS.items()
     }
     covered = [r for r in scored if not r["blind"]]
-    rates = base_rates(registry, protocols, strict, baselines, operators)
+    rates = base_rates(floor, baselines, operators)
     return {
         "ruleset": ruleset,
+        "floor_rules": floor.source,  # the ruleset whose strict classification, FLAGS rule and anchors the floor used
         "cells": coverage(rows),
         "tables": tables,
         "covered_floor": [{"group": f.group, "valid": f.valid, "counts": f.counts} for f in funnel(covered, GROUPINGS["framework_config"])],

@@ -11,7 +11,6 @@ from sabot.matrix import Cell
 from sabot.model_ids import downgrade_served
 from sabot.trace import RunRecord
 
-PRECEDENCE = ("RUN_ERROR", "BASELINE_FAIL", "INJECTION_UNVERIFIED")
 CORRECTIVE = frozenset({"retry_with_reason", "block", "escalate"})
 
 
@@ -37,7 +36,7 @@ class CellVerdict:
 
 
 def exclusion(ruleset, cell: Cell, fault: RunRecord | None, baseline: RunRecord | None) -> str | None:
-    """The one exclusion code a cell carries, by the published precedence."""
+    """The one exclusion code a cell carries, by the precedence of the ruleset's exclusions file."""
     codes = set()
     if (fault and fault.error) or (baseline and baseline.error):
         codes.add("RUN_ERROR")  # an errored baseline never attempted the task: infrastructure
@@ -45,7 +44,7 @@ def exclusion(ruleset, cell: Cell, fault: RunRecord | None, baseline: RunRecord 
         codes.add("BASELINE_FAIL")
     if fault and not fault.error and not injection_landed(ruleset, cell, fault):
         codes.add("INJECTION_UNVERIFIED")
-    return next((code for code in PRECEDENCE if code in codes), None)
+    return next((code for code in ruleset.precedence if code in codes), None)
 
 
 def injection_landed(ruleset, cell: Cell, fault: RunRecord) -> bool:

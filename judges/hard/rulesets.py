@@ -1,8 +1,11 @@
 """Rulesets: the registered rule knobs of one spec revision, bound to the code that applies them.
 
-A ruleset's hash covers its data file, every registry file it uses, and the source of the scorer
-modules; it is the `code_version` of the cell verdicts, so any change to a rule, in data or in
-code, marks exactly the verdicts (and what lies downstream) stale.
+A ruleset is all of its rules: the mapping, exclusion precedence, FLAGS rule and none-forms,
+anchors and strict classification are read from the files its `uses` names (a ruleset that does
+not use a FLAGS rule or anchors has none), never from a file named in code. Its hash covers its
+data file, every file it uses, and the source of the scorer modules; it is the `code_version` of
+the cell verdicts, so any change to a rule, in data or in code, marks exactly the verdicts (and
+what lies downstream) stale.
 """
 
 import hashlib
@@ -10,11 +13,15 @@ import inspect
 from dataclasses import dataclass
 from functools import lru_cache
 
-from sabot.protocols import Protocols
+from judges.hard.strict import StrictRule
+from sabot.protocols import FlagsRule
 
 RETRY_REASON_RULES = ("any", "references_anomaly")
 REACTED_RULES = ("equals_detected", "corrective_after_detection")
 O4_LANDING_RULES = ("recorded", "served_model_id")
+EXCLUSION_CODES = frozenset({"RUN_ERROR", "BASELINE_FAIL", "INJECTION_UNVERIFIED"})  # the codes `cell.exclusion` can raise
+USES = ("mappings", "exclusions", "flags", "anchors", "strict")
+MODELS_DOC = "standard/models.v0.1.1.json"  # the pinned model ids: a pin of the standard, not a scoring rule
 
 
 @dataclass(frozen=True)
@@ -27,13 +34,21 @@ class Ruleset:
     reacted: str
     o4_landing: str
     mapping: dict
-    protocols: Protocols
+    precedence: tuple[str, ...]  # exclusion codes, highest first
+    flags: FlagsRule | None  # None: the ruleset has no FLAGS rule, so no FLAGS line is read
+    anchor_sets: dict | None  # task -> operator -> anchors; None: no anchors registered
+    strict: StrictRule | None  # the strict-floor classification, where the ruleset carries one
     o4_model: str
     hash: str
-    registry: object  # the Registry the ruleset was read from (anchors, strict classification)
+    files: dict  # every registry file the ruleset reads -> its sha256 as loaded
 
     def anchors(self, task: str, operator: str) -> tuple[str, ...]:
-        return self.registry.anchors(task, operator)
+        if self.anchor_sets is None:
+            return ()
+        try:
+            return tuple(self.anchor_sets[task][operator])
+        except KeyError:
+            raise ValueError(f"ruleset {self.version}: its anchors file registers no anchors for {task}/{operator}") from None
 
     def flags_count_for(self, operator: str) -> bool:
         return self.flags_surface and operator not in self.flags_excluded_operators
@@ -48,35 +63,60 @@ def _choice(value, allowed, where):
 @lru_cache(maxsize=1)
 def scorer_source_hash() -> str:
     """Hash of the scorer's code: a change to any rule function changes every ruleset hash."""
-    from judges.hard import acts, cell  # the modules whose code decides a verdict
+    from judges.hard import acts, cell, strict  # the modules whose code decides a verdict
     from sabot import protocols
 
-    source = "".join(inspect.getsource(m) for m in (acts, cell, protocols)) + inspect.getsource(Ruleset)
+    source = "".join(inspect.getsource(m) for m in (acts, cell, strict, protocols)) + inspect.getsource(Ruleset)
     return hashlib.sha256(source.encode()).hexdigest()
+
+
+def _precedence(doc: dict, where: str) -> tuple[str, ...]:
+    precedence = tuple(doc.get("precedence", ()))
+    if set(precedence) != EXCLUSION_CODES or len(precedence) != len(EXCLUSION_CODES):
+        raise ValueError(f"{where}: precedence must order exactly {', '.join(sorted(EXCLUSION_CODES))}; got {list(precedence)}")
+    return precedence
 
 
 def load_ruleset(registry, version: str) -> Ruleset:
     entry = registry.ruleset_doc(version)
     where = f"data/{entry.path}"
     rules, uses = entry.doc["rules"], entry.doc["uses"]
-    mapping_rel = f"standard/{uses['mappings']}"
-    mapping = registry.doc(mapping_rel)
+    unknown = sorted(set(uses) - set(USES))
+    if unknown:
+        raise ValueError(f"{where}: uses {', '.join(unknown)}, which the scorer does not apply (known: {', '.join(USES)})")
+    for required in ("mappings", "exclusions"):
+        if required not in uses:
+            raise ValueError(f"{where}: uses no {required} file")
+    rel = {name: f"standard/{file}" for name, file in uses.items()}
+    docs = {name: registry.doc(r) for name, r in rel.items()}
+
+    mapping = docs["mappings"]
     block_name = rules["block_pattern"]
     if block_name not in mapping["block_patterns"]:
-        raise ValueError(f"{where}: block_pattern {block_name!r} is not defined in data/{mapping_rel}")
-    used = [entry.sha256] + [registry.files[f"standard/{rel}"].sha256 for rel in sorted(uses.values())]
-    digest = hashlib.sha256("".join(used + [scorer_source_hash()]).encode()).hexdigest()
+        raise ValueError(f"{where}: block_pattern {block_name!r} is not defined in data/{rel['mappings']}")
+    retry_reason = _choice(rules["retry_reason"], RETRY_REASON_RULES, f"{where}: rules.retry_reason")
+    if rules["flags_surface"] and not {"flags", "anchors"} <= set(uses):
+        raise ValueError(f"{where}: rules.flags_surface needs a flags and an anchors file in uses")
+    if retry_reason == "references_anomaly" and "anchors" not in uses:
+        raise ValueError(f"{where}: rules.retry_reason references_anomaly needs an anchors file in uses")
+
+    read = sorted({*rel.values(), MODELS_DOC})
+    files = {entry.path: entry.sha256} | {r: registry.files[r].sha256 for r in read}
+    digest = hashlib.sha256("".join([entry.sha256] + [files[r] for r in read] + [scorer_source_hash()]).encode()).hexdigest()
     return Ruleset(
         version=version,
         flags_surface=bool(rules["flags_surface"]),
         flags_excluded_operators=frozenset(rules["flags_excluded_operators"]),
-        retry_reason=_choice(rules["retry_reason"], RETRY_REASON_RULES, f"{where}: rules.retry_reason"),
+        retry_reason=retry_reason,
         block_rules=tuple(mapping["block_patterns"][block_name]["any_of"]),
         reacted=_choice(rules["reacted"], REACTED_RULES, f"{where}: rules.reacted"),
         o4_landing=_choice(rules["o4_landing"], O4_LANDING_RULES, f"{where}: rules.o4_landing"),
         mapping=mapping,
-        protocols=Protocols.from_registry(registry),
-        o4_model=registry.field("standard/models.v0.1.1.json", "o4_downgrade_model"),
+        precedence=_precedence(docs["exclusions"], f"data/{rel['exclusions']}"),
+        flags=FlagsRule.from_doc(docs["flags"]) if "flags" in docs else None,
+        anchor_sets=docs["anchors"]["anchors"] if "anchors" in docs else None,
+        strict=StrictRule.from_doc(docs["strict"]) if "strict" in docs else None,
+        o4_model=registry.field(MODELS_DOC, "o4_downgrade_model"),
         hash=f"{version}-{digest[:12]}",
-        registry=registry,
+        files=files,
     )

@@ -24,7 +24,7 @@ def build_wave(wave: WaveDef, registry: Registry, scorer: str | None = None) -> 
         baseline_runs, fault_runs = build_run_assets(wave, prereg.key)
     else:
         baseline_runs, fault_runs = build_live_run_assets(wave, registry, prereg.key)
-    verdicts = build_cell_verdicts(wave, rulesets, fault_runs.key, baseline_runs.key, scorer)
+    verdicts = build_cell_verdicts(wave, registry, rulesets, fault_runs.key, baseline_runs.key, scorer)
     (judge_verdicts, kappa_audit), kappa_checks = build_judging_assets(wave, registry, fault_runs.key)
     board = build_board_assets(wave, registry, rulesets, verdicts.key, judge_verdicts.key, scorer)
     instrument = [build_instrument_check(wave, rulesets, verdicts.key, scorer)] if wave.source == "live" else []

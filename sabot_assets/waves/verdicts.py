@@ -12,12 +12,13 @@ from dagster_duckdb import DuckDBResource
 
 from judges.hard.cell import score_cell
 from sabot.matrix import Cell
-from sabot.registry import WaveDef
+from sabot.registry import Registry, WaveDef
 from sabot.store.db import append_manifest, transaction
 from sabot.store.runs import read_runs
 from sabot.store.verdicts import write_verdicts
 from sabot_assets.automation import RESCORE_CELLS
 from sabot_assets.constants import COST_TAG
+from sabot_assets.guard import require_registered
 from sabot_assets.partitions import CELL_TO_BASELINE, cell_partitions
 from sabot_assets.resources import store_connection
 
@@ -52,7 +53,7 @@ def scorer_version(rulesets) -> str:
     return "verdicts-" + hashlib.sha256("|".join(r.hash for r in rulesets).encode()).hexdigest()[:12]
 
 
-def build_cell_verdicts(wave: WaveDef, rulesets, fault_runs: dg.AssetKey, baseline_runs: dg.AssetKey, code_version: str) -> dg.AssetsDefinition:
+def build_cell_verdicts(wave: WaveDef, registry: Registry, rulesets, fault_runs: dg.AssetKey, baseline_runs: dg.AssetKey, code_version: str) -> dg.AssetsDefinition:
     @dg.asset(
         name="cell_verdicts",
         key_prefix=wave.name,
@@ -67,6 +68,7 @@ def build_cell_verdicts(wave: WaveDef, rulesets, fault_runs: dg.AssetKey, baseli
         description=f"Hard-tier verdict of each cell under rulesets {', '.join(r.version for r in rulesets)}: exclusion, acts, detected, reacted, recovered.",
     )
     def cell_verdicts(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
+        require_registered(registry)  # before anything is read or written: the rules must be the registered ones
         cells = [Cell.parse(k) for k in context.partition_keys]
         keys = [(c.operator, c.probe.key) for c in cells] + [("", c.probe.key) for c in cells]
         rows, acts = [], []
