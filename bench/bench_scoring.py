@@ -1,13 +1,24 @@
-"""Benchmark: the pure scorer, and scoring the imported wave-2 row through Dagster.
+"""Benchmark: the pure scorer, a rule change over a full live wave 2, and the public row.
 
-    .venv/bin/python bench/bench_scoring.py [--repeat 3] [--corpus ../shared/external/sabot-public]
+    .venv/bin/python bench/bench_scoring.py [--repeat 3] [--live-var DIR] [--corpus ../shared/external/sabot-public]
 
-Figures, not assertions: timings vary with the machine, so they are reported, never tested.
-Each Dagster measurement uses a fresh store and a fresh on-disk SQLite instance, as the CLI does.
+Figures, not assertions: timings vary with the machine, so they are reported, never tested. On a
+shared machine wall time depends on the load, so CPU time is printed beside it.
+
+- pure scorer: `score_cell` over 1,000 cells (the imported fault cells, cycled), headline ruleset;
+- rescore of a full live wave 2 (825 cells + 75 carved out, 150 baselines) after a hard-rule
+  change: a new ruleset file whose anchors differ in one anchor, then `rescore_wave` (what
+  `sabot wave rescore` runs): cell verdicts, scoreboard and report through Dagster, on a copy of a
+  store and instance made by `sabot wave run wave2` (built under --live-var on first use: minutes);
+  the pure scorer over the same cells and rulesets in the same process gives the ratio;
+- the published wave-2 row through Dagster, and `sabot corpus score` cold in a new process.
 """
 
 import argparse
+import json
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -15,28 +26,21 @@ import tempfile
 import time
 from pathlib import Path
 
-import dagster as dg
-from dagster_duckdb import DuckDBResource
-
-from judges.hard.cell import score_cell
-from judges.hard.rulesets import load_ruleset
-from sabot.corpus import scan
-from sabot.matrix import Cell
-from sabot.registry import Registry
-from sabot_assets.corpus_jobs import import_corpus, score_corpus
-from sabot_assets.definitions import build_definitions
-
 PROJECT = Path(__file__).resolve().parents[1]
+ONE_ANCHOR = ("T1", "O2", "no issues", "no open issues")
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
+def timed(fn) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def pure_scorer(registry, corpus) -> tuple[int, float, float]:
-    """Cells scored, seconds for the headline rulesets, seconds for all three rulesets."""
+def cells_of(registry, corpus):
+    from sabot.corpus import scan
+    from sabot.matrix import Cell
+
     work = []
     for name in ("public_wave1", "public_wave2"):
         wave = registry.wave(name)
@@ -44,58 +48,150 @@ def pure_scorer(registry, corpus) -> tuple[int, float, float]:
         for (op, probe_key), fault in runs.items():
             if op is not None:
                 work.append((wave, Cell.parse(f"{op}|{probe_key}"), fault, runs.get((None, probe_key))))
+    return work
+
+
+def pure_scorer(registry, work, n=1000) -> float:
+    """Seconds for `n` cell scorings under each cell's headline ruleset."""
+    from judges.hard.cell import score_cell
+    from judges.hard.rulesets import load_ruleset
+
     rulesets = {v: load_ruleset(registry, v) for v in ("v0.1.3", "v0.2.0", "v0.2.1")}
+    batch = [work[i % len(work)] for i in range(n)]
 
-    def score(versions):
-        for wave, cell, fault, baseline in work:
-            for v in versions(wave):
-                score_cell(rulesets[v], cell, fault, baseline, wave.is_carved_out(cell))
+    def score():
+        for wave, cell, fault, baseline in batch:
+            score_cell(rulesets[wave.headline_ruleset], cell, fault, baseline, wave.is_carved_out(cell))
 
-    headline = timed(lambda: score(lambda w: [w.headline_ruleset]))
-    every = timed(lambda: score(lambda w: w.readings))
-    return len(work), headline, every
+    return timed(score)[0]
 
 
-def through_dagster(registry, corpus) -> tuple[float, float]:
-    """(import: run assets, scoring: cell verdicts + scoreboard + report) for the wave-2 row."""
+def registry_with_rule_change(tmp: Path):
+    """A registry copy plus one new ruleset (v0.2.0 with one anchor changed) that re-scores wave2."""
+    from sabot.registry import DATA_DIR, Registry
+
+    root = tmp / "data"
+    shutil.copytree(DATA_DIR, root)
+    task, op, old, new = ONE_ANCHOR
+    anchors = json.loads((root / "standard/anchors.v0.2.0.json").read_text())
+    anchors["anchors"][task][op] = [new if a == old else a for a in anchors["anchors"][task][op]]
+    (root / "standard/anchors.v0.2.0-bench.json").write_text(json.dumps(anchors))
+    ruleset = json.loads((root / "rulesets/v0.2.0.json").read_text())
+    ruleset.update(version="v0.2.0-bench", rescores=["wave2"])
+    ruleset["uses"]["anchors"] = "anchors.v0.2.0-bench.json"
+    (root / "rulesets/v0.2.0-bench.json").write_text(json.dumps(ruleset))
+    Registry(root).write_lock()
+    return Registry(root)
+
+
+def ensure_live_wave2(live_var: Path) -> None:
+    if (live_var / "sabot.duckdb").exists():
+        return
+    print(f"building a full live wave 2 under {live_var} (`sabot wave run wave2`, several minutes)...", flush=True)
+    env = {**os.environ, "SABOT_VAR": str(live_var)}
+    subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", "wave2"], env=env, check=True, capture_output=True)
+
+
+def rescore_live_wave2(live_var: Path) -> dict:
+    """One rule change over a copy of the live wave-2 store and instance: Dagster vs pure scorer."""
+    import dagster as dg
+    from dagster_duckdb import DuckDBResource
+
+    from judges.hard.cell import score_cell
+    from judges.hard.rulesets import load_ruleset
+    from sabot.matrix import Cell
+    from sabot.store.db import connect
+    from sabot.store.runs import read_runs
+    from sabot_assets.definitions import build_definitions
+    from sabot_assets.rescore import rescore_wave
+
+    with tempfile.TemporaryDirectory(dir=live_var.parent) as tmp:
+        tmp = Path(tmp)
+        shutil.copytree(live_var, tmp / "var")
+        os.environ.update(DAGSTER_HOME=str(PROJECT), SABOT_DAGSTER_STORAGE=str(tmp / "var" / "dagster"))
+        registry = registry_with_rule_change(tmp)
+        store_path = tmp / "var" / "sabot.duckdb"
+        with dg.DagsterInstance.get() as instance:
+            defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
+            out = {}
+            wall, cpu = timed(lambda: out.setdefault("r", rescore_wave(registry, defs, instance, store_path, "wave2", "v0.2.0-bench")))
+        result = out["r"]
+        # The pure scorer over the same cells and rulesets, runs read from the same store.
+        wave = registry.wave("wave2")
+        rulesets = [load_ruleset(registry, v) for v in wave.readings]
+        cells = [Cell(op, p) for p in wave.probes() for op in wave.operators]
+        with connect(store_path, read_only=True) as con:
+            runs = read_runs(con, wave.name, [(c.operator, c.probe.key) for c in cells] + [("", p.key) for p in wave.probes()])
+
+        def score():
+            for cell in cells:
+                fault, baseline = runs.get((cell.operator, cell.probe.key)), runs.get(("", cell.probe.key))
+                for r in rulesets:
+                    score_cell(r, cell, fault.record if fault else None, baseline.record if baseline else None, wave.is_carved_out(cell))
+
+        pure = timed(score)[0]
+    return {"wall": wall, "cpu": cpu, "pure": pure, "cells": result.cells, "runs": result.runs, "flips": len(result.flips), "rulesets": len(rulesets)}
+
+
+def public_row_through_dagster(registry, corpus) -> tuple[float, float]:
+    """(import: run assets, scoring: cell + judge verdicts, kappa, scoreboard, report) for the wave-2 row,
+    on a fresh instance with the project's storage (dagster.yaml)."""
+    import dagster as dg
+    from dagster_duckdb import DuckDBResource
+
+    from sabot_assets.corpus_jobs import import_corpus, score_corpus
+    from sabot_assets.definitions import build_definitions
+
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "dagster").mkdir()
-        with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+        os.environ.update(DAGSTER_HOME=str(PROJECT), SABOT_DAGSTER_STORAGE=str(tmp / "dagster"))
+        with dg.DagsterInstance.get() as instance:
             store_path = tmp / "sabot.duckdb"
             defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
             imported = {}
-            t_import = timed(lambda: imported.setdefault("r", import_corpus(registry, defs, instance, store_path, corpus, "public_wave2")))
-            t_score = timed(lambda: score_corpus(imported["r"]))
+            t_import = timed(lambda: imported.setdefault("r", import_corpus(registry, defs, instance, store_path, corpus, "public_wave2")))[0]
+            t_score = timed(lambda: score_corpus(imported["r"]))[0]
     return t_import, t_score
 
 
-def cold_cli(corpus) -> float:
-    """Wall time of the whole `sabot corpus score` command in a new process and a fresh store."""
+def cold_cli(corpus) -> tuple[float, float]:
+    """(wall, CPU) of the whole `sabot corpus score` command in a new process and a fresh store."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [str(PROJECT / ".venv" / "bin" / "sabot"), "corpus", "score", str(corpus), "--wave", "public_wave2", "--json", f"{tmp}/out.json"]
-        env = {**os.environ, "SABOT_VAR": tmp}
-        return timed(lambda: subprocess.run(cmd, env=env, check=True, capture_output=True))
+        env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")} | {"SABOT_VAR": tmp}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = timed(lambda: subprocess.run(cmd, env=env, check=True, capture_output=True))[0]
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=PROJECT.parent / "shared" / "external" / "sabot-public")
+    parser.add_argument("--live-var", type=Path, default=PROJECT / "var" / "bench-wave2", help="SABOT_VAR of a full live wave 2 (built if absent)")
     args = parser.parse_args()
-    registry = Registry()
+    from sabot.registry import Registry
 
-    pure = [pure_scorer(registry, args.corpus) for _ in range(args.repeat)]
-    dagster = [through_dagster(registry, args.corpus) for _ in range(args.repeat)]
-    cli = [cold_cli(args.corpus) for _ in range(args.repeat)]
+    registry = Registry()
     med = statistics.median
-    print(f"machine: {os.cpu_count()} cores, Python {sys.version.split()[0]}; median of {args.repeat} runs")
-    print(f"pure scorer, {pure[0][0]} imported fault cells (+ baselines), headline ruleset: {med(p[1] for p in pure) * 1000:.0f} ms")
-    print(f"pure scorer, same cells under all three rulesets:                 {med(p[2] for p in pure) * 1000:.0f} ms")
-    print(f"wave-2 row through Dagster, import (baseline_runs + fault_runs):   {med(d[0] for d in dagster):.2f} s")
-    print(f"wave-2 row through Dagster, scoring (cell + judge verdicts, kappa, scoreboard, report): {med(d[1] for d in dagster):.2f} s")
-    print(f"wave-2 row through Dagster, import + scoring:                      {med(d[0] + d[1] for d in dagster):.2f} s")
-    print(f"`sabot corpus score` cold, new process and fresh store:            {med(cli):.2f} s")
+    ensure_live_wave2(args.live_var)
+    work = cells_of(registry, args.corpus)
+    pure = [pure_scorer(registry, work) for _ in range(args.repeat)]
+    live = [rescore_live_wave2(args.live_var) for _ in range(args.repeat)]
+    row = [public_row_through_dagster(registry, args.corpus) for _ in range(args.repeat)]
+    cli = [cold_cli(args.corpus) for _ in range(args.repeat)]
+    one = live[0]
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, Python {sys.version.split()[0]}; median of {args.repeat} runs")
+    print(f"pure scorer, 1,000 cells (imported fault cells, cycled), headline ruleset:  {med(pure) * 1000:.0f} ms")
+    print(f"rule change over live wave 2 ({one['cells']} cells x {one['rulesets']} rulesets, {one['runs']} Dagster runs, {one['flips']} flipped): "
+          f"{med(x['wall'] for x in live):.2f} s wall, {med(x['cpu'] for x in live):.2f} s CPU")
+    print(f"  pure scorer, the same cells and rulesets, same process:                  {med(x['pure'] for x in live) * 1000:.0f} ms")
+    ratios = ", ".join(f"{x['wall'] / x['pure']:.0f}x" for x in live)
+    print(f"  Dagster (wall) / pure scorer, per run: {ratios}")
+    print(f"wave-2 public row through Dagster, import (baseline_runs + fault_runs):      {med(r[0] for r in row):.2f} s")
+    print(f"wave-2 public row through Dagster, scoring (cell + judge verdicts, kappa, scoreboard, report): {med(r[1] for r in row):.2f} s")
+    print(f"`sabot corpus score` cold, new process and fresh store:                     {med(c[0] for c in cli):.2f} s wall, {med(c[1] for c in cli):.2f} s CPU")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,11 @@ from sabot.store.db import connect
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.corpus_jobs import import_corpus, score_corpus
 from sabot_assets.definitions import build_definitions
+from sabot_assets.rescore import rescore_wave
 from tests.registry_copy import CHANGED, NEW_RULESET, add_one_anchor_ruleset, copy_registry
-from tests.test_rescore import WAVE, slice_corpus  # noqa: F401  (fixture)
+from tests.test_rescore import WAVE, materializations, slice_corpus  # noqa: F401  (fixture)
+
+ASSETS = ("preregistration", "baseline_runs", "fault_runs", "cell_verdicts", "judge_verdicts", "kappa_audit", "scoreboard", "report")
 
 VERDICT = ("status", "excluded", "mapping", "flags_anchored", "detected_hard", "reacted", "recovered", "flags_noticed")
 
@@ -60,9 +63,17 @@ def test_one_changed_anchor_flips_exactly_its_cells_and_only_under_its_ruleset(r
         with connect(store_path, read_only=True) as con:
             stored = {(r["operator"], r["probe"]): r for r in read_verdicts(con, WAVE, "v0.2.0")}
 
+        counts = {n: materializations(instance, n) for n in ASSETS}
+
+        # The user's path after a rule change: a new ruleset file, then `sabot wave rescore`.
         copied = add_one_anchor_ruleset(copy_registry(tmp_path))
-        score_corpus(import_corpus(copied, build_definitions(copied, store), instance, store_path, slice_corpus, WAVE))
+        result = rescore_wave(copied, build_definitions(copied, store), instance, store_path, WAVE, NEW_RULESET)
         after = {r: verdicts(store_path, r) for r in ("v0.1.3", "v0.2.0", "v0.2.1", NEW_RULESET)}
+        ran = {n: materializations(instance, n) - counts[n] for n in ASSETS}
+
+    # Exactly cell verdicts (every stored cell), scoreboard and report; no run, no judge verdict.
+    assert ran == {n: {"cell_verdicts": 30, "scoreboard": 1, "report": 1}.get(n, 0) for n in ASSETS}
+    assert (result.cells, result.runs, result.compared_with) == (30, 2, "v0.2.0")
 
     for ruleset in ("v0.1.3", "v0.2.0", "v0.2.1"):
         assert after[ruleset] == before[ruleset], f"{ruleset} moved although none of its files did"
@@ -78,5 +89,6 @@ def test_one_changed_anchor_flips_exactly_its_cells_and_only_under_its_ruleset(r
             expected.add(key)
     flipped = {k for k in after[NEW_RULESET] if after[NEW_RULESET][k] != after["v0.2.0"][k]}
     assert expected and flipped == expected
+    assert {tuple(f.cell.split("|")) for f in result.flips} == expected  # what the command prints
     for key in flipped:
         assert after["v0.2.0"][key][VERDICT.index("detected_hard")] and not after[NEW_RULESET][key][VERDICT.index("detected_hard")]

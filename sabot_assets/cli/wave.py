@@ -64,6 +64,45 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
         raise SystemExit(1)
 
 
+@wave.command("rescore")
+@click.argument("name")
+@click.option("--ruleset", default=None, help="Reading to print and compare (default: the wave's headline ruleset).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
+def wave_rescore(name, ruleset, json_out):
+    """After a rule change: re-materialize cell verdicts, scoreboard and report only; print the
+    board and the cells whose verdict flipped (no run and no judge call is repeated)."""
+    guarded(_rescore, Context(), name, ruleset, json_out)
+
+
+SHOWN_FLIPS = 200  # a larger change is summarized; --json holds every cell
+
+
+def _rescore(ctx: Context, name: str, ruleset: str | None, json_out: Path | None):
+    import json
+
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.export import score_document, scoreboard_text
+    from sabot_assets.rescore import rescore_wave
+
+    started = time.perf_counter()
+    result = rescore_wave(ctx.registry, ctx.defs(), ctx.instance(), STORE_PATH, name, ruleset)
+    doc = score_document(STORE_PATH, result.wave, result.ruleset)
+    doc["flipped"] = [{"cell": f.cell, "before": f.before, "after": f.after} for f in result.flips]
+    against = "its previous verdicts" if result.compared_with == result.ruleset else f"the headline {result.compared_with} (first scoring under {result.ruleset})"
+    click.echo(f"{name}: re-scored {result.cells} cells under {result.ruleset} in {result.runs} Dagster run(s); compared with {against}")
+    click.echo(scoreboard_text(doc))
+    click.echo(f"flipped: {len(result.flips)} cell(s)")
+    for flip in result.flips[:SHOWN_FLIPS]:
+        click.echo(f"  {flip.describe()}")
+    if len(result.flips) > SHOWN_FLIPS:
+        click.echo(f"  ... and {len(result.flips) - SHOWN_FLIPS} more (all of them in --json)")
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")
+        click.echo(f"wrote {json_out}")
+    click.echo(f"done in {time.perf_counter() - started:.1f} s")
+
+
 @wave.command("export")
 @click.argument("name")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))

@@ -1,0 +1,85 @@
+"""Re-scoring a wave after a rule change: cell verdicts, scoreboard and report, nothing else.
+
+A rule change (a new ruleset file, or a change to the scorer's code) touches only the hard tier:
+run assets are never re-run and judge verdicts are not downstream of hard-tier rules. The cells
+are re-materialized through the asset graph in as few runs as the stored runs allow (one run for a
+complete wave), then the scoreboard and report; the verdicts before and after are compared.
+"""
+
+from dataclasses import dataclass
+
+import dagster as dg
+
+from sabot.matrix import Cell, Probe
+from sabot.registry import Registry, RegistryError, WaveDef
+from sabot.store.db import connect
+from sabot.store.verdicts import read_verdicts
+from sabot_assets.materialize import WaveRunner, blocks
+
+VERDICT_FIELDS = ("status", "excluded", "detected_hard", "reacted", "recovered")
+RESCORED = ("cell_verdicts", "scoreboard", "report")
+
+
+@dataclass(frozen=True)
+class Flip:
+    cell: str  # operator|probe
+    before: dict
+    after: dict
+
+    def describe(self) -> str:
+        changed = [f"{k} {self.before[k]} -> {self.after[k]}" for k in VERDICT_FIELDS if self.before[k] != self.after[k]]
+        return f"{self.cell}: {', '.join(changed)}"
+
+
+@dataclass
+class Rescore:
+    wave: WaveDef
+    ruleset: str
+    compared_with: str  # the reading whose earlier verdicts the new ones are compared with
+    cells: int
+    runs: int  # Dagster runs launched
+    flips: list[Flip]
+
+
+def _verdicts(store_path, wave: str, ruleset: str) -> dict:
+    with connect(store_path, read_only=True) as con:
+        return {f"{r['operator']}|{r['probe']}": {k: r[k] for k in VERDICT_FIELDS} for r in read_verdicts(con, wave, ruleset)}
+
+
+def _stored_cell_ranges(store_path, wave: WaveDef) -> list[tuple[str, str]]:
+    """Cell partition ranges covering the stored runs: one for a complete wave, else one per block."""
+    with connect(store_path, read_only=True) as con:
+        probes = [Probe.parse(p) for (p,) in con.execute("SELECT DISTINCT probe FROM runs WHERE wave = ?", [wave.name]).fetchall()]
+    touched = {(p.framework, p.config, p.task) for p in probes}
+    if not touched:
+        raise RegistryError(f"wave {wave.name} has no stored runs to re-score (run or import it first)")
+    if touched == {(f, c, t) for f in wave.frameworks for c in wave.configs for t in wave.tasks}:
+        # Cell keys are framework-major with the seed last: the whole matrix is one rectangle.
+        first = Probe(wave.frameworks[0], wave.configs[0], wave.tasks[0], wave.seeds[0])
+        last = Probe(wave.frameworks[-1], wave.configs[-1], wave.tasks[-1], wave.seeds[-1])
+        return [(Cell(wave.operators[0], first).key, Cell(wave.operators[-1], last).key)]
+    return [block.cell_range(wave) for block in blocks(wave, touched)]
+
+
+def rescore_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, store_path, wave_name: str,
+                 ruleset: str | None = None) -> Rescore:
+    """Re-materialize the hard tier of a wave's stored cells, then its board; report what flipped."""
+    registry.require_registered()
+    wave = registry.wave(wave_name)
+    ruleset = ruleset or wave.headline_ruleset
+    if ruleset not in wave.readings:
+        raise RegistryError(
+            f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {ruleset!r} "
+            f"(a later ruleset reads a wave when its file lists the wave under \"rescores\")"
+        )
+    before = _verdicts(store_path, wave.name, ruleset)
+    compared_with = ruleset if before else wave.headline_ruleset
+    before = before or _verdicts(store_path, wave.name, wave.headline_ruleset)
+    spans = _stored_cell_ranges(store_path, wave)
+    runner = WaveRunner(defs, wave, instance, tags={"sabot/rescore": ruleset})
+    for span in spans:
+        runner.run(["cell_verdicts"], span)
+    runner.run(["scoreboard", "report"])
+    after = _verdicts(store_path, wave.name, ruleset)
+    flips = [Flip(cell, before[cell], after[cell]) for cell in sorted(after) if cell in before and before[cell] != after[cell]]
+    return Rescore(wave, ruleset, compared_with, len(after), len(spans) + 1, flips)
