@@ -18,12 +18,17 @@ def _patterns(registry) -> dict[str, re.Pattern]:
     return {role: re.compile(spec["served_as"]) for role, spec in roles.items()}
 
 
-def served_as(registry, role: str, model_id: str | None) -> bool:
-    """True when `model_id` (as a provider reported it) is `role`'s pinned model or its dated snapshot."""
+def served_pattern(registry, role: str) -> re.Pattern:
+    """The registered pattern of served ids that count as `role`'s model."""
     patterns = _patterns(registry)
     if role not in patterns:
         raise KeyError(f"data/{MODEL_IDS}: no role {role!r} (have {', '.join(sorted(patterns))})")
-    return isinstance(model_id, str) and patterns[role].fullmatch(model_id) is not None
+    return patterns[role]
+
+
+def served_as(registry, role: str, model_id: str | None) -> bool:
+    """True when `model_id` (as a provider reported it) is `role`'s pinned model or its dated snapshot."""
+    return isinstance(model_id, str) and served_pattern(registry, role).fullmatch(model_id) is not None
 
 
 def downgrade_served(registry, model_ids) -> bool:

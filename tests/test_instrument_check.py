@@ -24,7 +24,7 @@ def test_agreement_counts_and_lists_disagreements(registry):
     ]
     intents = {("O1", "a"): REJECTED, ("O1", "b"): REJECTED, ("O1", "c"): APPROVED, ("O6", "d"): APPROVED}
     acts = {("O1", "c"): [{"component": "validator", "act": "reject", "counted": True}, {"component": "validator", "act": "retry_with_reason", "counted": True}]}
-    doc = agreement(rows, intents, acts, registry, ruleset)
+    doc = agreement(rows, intents, acts, ruleset)
     assert doc["total"]["detection"] == {"agree": 2, "disagree": 1, "deterministic": 1, "undetermined": 0}
     assert doc["total"]["recovery"]["disagree"] == 1 and doc["total"]["recovery"]["undetermined"] == 3
     assert sorted((d["cell"], d["axis"]) for d in doc["disagreements"]) == [("O1|b", "detection"), ("O1|b", "reaction"), ("O6|d", "recovery")]
@@ -35,5 +35,5 @@ def test_an_anchored_flags_line_is_expected_detection_only_where_the_ruleset_sco
     flagged = [{"stage": "reviewer", "acted": False, "flags_line": "FLAGS: the source says 74.1 but the figure says 47.1"}]
     row = cell(probe="e")  # the scorer saw no detection
     for version, expected in (("v0.1.3", 0), ("v0.2.0", 1)):
-        doc = agreement([row], {("O1", "e"): flagged}, {}, registry, load_ruleset(registry, version))
+        doc = agreement([row], {("O1", "e"): flagged}, {}, load_ruleset(registry, version))
         assert doc["total"]["detection"]["disagree"] == expected, version

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 from judges.hard.acts import Act, flag_acts, flag_lines, mapping_acts
 from sabot.matrix import Cell
-from sabot.model_ids import downgrade_served
 from sabot.trace import RunRecord
 
 CORRECTIVE = frozenset({"retry_with_reason", "block", "escalate"})
@@ -51,7 +50,7 @@ def injection_landed(ruleset, cell: Cell, fault: RunRecord) -> bool:
     if not fault.injection_verified:
         return False
     if cell.operator == "O4" and ruleset.o4_landing == "served_model_id":
-        return downgrade_served(ruleset.registry, fault.served_model_ids())  # §10.7.2, dated snapshots included
+        return any(isinstance(m, str) and ruleset.o4_downgrade_ids.fullmatch(m) for m in fault.served_model_ids())  # §10.7.2, dated snapshots included
     return True
 
 

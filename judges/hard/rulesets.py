@@ -9,11 +9,13 @@ what lies downstream) stale.
 """
 
 import hashlib
+import re
 import inspect
 from dataclasses import dataclass
 from functools import lru_cache
 
 from judges.hard.strict import StrictRule
+from sabot.model_ids import MODEL_IDS, served_pattern
 from sabot.protocols import FlagsRule
 
 RETRY_REASON_RULES = ("any", "references_anomaly")
@@ -39,6 +41,7 @@ class Ruleset:
     anchor_sets: dict | None  # task -> operator -> anchors; None: no anchors registered
     strict: StrictRule | None  # the strict-floor classification, where the ruleset carries one
     o4_model: str
+    o4_downgrade_ids: re.Pattern  # served ids that count as the O4 target: the pin or a dated snapshot (§10.7.2)
     hash: str
     files: dict  # every registry file the ruleset reads -> its sha256 as loaded
 
@@ -100,7 +103,7 @@ def load_ruleset(registry, version: str) -> Ruleset:
     if retry_reason == "references_anomaly" and "anchors" not in uses:
         raise ValueError(f"{where}: rules.retry_reason references_anomaly needs an anchors file in uses")
 
-    read = sorted({*rel.values(), MODELS_DOC})
+    read = sorted({*rel.values(), MODELS_DOC, MODEL_IDS})
     files = {entry.path: entry.sha256} | {r: registry.files[r].sha256 for r in read}
     digest = hashlib.sha256("".join([entry.sha256] + [files[r] for r in read] + [scorer_source_hash()]).encode()).hexdigest()
     return Ruleset(
@@ -117,6 +120,7 @@ def load_ruleset(registry, version: str) -> Ruleset:
         anchor_sets=docs["anchors"]["anchors"] if "anchors" in docs else None,
         strict=StrictRule.from_doc(docs["strict"]) if "strict" in docs else None,
         o4_model=registry.field(MODELS_DOC, "o4_downgrade_model"),
+        o4_downgrade_ids=served_pattern(registry, "o4_downgrade_model"),
         hash=f"{version}-{digest[:12]}",
         files=files,
     )

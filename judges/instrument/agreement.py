@@ -64,7 +64,7 @@ def expectation(row: dict, entries: list[dict], anchors, flags_count: bool, any_
     return Expectation(detected, reacted, recovered, why)
 
 
-def agreement(rows, intents: dict, acts: dict, registry, ruleset) -> dict:
+def agreement(rows, intents: dict, acts: dict, ruleset) -> dict:
     """Agreement per axis, per operator and per scoreboard row, with every disagreement listed.
 
     rows: stored verdicts of one ruleset; intents: (operator, probe) -> intent entries;

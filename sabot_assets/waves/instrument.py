@@ -32,7 +32,7 @@ def build_instrument_check(wave: WaveDef, rulesets, cell_verdicts: dg.AssetKey, 
             intents = read_intents(con, wave.name)
             for ruleset in rulesets:
                 rows = read_verdicts(con, wave.name, ruleset.version)
-                docs[ruleset.version] = agreement(rows, intents, read_wave_acts(con, wave.name, ruleset.version), ruleset.registry, ruleset)
+                docs[ruleset.version] = agreement(rows, intents, read_wave_acts(con, wave.name, ruleset.version), ruleset)
             body = agreement_markdown(wave.name, docs, wave.headline_ruleset) if intents else f"{wave.name}: no intent log (not a simulated wave)."
             write_report(con, wave.name, "instrument", "json", json.dumps(docs, sort_keys=True), context.run_id)
             write_report(con, wave.name, "instrument", "md", body, context.run_id)
