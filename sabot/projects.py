@@ -247,6 +247,7 @@ class ProjectRegistry(Registry):
         self._put(f"standard/{mapping_rel}", standard_mapping(p, self.doc("standard/mappings.v0.1.2.json")), mapping_sha)
         ruleset = json.loads(json.dumps(self.doc(f"rulesets/{HEADLINE}.json")))
         ruleset["uses"]["mappings"] = mapping_rel
+        ruleset["uses"]["strict"] = "strict_anchors.v0.2.1.json"  # the board's strict floor, with no classification for the project's task
         ruleset["rules"]["flags_surface"] = bool(p.mapping.get("flags_surface", False))  # only the surfaces the mapping names
         ruleset["summary"] = f"{ruleset['summary']} Applied to {p.name}'s registered mapping ({p.root.name}/{PROJECT_DIR}/mapping.json); FLAGS surface {'on' if ruleset['rules']['flags_surface'] else 'off'}."
         self._put(f"rulesets/{HEADLINE}.json", ruleset, sha256_bytes((self.files[f"rulesets/{HEADLINE}.json"].sha256 + mapping_sha).encode()))
@@ -262,6 +263,10 @@ class ProjectRegistry(Registry):
         strict = json.loads(json.dumps(self.doc("standard/strict_anchors.v0.2.1.json")))
         strict["kept"][p.task_id] = {op: [] for op in OPERATORS}  # no injection-only anchor classification for a project
         self._put("standard/strict_anchors.v0.2.1.json", strict, self.files["standard/strict_anchors.v0.2.1.json"].sha256)
+        anchors_rel = f"standard/{ruleset['uses']['anchors']}"  # a ruleset reads its anchors from its own files: add the project's
+        anchors = json.loads(json.dumps(self.doc(anchors_rel)))
+        anchors["anchors"][p.task_id] = {op: list(p.anchors(op)) for op in p.operator_ids}
+        self._put(anchors_rel, anchors, sha256_bytes((self.files[anchors_rel].sha256 + p.shas[f"{PROJECT_DIR}/operators.json"]).encode()))
         self._put(f"seeds/{p.name}.json", {"name": f"seeds_{p.name}", "seeds": list(p.seeds)}, p.shas[f"{PROJECT_DIR}/project.json"])
         self._put(f"waves/{p.name}.json", {
             "name": p.name, "source": "live", "corpus_dir": None, "protocol": 1, "seeds": f"seeds/{p.name}.json", "carveout": None,
@@ -288,3 +293,15 @@ class ProjectRegistry(Registry):
     def lock_problems(self) -> list[str]:
         data = Registry(self.root).lock_problems()
         return data + Project.load(self.project.root).lock_problems()
+
+    def require_still_registered(self, rels=None) -> None:
+        """The scoring guard for a project wave: the standard's files it lays over, as on disk, and the
+        project's own files, both as this registry loaded them and as they are on disk now."""
+        data = [rel for rel in (self.files if rels is None else rels) if rel in self._data_files]
+        Registry(self.root).require_still_registered(data)
+        locked = self.project.locked()
+        problems = [f"{self.project.root.name}/{rel}: loaded while edited (sha256 {sha[:12]}, registered {locked.get(rel, 'absent')[:12]}); reload the definitions"
+                    for rel, sha in self.project.shas.items() if locked.get(rel) != sha]
+        problems += Project.load(self.project.root).lock_problems()
+        if problems:
+            raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
