@@ -22,11 +22,11 @@ def current_identity(registry, runner_version: str, protocol: int) -> Identity:
     return Identity(runner_version, endpoint.label, pipeline, downgrade, protocol)
 
 
-def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identity: Identity, dagster_run_id: str) -> Path:
+def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identity: Identity, dagster_run_id: str, replay=None) -> Path:
     """Run one slot once (the runner's own retry-once included) and return its finished attempt directory."""
     directory = runroot.allocate(run_root, spec.wave, _probe(spec), spec.operator)
     started = runroot.started_now()
-    outcome = run(spec, registry, work_root)
+    outcome = run(spec, registry, work_root, replay=replay)  # replay: answered from a Recording, nothing sent
     record = outcome.record
     return runroot.write_attempt(directory, spec.wave, record, "run_error" if record.error else "complete", identity,
                                  outcome.intent, dagster_run_id, started)

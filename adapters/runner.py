@@ -25,6 +25,7 @@ from sabot.protocols import Protocols
 from operators import make_fault
 from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served
+from sabot.pricing import PriceTable, call_rows, totals
 from sabot.recorder import Recorder
 from sabot.trace import RunRecord
 
@@ -92,7 +93,7 @@ def isolated_home(run_dir: Path):
             os.environ["HOME"] = previous
 
 
-def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None" = None, call_policy: CallPolicy | None = None) -> RunOutcome:
+def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None", call_policy: CallPolicy | None, spent: list) -> RunOutcome:
     if spec.framework not in PIPELINES:
         raise AdapterMissing(f"no {spec.framework} adapter yet; runnable frameworks: {', '.join(PIPELINES)}")
     models = registry.doc("standard/models.v0.1.1.json")
@@ -115,6 +116,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None" 
         label = replay.endpoint_label if replay is not None else endpoint.label
         gateway = stack.enter_context(ModelGateway(upstream, call_policy or CallPolicy.load(registry), spec.run_id,
                                                    replay.exchanges if replay is not None else None))
+        stack.callback(lambda: spent.extend(gateway.exchanges))  # every call made, whatever the run's end
         # The clients see only the gateway, with a placeholder key and a timeout longer than its budget.
         client_endpoint = dataclasses.replace(endpoint, base_url=gateway.base_url, api_key=GATEWAY_KEY, timeout=gateway.policy.client_timeout)
         stack.enter_context(isolated_home(run_dir))
@@ -151,17 +153,28 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
         from adapters.byo.runner import run_project
 
         return run_project(spec, registry.project, work_root)
-    error, failed_exchanges = None, []
+    error, failed_exchanges, calls = None, [], []
+    prices = PriceTable.from_registry(registry)
     provider = provider_from_env("", "")
     where = provider.label if provider else "the scripted model on 127.0.0.1"
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)
+        spent: list = []
         try:
-            return _execute(spec, registry, run_dir, replay, call_policy)
+            outcome = _execute(spec, registry, run_dir, replay, call_policy, spent)
+            outcome.record.extra["usage"] = _usage(calls + call_rows(spent, prices, attempt), prices)
+            return outcome
         except INFRASTRUCTURE_ERRORS as exc:
             error = f"attempt {attempt}: {type(exc).__name__}: {exc} (endpoint: {where})"
             failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
+            calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too
     extra = {"exchanges": failed_exchanges} if failed_exchanges else {}
+    extra["usage"] = _usage(calls, prices)
     record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error, extra=extra)
     return RunOutcome(record, [])
+
+
+def _usage(rows: list[dict], prices: PriceTable) -> dict:
+    """The run's model usage and cost, every attempt's calls included: what its cell metadata shows."""
+    return {**totals(rows, prices.source), "per_call": rows}

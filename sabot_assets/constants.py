@@ -13,6 +13,7 @@ BOARD_VERSION = "board-v1"
 REPORT_VERSION = "report-v1"
 PREREGISTRATION_VERSION = "prereg-v1"
 
+REPLAY_TAG = "sabot/replay"  # "true": every model call is answered from the stored exchanges, none sent
 COST_TAG = "sabot/cost"  # "cheap" assets may be automated; nothing else ever is
 
 # Live runs: bump RUNNER_VERSION by hand when the pipelines, prompts or scripted model change.

@@ -8,6 +8,7 @@ from sabot.registry import WaveDef
 from sabot.store.board import read_report
 from sabot.store.db import connect
 from sabot.store.landing import latest_import
+from sabot.store.spend import spend_of_project, spend_of_wave
 from sabot.store.verdicts import read_verdicts
 
 CELL_FIELDS = (
@@ -24,6 +25,7 @@ def score_document(store_path, wave: WaveDef, ruleset: str) -> dict:
         imported = latest_import(con, wave.name) or {"missing": [], "not_run": []}
         instrument = read_report(con, wave.name, "instrument", "json") if wave.source == "live" else None
         instrument_md = read_report(con, wave.name, "instrument", "md") if instrument else None
+        spend, project_spend = spend_of_wave(con, wave.name), spend_of_project(con)
     return {
         "wave": wave.name,
         "label": board.get("label", wave.label),
@@ -36,6 +38,8 @@ def score_document(store_path, wave: WaveDef, ruleset: str) -> dict:
         "not_run": imported["not_run"],
         "instrument_check": json.loads(instrument) if instrument else None,
         "instrument_check_md": instrument_md,
+        "spend": spend,
+        "project_spend": project_spend,
     }
 
 

@@ -6,7 +6,7 @@ import dagster as dg
 
 from adapters.runner import PIPELINES
 from sabot.registry import Registry, RegistryError
-from sabot_assets.constants import RERUN_TAG
+from sabot_assets.constants import REPLAY_TAG, RERUN_TAG
 from sabot_assets.materialize import Block, RunTally, WaveRunner
 
 
@@ -38,7 +38,7 @@ def _pick(wave_name: str, what: str, wanted, registered) -> list:
 
 
 def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, wave_name: str, frameworks=None,
-             progress=iter, selection: Slice | None = None, rerun: bool = False) -> WaveRun:
+             progress=iter, selection: Slice | None = None, rerun: bool = False, replay: bool = False) -> WaveRun:
     """Baselines and fault runs block by block (one framework, config and task at a time), then the board.
 
     Cells whose stored run is complete at the same runner version, endpoint, model ids and protocol
@@ -56,7 +56,11 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     operators = tuple(_pick(wave_name, "operator", selection.operators, wave.operators)) if selection.operators else None
     runnable = [f for f in wanted if f in PIPELINES]
     skipped = [f"{f}: no adapter yet" for f in wanted if f not in PIPELINES]
-    runner = WaveRunner(defs, wave, instance, {RERUN_TAG: "true"} if rerun else None)
+    # A replay re-executes every selected cell (a new attempt each), answered from its stored exchanges.
+    tags = {RERUN_TAG: "true"} if rerun or replay else {}
+    if replay:
+        tags[REPLAY_TAG] = "true"
+    runner = WaveRunner(defs, wave, instance, tags or None)
     runner.preregister()
     blocks = [Block(fw, cfg, task, task, operators) for fw in runnable for cfg in configs for task in tasks]
     for block in progress(blocks):

@@ -167,3 +167,48 @@ def test_the_call_policy_is_registered_and_an_override_file_is_laid_over_it(regi
     override.write_text(json.dumps({"retry": {"max_attempts": "many"}}))
     with pytest.raises(ValueError, match="policy.json: malformed call policy"):
         CallPolicy.load(registry, environ={"SABOT_CALL_POLICY": str(override)})
+
+
+# -- record and replay of one run ------------------------------------------------------------------
+
+
+def recorded_run(registry, tmp_path):
+    from adapters.runner import Recording
+
+    outcome = run(SPEC, registry, tmp_path / "live", call_policy=fast_policy())
+    record = outcome.record
+    return record, Recording(record.extra["exchanges"], record.extra["endpoint"], outcome.intent)
+
+
+def test_a_replayed_run_sends_nothing_and_equals_the_recorded_one(registry, tmp_path, monkeypatch):
+    from adapters.scripted import server as scripted_server
+
+    record, recording = recorded_run(registry, tmp_path)
+    monkeypatch.setattr(scripted_server.ScriptedModelServer, "start", lambda self: pytest.fail("replay started a server"))
+    replayed = run(SPEC, registry, tmp_path / "replay", replay=recording, call_policy=fast_policy())
+    assert replayed.record == record and replayed.intent == recording.intent
+    assert record.extra["usage"]["calls"] == len(record.extra["exchanges"]) > 0
+
+
+def test_a_request_missing_from_the_recording_fails_loudly_naming_cell_and_call(registry, tmp_path):
+    from adapters.gateway import ReplayMiss
+    from adapters.runner import Recording
+
+    record, recording = recorded_run(registry, tmp_path)
+    missing = Recording(recording.exchanges[:1], recording.endpoint_label, recording.intent)  # drop call 2 onward
+    with pytest.raises(ReplayMiss, match=rf"replay of {SPEC.run_id}: call 2 \(POST /chat/completions, model gpt-5.6-terra.*not in the recording"):
+        run(SPEC, registry, tmp_path / "replay", replay=missing, call_policy=fast_policy())
+
+
+def test_a_failed_exchange_replays_as_the_same_failure(registry, tmp_path, monkeypatch):
+    from adapters.runner import Recording
+
+    down = Flaky(Reply(status=500, error="upstream broke"), failures=10**6)
+    with ScriptedModelServer(down) as server:
+        as_provider(monkeypatch, server)
+        failed = run(SPEC, registry, tmp_path / "live", call_policy=fast_policy(max_attempts=2)).record
+    monkeypatch.delenv("SABOT_MODEL_BASE_URL")
+    recording = Recording(failed.extra["exchanges"], "", [])
+    replayed = run(SPEC, registry, tmp_path / "replay", replay=recording, call_policy=fast_policy()).record
+    assert replayed.error and not replayed.task_passed, "never replayed as a success"
+    assert replayed.error.split(" (endpoint:")[0] == failed.error.split(" (endpoint:")[0]

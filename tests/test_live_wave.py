@@ -122,3 +122,59 @@ def test_the_demo_prints_agreement_and_no_finding_words(demo, registry):
     assert "No median across frameworks and no band: simulation" in text
     rates = [cell for line in text.splitlines() if line.startswith("| ") and "/" in line for cell in line.split("|")[3:-1] if "%" in cell]
     assert rates and all(SIMULATION in cell for cell in rates)
+
+
+# -- spend and replay over the demo wave (reusing its live run above) ---------------------------------
+
+
+def stored_records(store_path, wave):
+    with connect(store_path, read_only=True) as con:
+        rows = con.execute("SELECT operator, probe, record FROM runs WHERE wave = ? AND status = 'present'", [wave]).fetchall()
+    return {(op, probe): json.loads(record) for op, probe, record in rows}
+
+
+def test_the_boards_spend_is_the_recorded_usage_times_the_registered_price(demo, registry):
+    from sabot_assets.export import score_document
+
+    _, store_path = demo
+    prices = registry.doc("standard/prices.v0.2.1.json")["per_million_tokens"]
+    expected, calls = 0.0, 0
+    for record in stored_records(store_path, "demo").values():  # priced here from the raw replies, independently
+        for x in record["exchanges"]:
+            usage = x["reply"]["usage"]
+            price = prices[x["reply"]["model"]]
+            expected += (usage["prompt_tokens"] * price["input"] + usage["completion_tokens"] * price["output"]) / 1e6
+            calls += 1
+    wave = registry.wave("demo")
+    spend = score_document(store_path, wave, wave.headline_ruleset)["spend"]
+    assert calls > 500 and spend["calls"] == calls and spend["unpriced_calls"] == 0
+    assert spend["cost_usd"] == pytest.approx(expected, rel=1e-9) and expected > 0
+    assert {r["grp"] for r in spend["by_row"]} == {f"{f}/{c}" for f in ("langgraph", "crewai", "autogen") for c in ("default", "guardrail")}
+    assert spend["endpoints"] == ["simulation (scripted model on 127.0.0.1)"]
+
+
+def test_replaying_the_demo_without_the_scripted_model_reproduces_every_record(demo, registry, monkeypatch):
+    from adapters.scripted import server as scripted_server
+    from sabot.store.board import read_report
+
+    _, store_path = demo
+    before = stored_records(store_path, "demo")
+    with connect(store_path, read_only=True) as con:
+        board_before = read_report(con, "demo", "v0.2.0", "board.json")
+        intent_before = intents(store_path, "demo")
+
+    def refuse(self):
+        raise AssertionError("a replay must not start the scripted model")
+
+    monkeypatch.setattr(scripted_server.ScriptedModelServer, "start", refuse)
+    monkeypatch.delenv("SABOT_MODEL_BASE_URL", raising=False)
+    tmp = store_path.parent
+    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+        defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
+        run_wave(registry, defs, instance, "demo", replay=True)
+    after = stored_records(store_path, "demo")
+    assert len(before) == 6 * 5 * 7 - 15 and after.keys() == before.keys()
+    assert after == before  # exchanges, events, verdict inputs, usage: equal (timings replay as recorded)
+    with connect(store_path, read_only=True) as con:
+        assert read_report(con, "demo", "v0.2.0", "board.json") == board_before
+    assert intents(store_path, "demo") == intent_before

@@ -111,7 +111,9 @@ def usage_for(request: dict, reply: Reply) -> dict:
     prompt = estimate_tokens(json.dumps(request.get("messages", []), sort_keys=True))
     spoken = (reply.content or "") + "".join(c.name + c.arguments for c in reply.tool_calls)
     completion = estimate_tokens(spoken)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    # Reported in the provider's shape; the scripted model caches nothing and does no hidden reasoning.
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}
 
 
 def error_body(status: int, message: str) -> dict:

@@ -14,6 +14,7 @@ import pandas as pd
 from sabot.matrix import Probe
 from sabot.store.db import now, replace_rows
 from sabot.runroot import Attempt, Identity
+from sabot.store.spend import write_calls
 from sabot.trace import RunRecord, parse_runresult, to_runresult
 
 RUN_COLUMNS = [
@@ -56,6 +57,8 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
     runs_df = pd.DataFrame(runs, columns=RUN_COLUMNS).astype({"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"})
     replace_rows(con, "runs", keys, runs_df)
     replace_rows(con, "events", keys, pd.DataFrame(events, columns=EVENT_COLUMNS))
+    for s in slots:  # spend follows every stored record, so no write path can drop it
+        write_calls(con, wave, s.operator, s.probe.key, s.record, s.source_sha256)
     present = sum(1 for s in slots if s.record)
     return present, len(slots) - present
 

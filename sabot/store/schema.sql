@@ -219,3 +219,28 @@ CREATE TABLE IF NOT EXISTS judge_verdicts (
     dagster_run_id     VARCHAR NOT NULL,
     PRIMARY KEY (wave, operator, probe, prompt_variant)
 );
+
+-- Every model call a stored run record made (all of its attempts: a failed attempt was paid for
+-- too), priced from the registered price table. Keyed by the record's content hash, so storing the
+-- same record again (or replaying it) adds nothing, while a new attempt of a cell adds its own rows.
+CREATE TABLE IF NOT EXISTS model_calls (
+    wave              VARCHAR NOT NULL,
+    operator          VARCHAR NOT NULL, -- '' for baselines
+    probe             VARCHAR NOT NULL,
+    run_id            VARCHAR NOT NULL,
+    record_sha256     VARCHAR NOT NULL,
+    attempt           INTEGER NOT NULL, -- the runner's attempt (1, or 2 after an infrastructure retry)
+    n                 INTEGER NOT NULL, -- the call's order within its attempt
+    model             VARCHAR,
+    status            INTEGER,
+    upstream_attempts INTEGER NOT NULL, -- tries the call policy made for this call
+    prompt_tokens     BIGINT NOT NULL,
+    completion_tokens BIGINT NOT NULL,
+    cached_tokens     BIGINT NOT NULL,
+    reasoning_tokens  BIGINT NOT NULL,
+    usage_reported    BOOLEAN NOT NULL,
+    cost_usd          DOUBLE,           -- NULL: unpriced model or no usage reported, never 0
+    price_table       VARCHAR NOT NULL,
+    endpoint          VARCHAR,
+    PRIMARY KEY (wave, operator, probe, record_sha256, attempt, n)
+);

@@ -21,7 +21,8 @@ def wave():
 @click.option("--operator", "operators", multiple=True, help="Limit the fault runs to these operators, e.g. O1 (repeatable); baselines still run.")
 @click.option("--rerun", is_flag=True, help="Run the selected cells again even where a matching complete run is stored (a new attempt each).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
-def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out):
+@click.option("--replay", is_flag=True, help="Re-execute the selected cells with every model call answered from their stored exchanges; nothing is sent to any model.")
+def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out, replay):
     """Run a registered live wave (e.g. `demo`) or a project folder (a team's own pipeline), score it, print it.
 
     A cell whose stored run is complete at the same runner version, endpoint, model ids and
@@ -30,10 +31,10 @@ def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out):
     from sabot_assets.wave_jobs import Slice
 
     selection = Slice(frameworks or None, configs or None, tasks or None, operators or None)
-    guarded(_wave, Context(), name, selection, rerun, json_out)
+    guarded(_wave, Context(), name, selection, rerun, json_out, replay)
 
 
-def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None):
+def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False):
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
@@ -45,8 +46,11 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
-    click.echo(f"{name}: model endpoint: {endpoint.label if endpoint else offline}")
-    result = run_wave(ctx.registry, ctx.defs(), ctx.instance(), name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun)
+    if replay:
+        click.echo(f"{name}: replay: every model call is answered from the stored exchanges; no model is called")
+    else:
+        click.echo(f"{name}: model endpoint: {endpoint.label if endpoint else offline}")
+    result = run_wave(ctx.registry, ctx.defs(), ctx.instance(), name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
     tally = result.tally

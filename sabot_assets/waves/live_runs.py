@@ -23,13 +23,14 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from adapters.run_attempt import current_identity, run_attempt
-from adapters.runner import RunSpec
+from adapters.runner import Recording, RunSpec
 from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, WaveDef
 from sabot.store.db import StoreLocked, append_manifest
+from sabot.store.recordings import read_recording
 from sabot.store.runs import ingest_attempt
-from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, UNINGESTED_KEY
+from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, UNINGESTED_KEY
 from sabot_assets.partitions import cell_partitions, probe_partitions
 from sabot_assets.resources import store_connection
 from sabot_assets.waves.cell_metadata import attempt_metadata, carved_out_metadata, log_line
@@ -98,6 +99,7 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     run_root, work_root = run_root_of(store), Path(store.database).parent / "runs" / wave.name
     identity = current_identity(registry, RUNNER_VERSION, wave.protocol)
     rerun = context.run.tags.get(RERUN_TAG) == "true"
+    replaying = context.run.tags.get(REPLAY_TAG) == "true"  # answered from the stored exchanges, nothing sent
     slot_of = {t: ((t.operator, t.probe) if isinstance(t, Cell) else (None, t)) for t in targets}
     runnable = [t for t in targets if not (isinstance(t, Cell) and wave.is_carved_out(t))]
     settle = Settle(context, store, asset, run_root)
@@ -119,7 +121,8 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
             operator, probe = slot_of[target]
             spec = RunSpec(wave.name, wave.protocol, probe.framework, probe.config, probe.task, operator, probe.seed)
             started = time.perf_counter()
-            directory = run_attempt(spec, registry, run_root, work_root, identity, context.run_id)
+            recording = _recording(store, wave, spec, probe) if replaying else None
+            directory = run_attempt(spec, registry, run_root, work_root, identity, context.run_id, replay=recording)
             settle.finished(target.key, directory, seconds=time.perf_counter() - started)
     tally, errors = settle.tally, settle.errors
     context.log.info(f"{asset}: {len(targets)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}")
@@ -131,6 +134,12 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
         except StoreLocked as exc:
             settle.locked = exc
     _fail_if_needed(asset, errors, settle.waiting, settle.locked, tally)
+
+
+def _recording(store: DuckDBResource, wave: WaveDef, spec: RunSpec, probe: Probe) -> Recording:
+    with store_connection(store) as con:
+        stored = read_recording(con, wave.name, spec.operator, probe.key, spec.run_id)
+    return Recording(stored.exchanges, stored.endpoint_label, stored.intent)
 
 
 def _fail_if_needed(asset: str, errors: dict, waiting: list, locked, tally: dict) -> None:

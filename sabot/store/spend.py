@@ -1,0 +1,71 @@
+"""Model spend in the store: the priced calls of every stored run record, per run, wave and project."""
+
+import pandas as pd
+
+from sabot.store.db import insert
+
+CALL_COLUMNS = [
+    "wave", "operator", "probe", "run_id", "record_sha256", "attempt", "n", "model", "status", "upstream_attempts",
+    "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "usage_reported", "cost_usd",
+    "price_table", "endpoint",
+]
+SUMS = ("COUNT(*) AS calls, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens, "
+        "COALESCE(SUM(cached_tokens), 0) AS cached_tokens, COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens, "
+        "COALESCE(SUM(cost_usd), 0) AS cost_usd, COUNT(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_calls")
+
+
+def write_calls(con, wave: str, operator: str | None, probe: str, record, record_sha256: str | None) -> int:
+    """Store a run record's priced calls (from its `usage`), once per record content (call in a transaction)."""
+    usage = (record.extra or {}).get("usage") if record else None
+    if not usage or not record_sha256:
+        return 0
+    op = operator or ""
+    con.execute("DELETE FROM model_calls WHERE wave = ? AND operator = ? AND probe = ? AND record_sha256 = ?",
+                [wave, op, probe, record_sha256])
+    rows = [{"wave": wave, "operator": op, "probe": probe, "run_id": record.run_id, "record_sha256": record_sha256,
+             "price_table": usage["price_table"], "endpoint": record.extra.get("endpoint"),
+             **{k: r[k] for k in CALL_COLUMNS if k in r}} for r in usage["per_call"]]
+    frame = pd.DataFrame(rows, columns=CALL_COLUMNS).astype({"status": "Int64", "n": "Int64", "cost_usd": "Float64"})
+    insert(con, "model_calls", frame)
+    return len(rows)
+
+
+def _summary(row, names) -> dict:
+    return dict(zip(names, row))
+
+
+def _has_calls_table(con) -> bool:
+    # A store last written before spend was recorded, opened read-only, has no such table yet.
+    return bool(con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'model_calls'").fetchone())
+
+
+def spend_of_wave(con, wave: str) -> dict | None:
+    """A wave's calls, tokens and cost, in total and per framework/config row."""
+    if not _has_calls_table(con):
+        return None
+    cur = con.execute(f"SELECT {SUMS} FROM model_calls WHERE wave = ?", [wave])
+    names = [d[0] for d in cur.description]
+    total = _summary(cur.fetchone(), names)
+    cur = con.execute(
+        f"SELECT split_part(probe, '.', 1) || '/' || split_part(probe, '.', 2) AS grp, {SUMS} FROM model_calls "
+        "WHERE wave = ? GROUP BY grp ORDER BY grp", [wave])
+    names = [d[0] for d in cur.description]
+    rows = [_summary(r, names) for r in cur.fetchall()]
+    endpoints = sorted({e for (e,) in con.execute("SELECT DISTINCT endpoint FROM model_calls WHERE wave = ? AND endpoint IS NOT NULL", [wave]).fetchall()})
+    return {"wave": wave, **total, "by_row": rows, "endpoints": endpoints}
+
+
+def spend_of_project(con) -> dict | None:
+    """Every wave's spend in this store: what a project's budget is measured against."""
+    if not _has_calls_table(con):
+        return None
+    cur = con.execute(f"SELECT {SUMS} FROM model_calls")
+    names = [d[0] for d in cur.description]
+    total = _summary(cur.fetchone(), names)
+    waves = [w for (w,) in con.execute("SELECT DISTINCT wave FROM model_calls ORDER BY wave").fetchall()]
+    return {**total, "waves": waves}
+
+
+def spend_of_run(con, wave: str, operator: str | None, probe: str) -> dict:
+    cur = con.execute(f"SELECT {SUMS} FROM model_calls WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator or "", probe])
+    return _summary(cur.fetchone(), [d[0] for d in cur.description])
