@@ -1,7 +1,9 @@
 """Where model calls go: the bundled scripted model (default) or a real OpenAI-compatible provider.
 
 A real provider is used only when both SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY are set. The
-key is held here and handed to the client; it is never recorded in a trace, the store or a log.
+key is held here and handed only to the run's model gateway (adapters/gateway/), which sends it
+upstream; the pipelines' clients talk to the gateway with a local placeholder. The key is never
+recorded in a trace, the store or a log.
 """
 
 import os
