@@ -168,8 +168,8 @@ def test_replaying_the_demo_without_the_scripted_model_reproduces_every_record(d
 
     monkeypatch.setattr(scripted_server.ScriptedModelServer, "start", refuse)
     monkeypatch.delenv("SABOT_MODEL_BASE_URL", raising=False)
-    tmp = store_path.parent
-    with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+    (store_path.parent / "dagster-replay").mkdir()
+    with dg.instance_for_test(temp_dir=str(store_path.parent / "dagster-replay")) as instance:
         defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
         run_wave(registry, defs, instance, "demo", replay=True)
     after = stored_records(store_path, "demo")
