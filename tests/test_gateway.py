@@ -172,21 +172,26 @@ def test_the_call_policy_is_registered_and_an_override_file_is_laid_over_it(regi
 # -- record and replay of one run ------------------------------------------------------------------
 
 
-def recorded_run(registry, tmp_path):
+def recorded_run(registry, tmp_path, spec=SPEC):
     from adapters.runner import Recording
 
-    outcome = run(SPEC, registry, tmp_path / "live", call_policy=fast_policy())
+    outcome = run(spec, registry, tmp_path / "live", call_policy=fast_policy())
     record = outcome.record
     return record, Recording(record.extra["exchanges"], record.extra["endpoint"], outcome.intent)
 
 
-def test_a_replayed_run_sends_nothing_and_equals_the_recorded_one(registry, tmp_path, monkeypatch):
+@pytest.mark.parametrize("framework,config,operator", [
+    ("langgraph", "default", "O1"), ("langgraph", "guardrail", "O3"), ("crewai", "default", "O2"),
+    ("crewai", "guardrail", "O1"), ("autogen", "default", "O5"), ("autogen", "guardrail", "O4"),
+])
+def test_a_replayed_run_sends_nothing_and_equals_the_recorded_one(registry, tmp_path, monkeypatch, framework, config, operator):
     from adapters.scripted import server as scripted_server
 
-    record, recording = recorded_run(registry, tmp_path)
+    spec = RunSpec("t", 2, framework, config, "T3", operator, 11)
+    record, recording = recorded_run(registry, tmp_path, spec)
     monkeypatch.setattr(scripted_server.ScriptedModelServer, "start", lambda self: pytest.fail("replay started a server"))
-    replayed = run(SPEC, registry, tmp_path / "replay", replay=recording, call_policy=fast_policy())
-    assert replayed.record == record and replayed.intent == recording.intent
+    replayed = run(spec, registry, tmp_path / "replay", replay=recording, call_policy=fast_policy())
+    assert record.error is None and replayed.record == record and replayed.intent == recording.intent
     assert record.extra["usage"]["calls"] == len(record.extra["exchanges"]) > 0
 
 
