@@ -1,8 +1,12 @@
 """Model spend in the store: the priced calls of every stored run record, per run, wave and project."""
 
+import hashlib
+import json
+
 import pandas as pd
 
 from sabot.store.db import insert
+from sabot.trace import to_runresult
 
 CALL_COLUMNS = [
     "wave", "operator", "probe", "run_id", "record_sha256", "attempt", "n", "model", "status", "upstream_attempts",
@@ -14,11 +18,15 @@ SUMS = ("COUNT(*) AS calls, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, CO
         "COALESCE(SUM(cost_usd), 0) AS cost_usd, COUNT(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_calls")
 
 
-def write_calls(con, wave: str, operator: str | None, probe: str, record, record_sha256: str | None) -> int:
-    """Store a run record's priced calls (from its `usage`), once per record content (call in a transaction)."""
+def write_calls(con, wave: str, operator: str | None, probe: str, record, _source_sha256: str | None = None) -> int:
+    """Store a run record's priced calls (from its `usage`), once per record content (call in a transaction).
+
+    Keyed by the hash of the record's content, not of the file it came from: a replayed run, whose
+    record equals the original, adds no spend; a new attempt, with its own exchanges, adds its own."""
     usage = (record.extra or {}).get("usage") if record else None
-    if not usage or not record_sha256:
+    if not usage:
         return 0
+    record_sha256 = hashlib.sha256(json.dumps(to_runresult(record), sort_keys=True).encode()).hexdigest()
     op = operator or ""
     con.execute("DELETE FROM model_calls WHERE wave = ? AND operator = ? AND probe = ? AND record_sha256 = ?",
                 [wave, op, probe, record_sha256])
