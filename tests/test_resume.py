@@ -78,7 +78,9 @@ def test_a_bad_endpoint_keeps_the_good_runs_and_exits_non_zero(var):
     with connect(var / "sabot.duckdb", read_only=True) as con:
         good = con.execute("SELECT operator, probe, source_sha256 FROM runs ORDER BY 1, 2").fetchall()
         valid = con.execute("SELECT count(*) FROM cell_verdicts WHERE ruleset = 'v0.2.0' AND status = 'valid'").fetchone()[0]
-    bad = _sabot(var, *SLICE, SABOT_MODEL_BASE_URL=DEAD_ENDPOINT, SABOT_MODEL_API_KEY="sk-test")
+    quick = var.parent / "quick_call_policy.json"  # the gateway's call budget made short: a dead endpoint fails fast
+    quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}}))
+    bad = _sabot(var, *SLICE, SABOT_MODEL_BASE_URL=DEAD_ENDPOINT, SABOT_MODEL_API_KEY="sk-test", SABOT_CALL_POLICY=str(quick))
     assert bad.returncode == 1
     assert f"{SLOTS} cell(s) ended in RUN_ERROR" in bad.stderr
     listed = [line for line in bad.stderr.splitlines() if line.startswith("  ") and DEAD_ENDPOINT in line]
