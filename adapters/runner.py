@@ -13,9 +13,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-import openai
-
 from adapters.endpoint import Endpoint, provider_from_env, scripted
 from adapters.gateway import GATEWAY_KEY, CallPolicy, ModelGateway, Upstream
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
@@ -35,7 +32,23 @@ plugins.register("pipeline", "langgraph", "adapters.langgraph_pipeline:LangGraph
 plugins.register("pipeline", "crewai", "adapters.crewai_pipeline:CrewAIPipeline")
 plugins.register("pipeline", "autogen", "adapters.autogen_pipeline:AutoGenPipeline")
 PIPELINES = plugins.registered("pipeline")
-INFRASTRUCTURE_ERRORS = (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError, httpx.HTTPError, ConnectionError, TimeoutError)
+
+
+def infrastructure_errors() -> tuple[type[BaseException], ...]:
+    """The errors that mean the endpoint, not the pipeline, failed: a RUN_ERROR, never a miss.
+
+    Built on first use: importing the OpenAI client costs over a second, and the asset definitions
+    (which import this module) are loaded by every command, scoring ones included."""
+    import httpx
+    import openai
+
+    return (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError, httpx.HTTPError, ConnectionError, TimeoutError)
+
+
+def __getattr__(name: str):
+    if name == "INFRASTRUCTURE_ERRORS":  # the name other runners import (PEP 562: resolved on import)
+        return infrastructure_errors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class AdapterMissing(NotImplementedError):
@@ -165,7 +178,7 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
             outcome = _execute(spec, registry, run_dir, replay, call_policy, spent)
             outcome.record.extra["usage"] = _usage(calls + call_rows(spent, prices, attempt), prices)
             return outcome
-        except INFRASTRUCTURE_ERRORS as exc:
+        except infrastructure_errors() as exc:
             error = f"attempt {attempt}: {type(exc).__name__}: {exc} (endpoint: {where})"
             failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
             calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too

@@ -70,6 +70,16 @@ def test_wilson_matches_hand_computed_bounds(x, n, lo, hi):
     assert got[0] == pytest.approx(lo, abs=5e-5) and got[1] == pytest.approx(hi, abs=5e-5)
 
 
+@pytest.mark.parametrize("alpha", [0.05, 0.1, 0.01])
+def test_wilson_returns_statsmodels_floats_exactly(alpha):
+    from statsmodels.stats.proportion import proportion_confint
+
+    for n in range(1, 301):
+        for x in range(n + 1):
+            lo, hi = proportion_confint(x, n, alpha=alpha, method="wilson")
+            assert wilson(x, n, alpha) == (float(lo), float(hi)), (x, n, alpha)
+
+
 def test_wilson_empty_denominator_is_nan_and_bad_counts_raise():
     assert all(math.isnan(v) for v in wilson(0, 0))
     with pytest.raises(ValueError):

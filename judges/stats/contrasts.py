@@ -22,8 +22,6 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
 
 import numpy as np
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
 
 from judges.stats.intervals import NAN, wilson
 
@@ -130,6 +128,8 @@ def mcnemar_exact(pairs: Iterable[tuple[bool, bool]], alpha: float = 0.05, label
     n = both + b + c + neither
     if n == 0:
         return Contrast(0, 0, 0, 0, NAN, NAN, NAN, NAN, NAN, 1.0, 1.0, alpha, label)
+    from statsmodels.stats.contingency_tables import mcnemar  # here: statsmodels takes seconds to import
+
     p = 1.0 if b + c == 0 else float(mcnemar(np.array([[both, b], [c, neither]]), exact=True).pvalue)
     lo, hi = newcombe_paired_ci(both, b, c, neither, alpha)
     first_rate, second_rate = (both + b) / n, (both + c) / n
@@ -147,6 +147,8 @@ def holm(family: Mapping[str, float]) -> dict[str, float]:
     if not keys:
         return {}
     raw = np.array([family[k] for k in keys], dtype=float)
+    from statsmodels.stats.multitest import multipletests
+
     adjusted = multipletests(np.where(np.isnan(raw), 1.0, raw), method="holm")[1]
     return {k: (NAN if math.isnan(r) else float(a)) for k, r, a in zip(keys, raw, adjusted)}
 

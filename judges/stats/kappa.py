@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
-from scipy.stats import norm
-from statsmodels.stats.inter_rater import cohens_kappa
 
 from judges.stats.intervals import NAN
 
@@ -59,6 +57,9 @@ def cohen_kappa(pairs: Iterable[tuple[bool, bool]], alpha: float = 0.05) -> Kapp
     expected = float(table.sum(axis=1) @ table.sum(axis=0)) / n**2
     if expected >= 1.0:
         return Kappa(NAN, NAN, NAN, n, observed, expected)
+    from scipy.stats import norm  # here: scipy and statsmodels take seconds to import
+    from statsmodels.stats.inter_rater import cohens_kappa
+
     res = cohens_kappa(table)
     kappa, half = float(res.kappa), float(norm.isf(alpha / 2) * res.std_kappa)
     return Kappa(kappa, max(-1.0, kappa - half), min(1.0, kappa + half), n, observed, expected)
