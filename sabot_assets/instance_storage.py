@@ -19,7 +19,9 @@ only how rows reach them:
   event log (never the DuckDB store, which holds the results);
 - a new run's shard is a copy of an empty shard made once per Dagster version
   (`history/runs/shard-template-<version>.sqlite`): creating each shard's tables and stamping its
-  Alembic revision (loading every migration script) cost about 0.3 s per run, more than the run.
+  Alembic revision (loading every migration script) cost about 0.3 s per run, more than the run;
+- while the storage is built, Dagster's Alembic checks and stamps share one parsed migration
+  directory (Dagster parses all ~180 scripts anew for each of the seven it makes on a new instance).
 """
 
 import os
@@ -117,7 +119,8 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
             fd, tmp = tempfile.mkstemp(dir=self._base_dir, suffix=".tmp")  # an empty file is an empty database
             os.close(fd)
             engine = create_engine(f"sqlite:///{tmp}", poolclass=db.pool.NullPool)
-            self._initdb(engine)
+            with _one_migration_directory():
+                self._initdb(engine)
             engine.dispose()
             with sqlite3.connect(tmp) as con:  # fold the WAL into the file, so the file alone is the shard
                 con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -180,6 +183,28 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
         self._engines.clear()
 
 
+@contextmanager
+def _one_migration_directory():
+    """Alembic's `ScriptDirectory.from_config`, memoized per script location while the block runs.
+    The directory is read-only once parsed, so sharing it changes no check or stamp."""
+    from alembic.script import ScriptDirectory
+
+    original = ScriptDirectory.__dict__["from_config"]
+    parsed = {}
+
+    def from_config(cls, config):
+        location = config.get_alembic_option("script_location")
+        if location not in parsed:
+            parsed[location] = original.__func__(cls, config)
+        return parsed[location]
+
+    ScriptDirectory.from_config = classmethod(from_config)
+    try:
+        yield
+    finally:
+        ScriptDirectory.from_config = original
+
+
 class SabotSqliteStorage(DagsterSqliteStorage):
     """`storage: sqlite` with the batched event log and kept connections; same directories, same files."""
 
@@ -187,9 +212,10 @@ class SabotSqliteStorage(DagsterSqliteStorage):
         # The instance hands batches to `store_event_batch` only while this is set (it reads it per
         # event); every process that loads this instance (CLI, UI, daemon, run workers) gets it.
         os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", BATCH_SIZE)
-        super().__init__(base_dir, inst_data)
-        self._event_log_storage.dispose()
-        self._event_log_storage = BatchedSqliteEventLogStorage(_event_logs_directory(base_dir))
+        with _one_migration_directory():
+            super().__init__(base_dir, inst_data)
+            self._event_log_storage.dispose()
+            self._event_log_storage = BatchedSqliteEventLogStorage(_event_logs_directory(base_dir))
         self._run_storage = KeptSqliteRunStorage(self._run_storage._conn_string)  # created and migrated above
 
     @classmethod

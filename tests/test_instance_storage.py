@@ -1,7 +1,8 @@
 """The project's instance storage (dagster.yaml): Dagster's SQLite files, written faster.
 
-A run's event shard is copied from a template made by Dagster's own initialisation; it must be
-the very database Dagster would have made, and events must land in it and in the index.
+A run's event shard is copied from a template made by Dagster's own initialisation, and the
+storage is built with one parsed Alembic directory; every database must be the very one Dagster
+would have made, and events must land in the shards and in the index.
 """
 
 import sqlite3
@@ -48,5 +49,7 @@ def test_run_shards_are_the_databases_dagster_makes_and_hold_the_events(project_
         assert _schema(shard_dir / f"{run_id}.db") == expected
         assert any(e.dagster_event and e.dagster_event.is_step_materialization for e in project_instance.all_logs(run_id))
     assert sorted(project_instance.event_log_storage.get_all_run_ids()) == sorted(runs)  # the template is no run
+    for name in ("history/runs.db", "history/runs/index.db", "schedules/schedules.db"):  # made by Dagster, checked and stamped
+        assert _schema(tmp_path / "dagster" / name) == _schema(tmp_path / "stock" / name), name
     latest = project_instance.get_latest_materialization_event(dg.AssetKey("one"))
     assert latest is not None and latest.run_id == runs[-1]
