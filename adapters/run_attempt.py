@@ -22,8 +22,14 @@ def current_identity(registry, runner_version: str, protocol: int) -> Identity:
     return Identity(runner_version, endpoint.label, pipeline, downgrade, protocol)
 
 
-def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identity: Identity, dagster_run_id: str, replay=None) -> Path:
-    """Run one slot once (the runner's own retry-once included) and return its finished attempt directory."""
+def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identity: Identity, dagster_run_id: str,
+                replay=None, replays: dict | None = None) -> Path:
+    """Run one slot once (the runner's own retry-once included) and return its finished attempt directory.
+
+    `replay` (or this spec's entry in `replays`, for a pool handed one callable for many runs): a
+    Recording that answers every model call, so nothing is sent.
+    """
+    replay = replay if replay is not None else (replays or {}).get(spec)
     directory = runroot.allocate(run_root, spec.wave, _probe(spec), spec.operator)
     started = runroot.started_now()
     outcome = run(spec, registry, work_root, replay=replay)  # replay: answered from a Recording, nothing sent

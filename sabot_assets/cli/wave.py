@@ -22,7 +22,9 @@ def wave():
 @click.option("--rerun", is_flag=True, help="Run the selected cells again even where a matching complete run is stored (a new attempt each).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
 @click.option("--replay", is_flag=True, help="Re-execute the selected cells with every model call answered from their stored exchanges; nothing is sent to any model.")
-def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out, replay):
+@click.option("--concurrency", type=click.IntRange(min=1), default=None,
+              help="Runs in flight at once; sets the instance's llm_agent pool limit, the UI's knob (default: the current limit).")
+def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out, replay, concurrency):
     """Run a registered live wave (e.g. `demo`) or a project folder (a team's own pipeline), score it, print it.
 
     A cell whose stored run is complete at the same runner version, endpoint, model ids and
@@ -31,10 +33,10 @@ def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out, repla
     from sabot_assets.wave_jobs import Slice
 
     selection = Slice(frameworks or None, configs or None, tasks or None, operators or None)
-    guarded(_wave, Context(), name, selection, rerun, json_out, replay)
+    guarded(_wave, Context(), name, selection, rerun, json_out, replay, concurrency)
 
 
-def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False):
+def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False, concurrency: int | None = None):
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
@@ -50,7 +52,13 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
         click.echo(f"{name}: replay: every model call is answered from the stored exchanges; no model is called")
     else:
         click.echo(f"{name}: model endpoint: {endpoint.label if endpoint else offline}")
-    result = run_wave(ctx.registry, ctx.defs(), ctx.instance(), name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay)
+    from sabot_assets.waves.concurrency import pool_limit, set_pool_limit
+
+    instance = ctx.instance()
+    if concurrency:
+        set_pool_limit(instance, concurrency)
+    click.echo(f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)")
+    result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
     tally = result.tally

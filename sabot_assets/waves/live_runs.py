@@ -12,16 +12,19 @@ not pay a process start per cell. Per cell:
 - **Failures show.** Each cell reports its own materialization as it finishes, with its own
   metadata. A RUN_ERROR cell reports none, and the step fails at the end naming those cells, so
   Dagster marks exactly them failed ("backfill failed and missing" picks them).
+- **Concurrency.** Runs go in processes of their own, up to the `llm_agent` pool's limit in
+  flight across every Dagster run (`sabot_assets.waves.concurrency`), each settled as it finishes.
 - **Carved-out cells** (pre-registered, never run) materialize as such, so they never look like
   missing work.
 """
 
-import time
+from functools import partial
 from pathlib import Path
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
+from adapters.pool import crashed_attempt
 from adapters.run_attempt import current_identity, run_attempt
 from adapters.runner import Recording, RunSpec
 from sabot import runroot
@@ -33,6 +36,7 @@ from sabot.store.runs import ingest_attempt
 from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, UNINGESTED_KEY
 from sabot_assets.partitions import cell_partitions, probe_partitions
 from sabot_assets.resources import store_connection
+from sabot_assets.waves.concurrency import run_in_processes
 from sabot_assets.waves.cell_metadata import attempt_metadata, carved_out_metadata, log_line
 
 
@@ -112,6 +116,7 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
         settle.locked = exc
         context.log.warning(f"{asset}: {exc}")
     reuse = {} if rerun else reusable_attempts(run_root, wave.name, [slot_of[t] for t in runnable], identity)
+    to_run, replays = {}, {}
     for target in targets:
         if target not in runnable:
             settle.carved_out(target.key, wave)
@@ -120,10 +125,15 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
         else:
             operator, probe = slot_of[target]
             spec = RunSpec(wave.name, wave.protocol, probe.framework, probe.config, probe.task, operator, probe.seed)
-            started = time.perf_counter()
-            recording = _recording(store, wave, spec, probe) if replaying else None
-            directory = run_attempt(spec, registry, run_root, work_root, identity, context.run_id, replay=recording)
-            settle.finished(target.key, directory, seconds=time.perf_counter() - started)
+            to_run[spec] = target
+            if replaying:
+                replays[spec] = _recording(store, wave, spec, probe)
+    # Each run in a process of its own, up to the llm_agent pool's limit at once, settled as it finishes.
+    attempt = partial(run_attempt, registry=registry, run_root=run_root, work_root=work_root, identity=identity,
+                      dagster_run_id=context.run_id, replays=replays)
+    crashed = partial(crashed_attempt, run_root=run_root, identity=identity, dagster_run_id=context.run_id)
+    for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed):
+        settle.finished(to_run[spec].key, directory, seconds=seconds)
     tally, errors = settle.tally, settle.errors
     context.log.info(f"{asset}: {len(targets)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}")
     if not settle.locked:

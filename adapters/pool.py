@@ -1,0 +1,118 @@
+"""Many live runs at once, each in a process of its own.
+
+CrewAI's event bus, AutoGen's trace logger and the per-run HOME (`runner.isolated_home` sets
+os.environ) are process-global, so two runs never share a process: every run is forked from a
+server process that imported the frameworks once (multiprocessing's "forkserver" start method
+with the runner preloaded, and `max_tasks_per_child=1`). A run then pays a fork, not the ~5 s
+import of three agent frameworks, and leaves nothing behind for the next one.
+
+`run_many` keeps up to `concurrency` runs in flight and asks `may_launch(item)` before starting
+each one, so a budget breaker or a pool of slots stops launching while the runs already in flight
+finish and are kept. Results come back as they finish, so the caller stores each one at once.
+"""
+
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+from adapters.runner import RunOutcome, RunSpec, run
+from sabot.trace import RunRecord
+
+# Imported once by the fork server, so a child pays none of it. "__main__" first: without it every
+# child re-imports the caller's main module (the CLI, Dagster definitions: ~10 s a run, measured).
+# The frameworks import lazily too: left to each child, openai.resources, httpcore and anyio's
+# backend cost ~0.8 s a run (measured with cProfile).
+PRELOAD = ["__main__", "adapters.runner", "openai.resources", "httpcore", "anyio._backends._asyncio"]
+DEFAULT_CONCURRENCY = 8  # measured: bench/bench_concurrency.py (README, "Concurrency")
+
+
+def _context():
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def _in_child(fn: Callable, item, environ: dict):
+    # A forked child inherits the fork server's environment from when that started; the run must
+    # see the caller's environment of now (endpoint switch, scripted latency, SABOT_* settings).
+    os.environ.clear()
+    os.environ.update(environ)
+    return fn(item)
+
+
+def run_many(
+    fn: Callable[[Any], Any],
+    items: Iterable,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    may_launch: Callable[[Any], bool] = lambda item: True,
+    on_crash: Callable[[Any, BaseException], Any] | None = None,
+) -> Iterator[tuple[Any, Any, float]]:
+    """(item, fn(item), seconds) for every item launched, in the order they finish.
+
+    `fn` must be picklable (a module-level function or a functools.partial of one). An item is
+    launched only while `may_launch(item)` holds; items never launched are not yielded, and the
+    caller leaves them missing so a later wave resumes them. A process that dies (killed, out of
+    memory) gives `on_crash(item, exc)` if given, else raises.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    pending = list(items)[::-1]  # pop() from the end keeps the caller's order
+    if not pending:
+        return
+    workers = min(concurrency, len(pending))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(), max_tasks_per_child=1) as pool:
+        in_flight: dict[Future, tuple[Any, float]] = {}
+
+        def fill() -> None:
+            while pending and len(in_flight) < workers and may_launch(pending[-1]):
+                item = pending.pop()
+                in_flight[pool.submit(_in_child, fn, item, dict(os.environ))] = (item, time.perf_counter())
+
+        fill()
+        broken = False
+        while in_flight:
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                item, started = in_flight.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool as exc:
+                    if on_crash is None:
+                        raise
+                    broken, result = True, on_crash(item, exc)
+                yield item, result, time.perf_counter() - started
+            if broken:
+                # A dead worker breaks the whole executor: what was still queued goes to a fresh one.
+                rest = [item for item, _ in in_flight.values()] + pending[::-1]
+                in_flight.clear()
+                yield from run_many(fn, rest, concurrency, may_launch, on_crash)
+                return
+            fill()
+
+
+# Live runs: the callables the run assets and tests hand to run_many.
+
+
+def run_spec(spec: RunSpec, registry, work_root: str) -> RunOutcome:
+    return run(spec, registry, Path(work_root))
+
+
+def crashed_run(spec: RunSpec, exc: BaseException) -> RunOutcome:
+    """A run whose process died: infrastructure, stored as RUN_ERROR, never raised."""
+    error = f"the run's process died: {type(exc).__name__}: {exc}"
+    return RunOutcome(RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error), [])
+
+
+def crashed_attempt(spec: RunSpec, exc: BaseException, run_root: Path, identity, dagster_run_id: str) -> Path:
+    """The attempt of a run whose process died, written (in the parent) as RUN_ERROR to the run root."""
+    from sabot import runroot
+    from sabot.matrix import Probe
+
+    directory = runroot.allocate(Path(run_root), spec.wave, Probe(spec.framework, spec.config, spec.task, spec.seed), spec.operator)
+    record = crashed_run(spec, exc).record
+    return runroot.write_attempt(directory, spec.wave, record, "run_error", identity, [], dagster_run_id, runroot.started_now())

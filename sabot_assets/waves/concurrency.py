@@ -1,0 +1,98 @@
+"""How many live runs are in flight: the `llm_agent` pool, for the CLI and for backfills alike.
+
+The pool's limit (dagster.yaml `concurrency.pools.default_limit`, the UI's pool page, or
+`sabot wave run --concurrency N`) bounds the pipeline runs in flight across every Dagster run on
+the instance, not only the steps: a run-asset step holds one pool slot for its first pipeline
+run and claims one more slot per further run it keeps in flight, freed as each finishes. With a
+Postgres instance the slots are shared by every host that runs against it.
+"""
+
+import dagster as dg
+
+from adapters.pool import DEFAULT_CONCURRENCY, run_many
+from sabot_assets.constants import CONCURRENCY_TAG, LLM_POOL
+
+
+def pool_limit(instance: dg.DagsterInstance) -> int | None:
+    """The pool's slot count on this instance, None where the instance sets no limit."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return None
+    if LLM_POOL not in storage.get_concurrency_keys():
+        storage.initialize_concurrency_limit_to_default(LLM_POOL)
+    if LLM_POOL not in storage.get_concurrency_keys():
+        return None
+    return storage.get_concurrency_info(LLM_POOL).slot_count
+
+
+def set_pool_limit(instance: dg.DagsterInstance, limit: int) -> None:
+    """What the UI's pool page does: the limit holds for every later run on the instance."""
+    if limit < 1:
+        raise ValueError(f"concurrency must be at least 1, got {limit}")
+    instance.event_log_storage.set_concurrency_slots(LLM_POOL, limit)
+
+
+def width_of(context) -> int:
+    """Worker processes for this step: the run's `sabot/concurrency` tag, else the pool limit."""
+    tagged = context.run.tags.get(CONCURRENCY_TAG)
+    if tagged:
+        return max(1, int(tagged))
+    return pool_limit(context.instance) or DEFAULT_CONCURRENCY
+
+
+class PoolSlots:
+    """Pool slots for the pipeline runs of one step. The step's own slot covers one run; every
+    further run in flight claims a slot of its own, or is not launched yet."""
+
+    def __init__(self, context):
+        self.storage = context.instance.event_log_storage
+        self.run_id, self.step = context.run_id, str(context.op_handle)
+        self.bounded = pool_limit(context.instance) is not None
+        self.own_free = True
+        self.owner_of_own: str | None = None
+        self.claimed: set[str] = set()
+
+    def _key(self, item: str) -> str:
+        return f"{self.step}[{item}]"
+
+    def acquire(self, item: str) -> bool:
+        if self.own_free:
+            self.own_free, self.owner_of_own = False, item
+            return True
+        if not self.bounded:
+            return True
+        status = self.storage.claim_concurrency_slot(LLM_POOL, self.run_id, self._key(item))
+        if status.is_claimed:
+            self.claimed.add(item)
+            return True
+        self.storage.free_concurrency_slot_for_step(self.run_id, self._key(item))  # leave no pending claim behind
+        return False
+
+    def release(self, item: str) -> None:
+        if item == self.owner_of_own:
+            self.own_free, self.owner_of_own = True, None
+        elif item in self.claimed:
+            self.claimed.discard(item)
+            self.storage.free_concurrency_slot_for_step(self.run_id, self._key(item))
+
+    def close(self) -> None:
+        for item in list(self.claimed):
+            self.release(item)
+
+
+def run_in_processes(context, fn, specs: list, on_crash, may_launch=lambda spec: True):
+    """(spec, result, seconds) as each run finishes: `fn(spec)` in a process of its own, up to the
+    step's width at once, each launch holding a pool slot (and passing `may_launch`, the breaker)."""
+    slots = PoolSlots(context)
+
+    def launch(spec) -> bool:
+        if not may_launch(spec):
+            return False
+        return slots.acquire(spec.run_id)
+
+    try:
+        for spec, result, seconds in run_many(fn, specs, width_of(context), launch, on_crash):
+            slots.release(spec.run_id)
+            yield spec, result, seconds
+    finally:
+        slots.close()

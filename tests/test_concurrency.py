@@ -1,0 +1,109 @@
+"""Concurrent live runs: each in its own process, nothing leaks between them, the pool bounds them."""
+
+import functools
+import os
+import time
+import types
+
+import dagster as dg
+import pytest
+
+from adapters.pool import crashed_run, run_many, run_spec
+from adapters.runner import RunSpec, run
+from sabot_assets.constants import LLM_POOL
+from sabot_assets.waves.concurrency import PoolSlots, pool_limit, set_pool_limit
+
+
+def timed_run(spec, registry, work_root):
+    """A run, with when it ran and in which process (CLOCK_MONOTONIC is system-wide on Linux)."""
+    started = time.monotonic()
+    outcome = run_spec(spec, registry, work_root)
+    return outcome, started, time.monotonic(), os.getpid()
+
+
+# CrewAI's event bus is a process-wide singleton: two CrewAI cells of different operators are the
+# case where a leak would show (an event of one run recorded in the other's record).
+CELLS = [RunSpec("t", 2, "crewai", "guardrail", "T1", "O1", 11), RunSpec("t", 2, "crewai", "guardrail", "T2", "O5", 12)]
+
+
+def test_two_cells_run_concurrently_and_each_record_holds_only_its_own_events(registry, tmp_path):
+    alone = {spec: run(spec, registry, tmp_path / "alone") for spec in CELLS}  # one after another, in this process
+    fn = functools.partial(timed_run, registry=registry, work_root=str(tmp_path / "together"))
+    together = {spec: result for spec, result, _ in run_many(fn, CELLS, concurrency=2)}
+
+    (_, start_a, end_a, pid_a), (_, start_b, end_b, pid_b) = together[CELLS[0]], together[CELLS[1]]
+    assert pid_a != pid_b and os.getpid() not in (pid_a, pid_b)
+    assert start_a < end_b and start_b < end_a, "the two runs did not overlap in time"
+    for spec in CELLS:
+        record = together[spec][0].record
+        assert record.error is None, record.error
+        assert record.run_id == spec.run_id
+        injected = [e for e in record.events if e.payload.get("injected")]
+        assert [e.payload["operator"] for e in injected] == [spec.operator]
+        assert record.events == alone[spec].record.events  # the same events as the run made alone: none added, none lost
+
+
+def test_each_process_sees_the_callers_environment_of_now(registry, tmp_path, monkeypatch):
+    """The fork server started earlier; a run must still see the endpoint switch as set now."""
+    monkeypatch.setenv("SABOT_TEST_MARKER", "set-after-the-fork-server-started")
+    [(_, seen, _)] = list(run_many(_getenv, ["SABOT_TEST_MARKER"], concurrency=1))
+    assert seen == "set-after-the-fork-server-started"
+
+
+def test_may_launch_stops_launching_and_keeps_what_finished(registry, tmp_path):
+    specs = [RunSpec("t", 2, "langgraph", "default", "T1", op, 11) for op in ("O1", "O2", "O3")]
+    launched = []
+
+    def gate(spec):
+        if len(launched) >= 2:
+            return False
+        launched.append(spec)
+        return True
+
+    fn = functools.partial(run_spec, registry=registry, work_root=str(tmp_path))
+    finished = [spec for spec, outcome, _ in run_many(fn, specs, concurrency=1, may_launch=gate)]
+    assert finished == specs[:2]  # the third was never started: not yielded, not an error
+
+
+def _getenv(name):
+    return os.environ.get(name)
+
+
+def _die(_):
+    os._exit(9)
+
+
+def test_a_process_that_dies_is_a_run_error_and_the_rest_still_run(registry, tmp_path):
+    spec = RunSpec("t", 2, "langgraph", "default", "T1", "O1", 11)
+    [(item, outcome, _)] = list(run_many(_die, [spec], concurrency=1, on_crash=crashed_run))
+    assert item == spec and "process died" in outcome.record.error
+
+
+def _context(instance, run_id, step):
+    return types.SimpleNamespace(instance=instance, run_id=run_id, op_handle=step)
+
+
+def test_pool_slots_bound_runs_in_flight_across_dagster_runs(tmp_path):
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        set_pool_limit(instance, 3)
+        assert pool_limit(instance) == 3
+        storage = instance.event_log_storage
+        # Another Dagster run's step holds one slot; ours holds its own step slot, as Dagster claims it.
+        assert storage.claim_concurrency_slot(LLM_POOL, "other-run", "other_step").is_claimed
+        assert storage.claim_concurrency_slot(LLM_POOL, "our-run", "fault_runs").is_claimed
+        slots = PoolSlots(_context(instance, "our-run", "fault_runs"))
+        assert slots.acquire("a")  # rides on the step's own slot
+        assert slots.acquire("b")  # claims the third and last slot
+        assert not slots.acquire("c")  # the pool is full: not launched yet
+        assert storage.get_concurrency_info(LLM_POOL).pending_step_count == 0  # no claim left queued
+        slots.release("b")
+        assert slots.acquire("c")
+        slots.release("a")
+        assert slots.acquire("d")  # the step's own slot again
+        slots.close()
+        assert storage.get_concurrency_info(LLM_POOL).active_slot_count == 2  # the two step slots only
+
+
+def test_concurrency_must_be_positive(registry, tmp_path):
+    with pytest.raises(ValueError, match="at least 1"):
+        list(run_many(_getenv, ["X"], concurrency=0))
