@@ -27,7 +27,8 @@ from sabot.trace import RunRecord
 # child re-imports the caller's main module (the CLI, Dagster definitions: ~10 s a run, measured).
 # The frameworks import lazily too: left to each child, openai.resources, httpcore and anyio's
 # backend cost ~0.8 s a run (measured with cProfile).
-PRELOAD = ["__main__", "adapters.runner", "openai.resources", "httpcore", "anyio._backends._asyncio"]
+PRELOAD = ["__main__", "adapters.runner", "adapters.langgraph_pipeline", "adapters.crewai_pipeline", "adapters.autogen_pipeline",
+           "openai.resources", "httpcore", "anyio._backends._asyncio"]
 DEFAULT_CONCURRENCY = 8  # measured: bench/bench_concurrency.py (README, "Concurrency")
 
 
