@@ -107,7 +107,9 @@ def test_a_wave_slice_through_the_daemon_on_postgres_stores_every_cell_once(post
     assert len(runs) >= 2 and all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in runs)
     with connect(Path(env["SABOT_VAR"]) / "sabot.duckdb", read_only=True) as con:
         stored = con.execute(
-            "SELECT operator || '|' || probe, count(*), bool_and(status = 'present' AND error IS NULL) FROM runs WHERE wave = 'demo' GROUP BY 1"
+            "SELECT operator || '|' || probe, count(*), bool_and(outcome = 'complete') FROM attempts WHERE wave = 'demo' GROUP BY 1"
         ).fetchall()
+        scored = con.execute("SELECT operator || '|' || probe FROM runs WHERE wave = 'demo' AND status = 'present' AND error IS NULL").fetchall()
+    assert sorted(key for (key,) in scored) == sorted(cells)
     assert sorted(key for key, _, _ in stored) == sorted(cells)  # every selected cell, and nothing else
-    assert all(count == 1 and ok for _, count, ok in stored), stored  # each exactly once, each a complete run
+    assert all(count == 1 and ok for _, count, ok in stored), stored  # each run exactly once (one attempt), each complete
