@@ -20,6 +20,7 @@ COST_TAG = "sabot/cost"  # "cheap" assets may be automated; nothing else ever is
 RUNNER_VERSION = "runner-v1"
 LLM_POOL = "llm_agent"  # its limit bounds the pipeline runs in flight (sabot_assets/waves/concurrency.py)
 CONCURRENCY_TAG = "sabot/concurrency"  # worker processes of one run-asset step (default: the pool limit)
+LAUNCHER_TAG = "sabot/launcher"  # "host:pid" of the process executing an in-process run (the CLI), for the stale-slot sweep
 RERUN_TAG = "sabot/rerun"  # "true": run every selected cell again, even where a matching complete run is stored
 RUN_ERRORS_KEY = "run error cells"  # Failure metadata of a run asset: partition key -> error
 UNINGESTED_KEY = "finished runs waiting in the run root"  # ... and the runs a store lock kept out

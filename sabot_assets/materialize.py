@@ -14,6 +14,7 @@ import dagster as dg
 from sabot.matrix import Cell, Probe
 from sabot.registry import WaveDef
 from sabot_assets.constants import RUN_ERRORS_KEY, UNINGESTED_KEY
+from sabot_assets.waves.concurrency import launcher_tag
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}  # the event log keeps everything
@@ -105,7 +106,7 @@ class WaveRunner:
 
     def __init__(self, defs: dg.Definitions, wave: WaveDef, instance: dg.DagsterInstance, tags: dict | None = None):
         self.defs, self.wave, self.instance = defs, wave, instance
-        self.tags = {"sabot/wave": wave.name, **(tags or {})}
+        self.tags = {"sabot/wave": wave.name, **launcher_tag(), **(tags or {})}
         self.tally = RunTally()
 
     def key(self, name: str) -> dg.AssetKey:

@@ -8,6 +8,7 @@ from adapters.runner import PIPELINES
 from sabot.registry import Registry, RegistryError
 from sabot_assets.constants import REPLAY_TAG, RERUN_TAG
 from sabot_assets.materialize import Block, RunTally, WaveRunner
+from sabot_assets.waves.concurrency import free_slots_of_dead_runs
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     tags = {RERUN_TAG: "true"} if rerun or replay else {}
     if replay:
         tags[REPLAY_TAG] = "true"
+    free_slots_of_dead_runs(instance)  # a wave killed earlier would otherwise hold its pool slots forever
     runner = WaveRunner(defs, wave, instance, tags or None)
     runner.preregister()
     blocks = [Block(fw, cfg, task, task, operators) for fw in runnable for cfg in configs for task in tasks]

@@ -107,3 +107,33 @@ def test_pool_slots_bound_runs_in_flight_across_dagster_runs(tmp_path):
 def test_concurrency_must_be_positive(registry, tmp_path):
     with pytest.raises(ValueError, match="at least 1"):
         list(run_many(_getenv, ["X"], concurrency=0))
+
+
+def test_slots_of_a_killed_in_process_run_are_freed_and_a_live_ones_kept(tmp_path):
+    """A wave killed with -9 leaves its run STARTED holding pool slots; the next wave frees them."""
+    import socket
+    import subprocess
+
+    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
+
+    from sabot_assets.constants import LAUNCHER_TAG
+    from sabot_assets.waves.concurrency import free_slots_of_dead_runs
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid is free now: the launching process of a killed wave
+    host = socket.gethostname()
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        set_pool_limit(instance, 2)
+        storage = instance.event_log_storage
+        for run_id, pid in (("killed-run", gone.pid), ("live-run", os.getpid())):
+            instance.add_run(DagsterRun(job_name="__ASSET_JOB", run_id=run_id, status=DagsterRunStatus.STARTED,
+                                        tags={LAUNCHER_TAG: f"{host}:{pid}"}))
+            assert storage.claim_concurrency_slot(LLM_POOL, run_id, "fault_runs").is_claimed
+        assert not storage.claim_concurrency_slot(LLM_POOL, "new-run", "fault_runs").is_claimed  # the pool is full
+        storage.free_concurrency_slot_for_step("new-run", "fault_runs")
+
+        assert free_slots_of_dead_runs(instance) == ["killed-run"]
+        assert instance.get_run_by_id("killed-run").status == DagsterRunStatus.FAILURE
+        assert instance.get_run_by_id("live-run").status == DagsterRunStatus.STARTED
+        assert storage.claim_concurrency_slot(LLM_POOL, "new-run", "fault_runs").is_claimed  # the freed slot
+        assert storage.get_concurrency_run_ids() == {"live-run", "new-run"}

@@ -7,10 +7,54 @@ run and claims one more slot per further run it keeps in flight, freed as each f
 Postgres instance the slots are shared by every host that runs against it.
 """
 
+import os
+import socket
+
 import dagster as dg
 
 from adapters.pool import DEFAULT_CONCURRENCY, run_many
-from sabot_assets.constants import CONCURRENCY_TAG, LLM_POOL
+from sabot_assets.constants import CONCURRENCY_TAG, LAUNCHER_TAG, LLM_POOL
+
+
+def launcher_tag() -> dict[str, str]:
+    """The tag an in-process run carries so a later wave can tell whether its process still lives."""
+    return {LAUNCHER_TAG: f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def _process_gone(launcher: str | None) -> bool:
+    host, _, pid = (launcher or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False  # another host's, or not launched in-process: its own monitoring answers for it
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Free the pool slots held by runs that can no longer release them, and return their ids.
+
+    A wave killed with -9 leaves its Dagster run STARTED and its `llm_agent` slots claimed; the next
+    wave's step would then wait for a slot forever. A run that already ended holds its slots by
+    mistake; an in-process run (the CLI's) whose launching process is gone on this host is marked
+    failed first. Runs launched by the daemon are left to its run monitoring.
+    """
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return []
+    freed = []
+    for run_id in sorted(storage.get_concurrency_run_ids()):
+        run = instance.get_run_by_id(run_id)
+        if run is not None and not run.is_finished:
+            if not _process_gone(run.tags.get(LAUNCHER_TAG)):
+                continue
+            instance.report_run_failed(run, f"the process that executed this run ({run.tags[LAUNCHER_TAG]}) is gone; its pool slots were freed")
+        storage.free_concurrency_slots_for_run(run_id)
+        freed.append(run_id)
+    return freed
 
 
 def pool_limit(instance: dg.DagsterInstance) -> int | None:
