@@ -23,5 +23,7 @@ CONCURRENCY_TAG = "sabot/concurrency"  # worker processes of one run-asset step 
 LAUNCHER_TAG = "sabot/launcher"  # "host:pid" of the process executing an in-process run (the CLI), for the stale-slot sweep
 RERUN_TAG = "sabot/rerun"  # "true": run every selected cell again, even where a matching complete run is stored
 RUN_ERRORS_KEY = "run error cells"  # Failure metadata of a run asset: partition key -> error
+SPEND_CEILING_TAG = "sabot/spend_ceiling"  # USD of project spend (at this kind of endpoint) at which no further run is launched
+NOT_LAUNCHED_KEY = "runs not launched (spend ceiling reached)"  # they stay missing, so a later wave run resumes them
 UNINGESTED_KEY = "finished runs waiting in the run root"  # ... and the runs a store lock kept out
 LIVE_CHUNK = 50  # partitions per backfill run: one process start per chunk, not per cell

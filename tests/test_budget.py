@@ -1,44 +1,47 @@
-"""Spend: a run's cost from its recorded usage, the projection before a wave, and the breaker."""
+"""Spend: per-framework rates from the store's priced calls, the projection before a wave, the breaker."""
 
+import pandas as pd
 import pytest
 
 from adapters.runner import RunSpec
-from sabot.budget import Breaker, BudgetError, Rate, call_cost, check_projection, project, rates, run_usage
-from sabot.trace import RunRecord
-
-# SPEC v0.2.1 §8, per 1M tokens in/out.
-PRICES = {"version": "test", "per_million_tokens": {"gpt-5.6-terra": {"input": 2.50, "output": 15.00}, "gpt-5.6-luna": {"input": 1.00, "output": 6.00}}}
+from sabot.budget import Breaker, BudgetError, Rate, check_projection, project
+from sabot.store.db import connect, insert
+from sabot.store.spend import CALL_COLUMNS, rates_of, spend_at
 
 
-def _record(framework: str, calls: list[tuple[str, int, int]], stream: bool = False) -> RunRecord:
-    exchanges = []
-    for model, prompt, completion in calls:
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-        reply = [{"choices": [{"delta": {}}]}, {"choices": [], "usage": usage}] if stream else {"model": model, "usage": usage}
-        exchanges.append({"request": {"model": model}, "reply": reply, "model": model})
-    return RunRecord("r", framework, "default", "T1", "O1", 11, (), None, True, True, None, extra={"exchanges": exchanges})
+def _calls(rows: list[tuple]) -> pd.DataFrame:
+    """(probe, record hash, endpoint, prompt, completion, cost) -> model_calls rows."""
+    out = []
+    for n, (probe, sha, endpoint, prompt, completion, cost) in enumerate(rows):
+        out.append({"wave": "w", "operator": "O1", "probe": probe, "run_id": sha, "record_sha256": sha, "attempt": 1, "n": n,
+                    "model": "gpt-5.6-terra", "status": 200, "upstream_attempts": 1, "prompt_tokens": prompt,
+                    "completion_tokens": completion, "cached_tokens": 0, "reasoning_tokens": 0, "usage_reported": True,
+                    "cost_usd": cost, "price_table": "p", "endpoint": endpoint})
+    return pd.DataFrame(out, columns=CALL_COLUMNS).astype({"status": "Int64", "n": "Int64", "cost_usd": "Float64"})
 
 
-def test_a_call_is_priced_from_the_table_and_a_dated_id_as_its_base():
-    assert call_cost("gpt-5.6-terra", {"prompt_tokens": 1_000_000, "completion_tokens": 1_000_000}, PRICES) == pytest.approx(17.50)
-    assert call_cost("gpt-5.6-luna-2026-07-01", {"prompt_tokens": 2_000_000, "completion_tokens": 0}, PRICES) == pytest.approx(2.00)
-    with pytest.raises(BudgetError, match="no registered price for model 'gpt-9'"):
-        call_cost("gpt-9", {"prompt_tokens": 1}, PRICES)
-
-
-def test_run_usage_sums_every_exchange_json_or_stream():
-    usage = run_usage(_record("langgraph", [("gpt-5.6-terra", 1000, 200), ("gpt-5.6-luna", 500, 100)], stream=True), PRICES)
-    assert (usage.calls, usage.prompt_tokens, usage.completion_tokens) == (2, 1500, 300)
-    assert usage.cost == pytest.approx((1000 * 2.5 + 200 * 15 + 500 * 1.0 + 100 * 6.0) / 1e6)
+def test_rates_and_spend_come_from_the_stored_calls_per_kind_of_endpoint(tmp_path):
+    provider, sim = "provider https://api.example/v1", "simulation (scripted model on 127.0.0.1)"
+    with connect(tmp_path / "s.duckdb") as con:
+        insert(con, "model_calls", _calls([
+            ("langgraph.default.T1.11", "a", provider, 1000, 100, 0.10), ("langgraph.default.T1.11", "a", provider, 1000, 100, 0.10),
+            ("langgraph.default.T1.12", "b", provider, 1000, 100, 0.10),  # two runs, three calls
+            ("crewai.guardrail.T1.11", "c", sim, 500, 50, 9.0),  # simulated usage: never a provider's spend
+        ]))
+        known = rates_of(con, simulated=False)
+        assert set(known) == {"langgraph"}
+        assert known["langgraph"].runs == 2 and known["langgraph"].calls == 1.5
+        assert known["langgraph"].cost == pytest.approx(0.15) and known["langgraph"].tokens == 1650
+        assert spend_at(con, simulated=False) == pytest.approx(0.30)
+        assert spend_at(con, simulated=True) == pytest.approx(9.0)
+        assert set(rates_of(con, simulated=True)) == {"crewai"}
 
 
 def test_projection_is_runs_times_recorded_rates_per_framework():
-    history = [_record("langgraph", [("gpt-5.6-terra", 1000, 100)] * 3), _record("langgraph", [("gpt-5.6-terra", 1000, 100)])]
-    known = rates(history, PRICES)
-    assert known["langgraph"].runs == 2 and known["langgraph"].calls == 2.0
+    known = {"langgraph": Rate(runs=2, calls=2.0, tokens=2200, cost=0.04)}
     specs = [RunSpec("w", 2, "langgraph", "default", "T1", None, s) for s in range(10)]
     projection = project(specs, known)
-    assert projection.cost == pytest.approx(10 * known["langgraph"].cost) and projection.unknown == ()
+    assert projection.cost == pytest.approx(0.40) and projection.calls == 20 and projection.unknown == ()
 
 
 def test_a_projection_over_budget_is_refused_naming_the_figure_and_the_5_to_3_seed_cut():
@@ -54,14 +57,33 @@ def test_a_projection_over_budget_is_refused_naming_the_figure_and_the_5_to_3_se
     assert check_projection(specs, known, budget=5.00, seeds=seeds).cost == pytest.approx(5.00)
 
 
-def test_a_framework_without_recorded_runs_cannot_be_projected():
-    with pytest.raises(BudgetError, match="no recorded run of autogen"):
-        check_projection([RunSpec("w", 2, "autogen", "default", "T1", None, 11)], {}, budget=10.0, seeds=(11,))
+def test_a_wave_of_three_seeds_or_fewer_can_only_cut_cells():
+    known = {"crewai": Rate(runs=1, calls=3.0, tokens=9000, cost=1.0)}
+    with pytest.raises(BudgetError, match="this wave has 1 seed.*only cells can be cut"):
+        check_projection([RunSpec("w", 2, "crewai", "default", "T1", None, 11)] * 2, known, budget=1.5, seeds=(11,))
+
+
+def test_a_framework_without_recorded_runs_is_refused_unless_a_pilot_is_allowed():
+    specs = [RunSpec("w", 2, "autogen", "default", "T1", None, 11)]
+    with pytest.raises(BudgetError, match="no recorded run of autogen.*run a pilot first"):
+        check_projection(specs, {}, budget=10.0, seeds=(11,))
+    assert check_projection(specs, {}, budget=10.0, seeds=(11,), pilot_ok=True).unknown == ("autogen",)
 
 
 def test_the_breaker_stops_launching_once_spend_reaches_the_cap():
     breaker = Breaker(cap=1.0, spent=0.25)
-    assert breaker.may_launch()
-    breaker.add(0.75)
-    assert breaker.tripped and not breaker.may_launch() and breaker.refused == 1
+    assert breaker.may_launch("run-1")
+    breaker.add(0.75, "run-1")
+    assert breaker.tripped and not breaker.may_launch("run-2")
     assert Breaker(cap=None).may_launch()
+
+
+def test_runs_in_flight_reserve_their_expected_cost():
+    """Eight runs in flight at $0.30 each would pass a $1.00 cap before the first one reports."""
+    spec = lambda s: RunSpec("w", 2, "langgraph", "default", "T1", "O1", s)  # noqa: E731
+    breaker = Breaker(cap=1.0, spent=0.0, expected={"langgraph": 0.30})
+    launched = [s for s in range(8) if breaker.may_launch(spec(s))]
+    assert len(launched) == 3  # 0.9 reserved; a fourth would reserve 1.2
+    breaker.add(0.05, spec(0))  # cheaper than expected: room for one more
+    assert breaker.may_launch(spec(3))
+    assert not breaker.may_launch(spec(4))

@@ -5,6 +5,7 @@ import json
 
 import pandas as pd
 
+from sabot.budget import Rate
 from sabot.store.db import insert
 from sabot.trace import to_runresult
 
@@ -77,3 +78,27 @@ def spend_of_project(con) -> dict | None:
 def spend_of_run(con, wave: str, operator: str | None, probe: str) -> dict:
     cur = con.execute(f"SELECT {SUMS} FROM model_calls WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator or "", probe])
     return _summary(cur.fetchone(), [d[0] for d in cur.description])
+
+
+def _kind(simulated: bool) -> str:
+    # Scripted (or a project's test double) usage costs no money; it never counts against a provider budget.
+    return "endpoint LIKE 'simulation%'" if simulated else "(endpoint IS NULL OR endpoint NOT LIKE 'simulation%')"
+
+
+def spend_at(con, simulated: bool) -> float:
+    """The project's spend so far at one kind of endpoint: what the §8 cap is measured against."""
+    if not _has_calls_table(con):
+        return 0.0
+    return float(con.execute(f"SELECT COALESCE(SUM(cost_usd), 0) FROM model_calls WHERE {_kind(simulated)}").fetchone()[0])
+
+
+def rates_of(con, simulated: bool) -> dict:
+    """framework -> per-run calls, tokens and cost over every recorded run at that kind of endpoint
+    (a run is one stored record: its calls share a record hash)."""
+    if not _has_calls_table(con):
+        return {}
+    rows = con.execute(
+        "SELECT split_part(probe, '.', 1) AS framework, COUNT(DISTINCT (wave, operator, probe, record_sha256)) AS runs, "
+        "COUNT(*) AS calls, SUM(prompt_tokens + completion_tokens) AS tokens, COALESCE(SUM(cost_usd), 0) AS cost "
+        f"FROM model_calls WHERE {_kind(simulated)} GROUP BY framework").fetchall()
+    return {fw: Rate(runs, calls / runs, tokens / runs, cost / runs) for fw, runs, calls, tokens, cost in rows}

@@ -42,6 +42,7 @@ class Context:
 def guarded(fn, *args):
     """Run a command body; the project's input errors become one clear line and exit status 1."""
     from judges.hard.acts import ScoringError
+    from sabot.budget import BudgetError
     from sabot.corpus import CorpusError
     from sabot.registry import RegistryError
     from sabot.store.db import StoreLocked
@@ -50,7 +51,7 @@ def guarded(fn, *args):
 
     try:
         return fn(*args)
-    except (CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked) as exc:
+    except (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked) as exc:
         raise click.ClickException(str(exc)) from exc
 
 

@@ -24,7 +24,9 @@ def wave():
 @click.option("--replay", is_flag=True, help="Re-execute the selected cells with every model call answered from their stored exchanges; nothing is sent to any model.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None,
               help="Runs in flight at once; sets the instance's llm_agent pool limit, the UI's knob (default: the current limit).")
-def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out, replay, concurrency):
+@click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="USD",
+              help="Spend at most this much on the runs this command launches (never past the project's $500 cap, SPEC §8).")
+def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out, replay, concurrency, budget):
     """Run a registered live wave (e.g. `demo`) or a project folder (a team's own pipeline), score it, print it.
 
     A cell whose stored run is complete at the same runner version, endpoint, model ids and
@@ -33,10 +35,12 @@ def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out, repla
     from sabot_assets.wave_jobs import Slice
 
     selection = Slice(frameworks or None, configs or None, tasks or None, operators or None)
-    guarded(_wave, Context(), name, selection, rerun, json_out, replay, concurrency)
+    guarded(_wave, Context(), name, selection, rerun, json_out, replay, concurrency, budget)
 
 
-def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False, concurrency: int | None = None):
+def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False,
+          concurrency: int | None = None, budget: float | None = None):
+    from sabot.budget import usd
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
@@ -58,7 +62,8 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if concurrency:
         set_pool_limit(instance, concurrency)
     click.echo(f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)")
-    result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay)
+    ceiling = None if replay else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
+    result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay, ceiling)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
     tally = result.tally
@@ -69,11 +74,37 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if getattr(ctx.registry, "project", None) is not None:
         click.echo("\n".join([f"{name}: where each operator landed"] + landing_lines(STORE_PATH, wave_def)))
     publish(doc, json_out, started)
+    if tally.not_launched:
+        click.echo(f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {tally.not_launched} run(s) not launched stay missing, "
+                   f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them", err=True)
     if tally.run_errors:
         click.echo(f"{name}: {len(tally.run_errors)} cell(s) ended in RUN_ERROR (excluded, itemized; good runs stored earlier stay scored):", err=True)
         for key, error in sorted(tally.run_errors.items()):
             click.echo(f"  {key}: {error}", err=True)
         raise SystemExit(1)
+    if tally.not_launched:
+        raise SystemExit(1)
+
+
+def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float | None, endpoint_label: str) -> float | None:
+    """Project the wave's cost before any model call (refused over budget, SPEC §8) and return the
+    spend ceiling its runs stop launching at."""
+    from sabot_assets.constants import STORE_PATH
+    from sabot.budget import usd
+    from sabot_assets.waves.budget import plan_spend
+    from sabot_assets.wave_jobs import runs_to_launch, select
+
+    chosen = select(ctx.registry, name, selection)
+    to_launch = runs_to_launch(ctx.registry, STORE_PATH, chosen, rerun)
+    ceiling, projection, spent = plan_spend(STORE_PATH, to_launch, chosen.wave.seeds, budget, endpoint_label)
+    if projection is None:
+        if ceiling is not None or to_launch:
+            click.echo(f"{name}: {len(to_launch)} run(s) to launch" + ("" if ceiling is None else f"; spend ceiling {usd(ceiling)} (spent so far {usd(spent)})"))
+    elif projection.unknown:
+        click.echo(f"{name}: pilot: no recorded run of {', '.join(projection.unknown)} to project from; the breaker alone stops launching at {usd(ceiling)}")
+    else:
+        click.echo(f"{name}: projected spend {projection.line()}, within {usd(ceiling - spent)} left of the ceiling {usd(ceiling)}")
+    return ceiling
 
 
 @wave.command("rescore")

@@ -130,9 +130,12 @@ def run_in_processes(context, fn, specs: list, on_crash, may_launch=lambda spec:
     slots = PoolSlots(context)
 
     def launch(spec) -> bool:
-        if not may_launch(spec):
+        if not slots.acquire(spec.run_id):
             return False
-        return slots.acquire(spec.run_id)
+        if not may_launch(spec):  # asked last: the breaker reserves the run's expected cost when it says yes
+            slots.release(spec.run_id)
+            return False
+        return True
 
     try:
         for spec, result, seconds in run_many(fn, specs, width_of(context), launch, on_crash):

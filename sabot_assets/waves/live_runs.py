@@ -33,16 +33,23 @@ from sabot.registry import Registry, WaveDef
 from sabot.store.db import StoreLocked, append_manifest
 from sabot.store.recordings import read_recording
 from sabot.store.runs import ingest_attempt
-from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, UNINGESTED_KEY
+from sabot.store.spend import rates_of, spend_at
+from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, NOT_LAUNCHED_KEY, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, UNINGESTED_KEY
 from sabot_assets.partitions import cell_partitions, probe_partitions
 from sabot_assets.resources import store_connection
+from sabot.budget import usd
+from sabot_assets.waves.budget import step_breaker
 from sabot_assets.waves.concurrency import run_in_processes
 from sabot_assets.waves.cell_metadata import attempt_metadata, carved_out_metadata, log_line
 
 
 
 def run_root_of(store: DuckDBResource) -> Path:
-    return Path(store.database).parent / "runroot"
+    return run_root_beside(store.database)
+
+
+def run_root_beside(store_path) -> Path:
+    return Path(store_path).parent / "runroot"
 
 
 def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str) -> int:
@@ -82,7 +89,7 @@ class Settle:
         self.tally["carved out"] += 1
         self.context.log_event(dg.AssetMaterialization(self.context.asset_key, partition=key, metadata=carved_out_metadata(wave)))
 
-    def finished(self, key: str, directory: Path, reused: bool = False, seconds: float | None = None) -> None:
+    def finished(self, key: str, directory: Path, reused: bool = False, seconds: float | None = None):
         attempt = runroot.read_attempt(self.run_root, directory)
         self.tally["reused" if reused else "ran"] += 1
         try:
@@ -97,6 +104,7 @@ class Settle:
             self.errors[key] = attempt.record.error
         elif attempt.source_path not in self.waiting:
             self.context.log_event(dg.AssetMaterialization(self.context.asset_key, partition=key, metadata=attempt_metadata(attempt, reused)))
+        return attempt
 
 
 def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveDef, asset: str, targets: list) -> None:
@@ -132,8 +140,17 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     attempt = partial(run_attempt, registry=registry, run_root=run_root, work_root=work_root, identity=identity,
                       dagster_run_id=context.run_id, replays=replays)
     crashed = partial(crashed_attempt, run_root=run_root, identity=identity, dagster_run_id=context.run_id)
-    for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed):
-        settle.finished(to_run[spec].key, directory, seconds=seconds)
+    breaker = _breaker(context, store, identity, replaying)
+    launched = 0
+    for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed, may_launch=breaker.may_launch):
+        launched += 1
+        finished = settle.finished(to_run[spec].key, directory, seconds=seconds)
+        breaker.add(((finished.record.extra or {}).get("usage") or {}).get("cost_usd"), spec)
+    if launched < len(to_run):  # the breaker stopped launching: those cells stay missing, never RUN_ERROR
+        context.log.info(f"{asset}: spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling; "
+                            f"{len(to_run) - launched} run(s) not launched, left missing for a later wave run")
+        context.log_event(dg.AssetObservation(context.asset_key, metadata={
+            NOT_LAUNCHED_KEY: len(to_run) - launched, "spent (USD)": round(breaker.spent, 6), "ceiling (USD)": breaker.cap}))
     tally, errors = settle.tally, settle.errors
     context.log.info(f"{asset}: {len(targets)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}")
     if not settle.locked:
@@ -144,6 +161,20 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
         except StoreLocked as exc:
             settle.locked = exc
     _fail_if_needed(asset, errors, settle.waiting, settle.locked, tally)
+
+
+def _breaker(context, store: DuckDBResource, identity, replaying: bool):
+    def read(query):
+        def at(simulated: bool):
+            try:
+                with store_connection(store) as con:
+                    return query(con, simulated)
+            except StoreLocked as exc:
+                # No spend figure, no launch: a paid run is never made blind to the cap.
+                raise dg.Failure(description=f"cannot read the spend so far to enforce the cap: {exc}", allow_retries=False) from exc
+        return at
+
+    return step_breaker(context.run.tags, read(spend_at), identity.endpoint, replaying, read(rates_of))
 
 
 def _recording(store: DuckDBResource, wave: WaveDef, spec: RunSpec, probe: Probe) -> Recording:

@@ -1,0 +1,83 @@
+"""The §8 cap on a real wave: the breaker stops launching at the budget and the cells never started
+stay missing (resumed later, never RUN_ERROR); a projection over budget is refused before any call."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from sabot.store.db import connect
+
+PROJECT = Path(__file__).resolve().parents[1]
+SLICE = ["demo", "--framework", "langgraph", "--config", "default", "--task", "T1"]  # 1 baseline + 6 fault runs
+
+
+def _sabot(var: Path, *args) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
+    return subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", *args], env={**env, "SABOT_VAR": str(var)},
+                          capture_output=True, text=True, timeout=600)
+
+
+def _attempts(var: Path, wave: str) -> list[Path]:
+    return sorted((var / "runroot").glob(f"{wave}/*/*/*/*/*/attempt-*"))
+
+
+def _calls(var: Path) -> int:
+    with connect(var / "sabot.duckdb", read_only=True) as con:
+        return con.execute("SELECT count(*) FROM model_calls").fetchone()[0]
+
+
+def _fault_run_status(var: Path) -> dict:
+    """The fault-run partitions Dagster holds a status for on the CLI's instance (missing ones have none)."""
+    from sabot.registry import Registry
+    from sabot_assets.partitions import cell_partitions
+
+    wave = Registry().wave("demo")
+    partitions = cell_partitions(wave)
+    old = {k: os.environ.get(k) for k in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
+    os.environ.update(DAGSTER_HOME=str(PROJECT), SABOT_DAGSTER_STORAGE=str(var / "dagster"))
+    try:
+        with dg.DagsterInstance.get() as instance:
+            keys = [k for k in partitions.get_partition_keys() if k.endswith("|langgraph.default.T1.s11")]
+            assert len(keys) == 6
+            return {k: v for k, v in instance.get_status_by_partition(dg.AssetKey(["demo", "fault_runs"]), keys, partitions).items() if v is not None}
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+@pytest.fixture(scope="module")
+def var(tmp_path_factory):
+    return tmp_path_factory.mktemp("budget")
+
+
+def test_a_wave_whose_spend_reaches_its_budget_stops_launching_and_resumes_later(var):
+    stopped = _sabot(var, *SLICE, "--budget", "0.001")  # one run costs more than that
+    assert stopped.returncode == 1, stopped.stderr[-2000:]
+    assert "pilot: no recorded run of langgraph to project from" in stopped.stdout
+    assert "6 run(s) not launched stay missing, not RUN_ERROR" in stopped.stderr
+    assert "RUN_ERROR: 0" in stopped.stdout
+    assert len(_attempts(var, "demo")) == 1  # the baseline, and nothing after it
+    with connect(var / "sabot.duckdb", read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM attempts WHERE outcome <> 'complete'").fetchone()[0] == 0
+
+    assert _fault_run_status(var) == {}  # the six cells are missing: neither failed nor materialized
+
+    resumed = _sabot(var, *SLICE)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "6 run, 1 reused" in resumed.stdout
+    assert len(_attempts(var, "demo")) == 7
+    status = _fault_run_status(var)
+    assert len(status) == 6 and set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
+
+
+def test_a_projection_over_budget_is_refused_before_any_model_call(var):
+    """The demo runs above recorded what a LangGraph run costs; wave 1's row has 5 seeds."""
+    calls = _calls(var)
+    refused = _sabot(var, "wave1", "--framework", "langgraph", "--config", "default", "--task", "T1", "--budget", "0.01")
+    assert refused.returncode == 1
+    assert "projected spend $" in refused.stderr and "exceeds the budget of $0.0100" in refused.stderr
+    assert "cut seeds 5 -> 3 (seeds" in refused.stderr and "before any cell is cut: projected $" in refused.stderr
+    assert _attempts(var, "wave1") == [] and _calls(var) == calls  # not one model call
