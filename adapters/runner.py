@@ -183,6 +183,8 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
             failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
             calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too
     extra = {"exchanges": failed_exchanges} if failed_exchanges else {}
+    # Where it failed, in the record itself: a provider wave whose every run failed is still no simulation.
+    extra["endpoint"] = replay.endpoint_label if replay is not None else (provider.label if provider else scripted("", "", "").label)
     extra["usage"] = _usage(calls, prices)
     record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error, extra=extra)
     return RunOutcome(record, [])

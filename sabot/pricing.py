@@ -78,7 +78,8 @@ def spend_text(spend: dict | None, project: dict | None) -> str:
     the registered prices, and it is labelled so."""
     if not spend or not spend["calls"]:
         return "spend: no model calls recorded for this wave"
-    simulated = all(e.startswith("simulation") for e in spend["endpoints"])
+    # No endpoint on record is not evidence of simulation: only calls all labelled so say no money was spent.
+    simulated = bool(spend["endpoints"]) and all(e.startswith("simulation") for e in spend["endpoints"])
     what = "simulated usage priced at spec prices, no money spent" if simulated else "provider usage"
     unpriced = f"; {spend['unpriced_calls']} call(s) unpriced" if spend["unpriced_calls"] else ""
     line = (f"spend ({what}): ${spend['cost_usd']:.4f} over {spend['calls']} call(s); tokens: prompt {spend['prompt_tokens']}, "

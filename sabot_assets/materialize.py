@@ -168,7 +168,8 @@ class WaveRunner:
             self._live(["fault_runs"], cell_range)
 
     def _live(self, names: list[str], partition_range: tuple[str, str]) -> None:
-        result = self._execute(names, partition_range)
+        # RUN_ERROR cells are a result the caller itemizes; any other failure still raises below.
+        result = self._execute(names, partition_range, run_config=SILENT)
         before = len(self.tally.run_errors), len(self.tally.waiting)
         self.tally.add(result)
         reported = (len(self.tally.run_errors), len(self.tally.waiting)) != before

@@ -14,9 +14,9 @@ PROJECT = Path(__file__).resolve().parents[1]
 SLICE = ["demo", "--framework", "langgraph", "--config", "default", "--task", "T1"]  # 1 baseline + 6 fault runs
 
 
-def _sabot(var: Path, *args) -> subprocess.CompletedProcess:
+def _sabot(var: Path, *args, **extra) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
-    return subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", *args], env={**env, "SABOT_VAR": str(var)},
+    return subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", *args], env={**env, "SABOT_VAR": str(var), **extra},
                           capture_output=True, text=True, timeout=600)
 
 
@@ -81,3 +81,19 @@ def test_a_projection_over_budget_is_refused_before_any_model_call(var):
     assert "projected spend $" in refused.stderr and "exceeds the budget of $0.0100" in refused.stderr
     assert "cut seeds 5 -> 3 (seeds" in refused.stderr and "before any cell is cut: projected $" in refused.stderr
     assert _attempts(var, "wave1") == [] and _calls(var) == calls  # not one model call
+
+
+def test_a_provider_wave_is_never_labelled_simulation_even_when_every_run_failed(tmp_path):
+    """A dead provider: every run ends in RUN_ERROR before its record names an endpoint's replies."""
+    import json
+
+    quick = tmp_path / "quick_call_policy.json"  # a dead endpoint fails fast
+    quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}}))
+    out = _sabot(tmp_path, *SLICE, "--operator", "O1", "--budget", "1", "--json", str(tmp_path / "board.json"),
+                 SABOT_MODEL_BASE_URL="http://127.0.0.1:3598/v1", SABOT_MODEL_API_KEY="sk-test", SABOT_CALL_POLICY=str(quick))
+    assert out.returncode == 1 and "2 cell(s) ended in RUN_ERROR" in out.stderr
+    assert "model endpoint: provider http://127.0.0.1:3598/v1" in out.stdout
+    assert "demo under ruleset v0.2.0 (derived)" in out.stdout
+    assert "spend (provider usage)" in out.stdout
+    assert "simulation" not in out.stdout.lower()
+    assert json.loads((tmp_path / "board.json").read_text())["label"] == "derived"

@@ -103,11 +103,20 @@ def write_intent(con, wave: str, operator: str | None, probe: str, run_id: str, 
 
 
 def endpoints(con, wave: str) -> set[str]:
-    """The model endpoints a wave's present runs were made against (as labelled in their records)."""
+    """The model endpoints a wave's present runs were made against: as labelled in their records, and,
+    for runs that ended in RUN_ERROR before their record said (a dead provider), as their attempt
+    in the run root recorded it."""
     rows = con.execute(
         "SELECT DISTINCT json_extract_string(record, '$.endpoint') FROM runs WHERE wave = ? AND status = 'present'", [wave]
     ).fetchall()
-    return {r[0] for r in rows if r[0]}
+    found = {r[0] for r in rows if r[0]}
+    if con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'attempts'").fetchone():
+        rows = con.execute(
+            "SELECT DISTINCT a.endpoint FROM runs r JOIN attempts a ON a.wave = r.wave AND a.operator = r.operator "
+            "AND a.probe = r.probe AND a.source_sha256 = r.source_sha256 WHERE r.wave = ? AND r.status = 'present'", [wave]
+        ).fetchall()
+        found |= {r[0] for r in rows if r[0]}
+    return found
 
 
 # --- live attempts -------------------------------------------------------------------------------
