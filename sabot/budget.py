@@ -65,17 +65,12 @@ def project(specs: Iterable, known: dict[str, Rate]) -> Projection:
     return Projection(dict(runs), cost, calls, unknown)
 
 
-def check_projection(specs: list, known: dict[str, Rate], budget: float, seeds: tuple[int, ...], pilot_ok: bool = False) -> Projection:
+def check_projection(specs: list, known: dict[str, Rate], budget: float, seeds: tuple[int, ...]) -> Projection:
     """Refuse (BudgetError) a wave whose projection exceeds `budget`, naming the §8 alternative.
 
-    A framework with no recorded run cannot be projected: refused, unless `pilot_ok` (a budget the
-    user set, or the scripted model), when the breaker alone caps what the pilot spends."""
+    Frameworks with no recorded run are projected at nothing and named in `unknown`: such a wave
+    is a pilot, capped by the breaker alone, and its runs give the next wave its projection."""
     full = project(specs, known)
-    if full.unknown and not pilot_ok:
-        raise BudgetError(
-            f"cannot project the cost: no recorded run of {', '.join(full.unknown)} at this endpoint to project from; "
-            "run a pilot first: a slice of the wave with a small --budget (e.g. --task T1 --budget 5), so its calls and tokens per run are recorded"
-        )
     if full.cost <= budget:
         return full
     over = f"projected spend {full.line()} exceeds the budget of {usd(budget)}. "

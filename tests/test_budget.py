@@ -63,11 +63,11 @@ def test_a_wave_of_three_seeds_or_fewer_can_only_cut_cells():
         check_projection([RunSpec("w", 2, "crewai", "default", "T1", None, 11)] * 2, known, budget=1.5, seeds=(11,))
 
 
-def test_a_framework_without_recorded_runs_is_refused_unless_a_pilot_is_allowed():
-    specs = [RunSpec("w", 2, "autogen", "default", "T1", None, 11)]
-    with pytest.raises(BudgetError, match="no recorded run of autogen.*run a pilot first"):
-        check_projection(specs, {}, budget=10.0, seeds=(11,))
-    assert check_projection(specs, {}, budget=10.0, seeds=(11,), pilot_ok=True).unknown == ("autogen",)
+def test_a_framework_without_recorded_runs_is_a_pilot_named_in_the_projection():
+    known = {"crewai": Rate(runs=1, calls=3.0, tokens=9000, cost=1.0)}
+    specs = [RunSpec("w", 2, "autogen", "default", "T1", None, 11), RunSpec("w", 2, "crewai", "default", "T1", None, 11)]
+    projection = check_projection(specs, known, budget=10.0, seeds=(11,))
+    assert projection.unknown == ("autogen",) and projection.cost == pytest.approx(1.0)
 
 
 def test_the_breaker_stops_launching_once_spend_reaches_the_cap():

@@ -56,7 +56,7 @@ def var(tmp_path_factory):
 def test_a_wave_whose_spend_reaches_its_budget_stops_launching_and_resumes_later(var):
     stopped = _sabot(var, *SLICE, "--budget", "0.001")  # one run costs more than that
     assert stopped.returncode == 1, stopped.stderr[-2000:]
-    assert "pilot: no recorded run of langgraph to project from" in stopped.stdout
+    assert "pilot: no recorded run of langgraph at this endpoint to project from" in stopped.stdout
     assert "6 run(s) not launched stay missing, not RUN_ERROR" in stopped.stderr
     assert "RUN_ERROR: 0" in stopped.stdout
     assert len(_attempts(var, "demo")) == 1  # the baseline, and nothing after it

@@ -101,7 +101,8 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
         if ceiling is not None or to_launch:
             click.echo(f"{name}: {len(to_launch)} run(s) to launch" + ("" if ceiling is None else f"; spend ceiling {usd(ceiling)} (spent so far {usd(spent)})"))
     elif projection.unknown:
-        click.echo(f"{name}: pilot: no recorded run of {', '.join(projection.unknown)} to project from; the breaker alone stops launching at {usd(ceiling)}")
+        click.echo(f"{name}: pilot: no recorded run of {', '.join(projection.unknown)} at this endpoint to project from "
+                   f"(the rest: {projection.line()}); the breaker alone stops launching at {usd(ceiling)}")
     else:
         click.echo(f"{name}: projected spend {projection.line()}, within {usd(ceiling - spent)} left of the ceiling {usd(ceiling)}")
     return ceiling

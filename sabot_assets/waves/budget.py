@@ -42,7 +42,7 @@ def plan_spend(store_path: Path, specs: list, seeds: tuple[int, ...], budget: fl
     left = ceiling - spent
     if left <= 0:
         raise BudgetError(f"the project has spent {usd(spent)} of its {usd(ceiling)} cap (SPEC §8); no run is launched")
-    return ceiling, check_projection(specs, known, left, seeds, pilot_ok=simulated or budget is not None), spent
+    return ceiling, check_projection(specs, known, left, seeds), spent
 
 
 def ceiling_tag(ceiling: float | None) -> dict[str, str]:
