@@ -82,7 +82,7 @@ def check_projection(specs: list, known: dict[str, Rate], budget: float, seeds: 
     verdict = "fits" if cut.cost <= budget else "still exceeds it: cells would have to be cut next"
     raise BudgetError(
         over + f"§8 alternative: cut seeds {len(seeds)} -> {CUT_SEEDS_TO} (seeds {', '.join(map(str, kept))}) before any cell is cut: "
-        f"projected {cut.line()}, which {verdict}"
+        f"projected {cut.line()}, which {verdict} ({' '.join(f'--seed {k}' for k in kept)})"
     )
 
 

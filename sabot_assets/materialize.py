@@ -70,6 +70,7 @@ class Block:
     first_task: str
     last_task: str
     operators: tuple[str, ...] | None = None  # None: every operator of the wave
+    seeds: tuple[int, ...] | None = None  # None: every seed of the wave
 
     def probe_range(self, wave: WaveDef) -> tuple[str, str]:
         first = Probe(self.framework, self.config, self.first_task, wave.seeds[0])
@@ -80,17 +81,34 @@ class Block:
         start, end = self.probe_range(wave)
         return Cell(wave.operators[0], Probe.parse(start)).key, Cell(wave.operators[-1], Probe.parse(end)).key
 
-    def cell_ranges(self, wave: WaveDef) -> list[tuple[str, str]]:
-        """One rectangle per contiguous run of the selected operators over the block's probes."""
-        if self.operators is None:
-            return [self.cell_range(wave)]
-        start, end = (Probe.parse(k) for k in self.probe_range(wave))
-        indices = [i for i, op in enumerate(wave.operators) if op in self.operators]
+    def probe_ranges(self, wave: WaveDef) -> list[tuple[str, str]]:
+        """One probe range per contiguous run of the selected seeds (seed is the last key part, so a
+        seed subset of one task splits only where a seed is skipped)."""
+        if self.seeds is None:
+            return [self.probe_range(wave)]
+        if self.first_task != self.last_task:
+            raise ValueError("a seed subset needs a block of one task")
         out = []
-        for _, run in groupby(enumerate(indices), key=lambda pair: pair[1] - pair[0]):
-            span = [i for _, i in run]
-            out.append((Cell(wave.operators[span[0]], start).key, Cell(wave.operators[span[-1]], end).key))
+        for span in _spans([i for i, seed in enumerate(wave.seeds) if seed in self.seeds]):
+            first = Probe(self.framework, self.config, self.first_task, wave.seeds[span[0]])
+            last = Probe(self.framework, self.config, self.first_task, wave.seeds[span[-1]])
+            out.append((first.key, last.key))
         return out
+
+    def cell_ranges(self, wave: WaveDef) -> list[tuple[str, str]]:
+        """One rectangle per contiguous run of the selected operators over each probe range."""
+        operators = self.operators or wave.operators
+        spans = _spans([i for i, op in enumerate(wave.operators) if op in operators])
+        out = []
+        for start, end in self.probe_ranges(wave):
+            for span in spans:
+                out.append((Cell(wave.operators[span[0]], Probe.parse(start)).key, Cell(wave.operators[span[-1]], Probe.parse(end)).key))
+        return out
+
+
+def _spans(indices: list[int]) -> list[list[int]]:
+    """Contiguous runs of ascending indices: [0, 1, 3] -> [[0, 1], [3]]."""
+    return [[i for _, i in run] for _, run in groupby(enumerate(indices), key=lambda pair: pair[1] - pair[0])]
 
 
 def blocks(wave: WaveDef, touched: set[tuple[str, str, str]]) -> list[Block]:
@@ -163,7 +181,8 @@ class WaveRunner:
     def runs(self, block: Block) -> None:
         """Baselines, then fault runs. A run asset that failed only because cells ended in RUN_ERROR
         is a result (tallied, the wave goes on to score and itemize them); anything else raises."""
-        self._live(["baseline_runs"], block.probe_range(self.wave))
+        for probe_range in block.probe_ranges(self.wave):
+            self._live(["baseline_runs"], probe_range)
         for cell_range in block.cell_ranges(self.wave):
             self._live(["fault_runs"], cell_range)
 

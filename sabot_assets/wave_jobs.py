@@ -22,6 +22,7 @@ class Slice:
     configs: tuple[str, ...] | None = None
     tasks: tuple[str, ...] | None = None
     operators: tuple[str, ...] | None = None
+    seeds: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -37,7 +38,7 @@ def _pick(wave_name: str, what: str, wanted, registered) -> list:
         return list(registered)
     unknown = [w for w in wanted if w not in registered]
     if unknown:
-        raise RegistryError(f"wave {wave_name} has no {what}(s) {', '.join(unknown)} (it has {', '.join(registered)})")
+        raise RegistryError(f"wave {wave_name} has no {what}(s) {', '.join(map(str, unknown))} (it has {', '.join(map(str, registered))})")
     return [r for r in registered if r in wanted]
 
 
@@ -50,13 +51,15 @@ class Selected:
     configs: list[str]
     tasks: list[str]
     operators: tuple[str, ...] | None  # None: every operator
+    seeds: tuple[int, ...] | None  # None: every seed
     skipped: list[str]  # frameworks not run, with the reason
 
     def slots(self) -> list[tuple[str | None, Probe]]:
         """(operator or None for the baseline, probe) of every run the slice holds, carved-out cells left out."""
         out = []
         for probe in self.wave.probes():
-            if probe.framework in self.frameworks and probe.config in self.configs and probe.task in self.tasks:
+            if (probe.framework in self.frameworks and probe.config in self.configs and probe.task in self.tasks
+                    and (self.seeds is None or probe.seed in self.seeds)):
                 out.append((None, probe))
                 out += [(op, probe) for op in (self.operators or self.wave.operators) if not self.wave.is_carved_out(Cell(op, probe))]
         return out
@@ -71,9 +74,10 @@ def select(registry: Registry, wave_name: str, selection: Slice | None = None, f
     configs = _pick(wave_name, "config", selection.configs, wave.configs)
     tasks = _pick(wave_name, "task", selection.tasks, wave.tasks)
     operators = tuple(_pick(wave_name, "operator", selection.operators, wave.operators)) if selection.operators else None
+    seeds = tuple(_pick(wave_name, "seed", selection.seeds, wave.seeds)) if selection.seeds else None
     runnable = [f for f in wanted if f in PIPELINES]
     skipped = [f"{f}: no adapter yet" for f in wanted if f not in PIPELINES]
-    return Selected(wave, runnable, configs, tasks, operators, skipped)
+    return Selected(wave, runnable, configs, tasks, operators, seeds, skipped)
 
 
 def runs_to_launch(registry: Registry, store_path: Path, chosen: Selected, rerun: bool) -> list[Probe]:
@@ -112,7 +116,7 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     free_slots_of_dead_runs(instance)  # a wave killed earlier would otherwise hold its pool slots forever
     runner = WaveRunner(defs, wave, instance, tags or None)
     runner.preregister()
-    blocks = [Block(fw, cfg, task, task, chosen.operators) for fw in chosen.frameworks for cfg in chosen.configs for task in chosen.tasks]
+    blocks = [Block(fw, cfg, task, task, chosen.operators, chosen.seeds) for fw in chosen.frameworks for cfg in chosen.configs for task in chosen.tasks]
     for block in progress(blocks):
         runner.runs(block)
         runner.verdicts(block)

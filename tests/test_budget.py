@@ -87,3 +87,27 @@ def test_runs_in_flight_reserve_their_expected_cost():
     breaker.add(0.05, spec(0))  # cheaper than expected: room for one more
     assert breaker.may_launch(spec(3))
     assert not breaker.may_launch(spec(4))
+
+
+def test_the_seed_cut_is_a_slice_the_wave_can_run(registry):
+    """`--seed` selects the runs the §8 cut keeps; its blocks cover exactly those partitions."""
+    from sabot.matrix import Cell
+    from sabot_assets.materialize import Block
+    from sabot_assets.wave_jobs import Slice, select
+
+    wave = registry.wave("wave1")
+    chosen = select(registry, "wave1", Slice(("langgraph",), ("default",), ("T1",), ("O1", "O3", "O4"), (11, 12, 14)))
+    assert {probe.seed for _, probe in chosen.slots()} == {11, 12, 14}
+    assert len(chosen.slots()) == 3 * (1 + 3)
+    block = Block("langgraph", "default", "T1", "T1", chosen.operators, chosen.seeds)
+    assert block.probe_ranges(wave) == [("langgraph.default.T1.s11", "langgraph.default.T1.s12"), ("langgraph.default.T1.s14",) * 2]
+    covered = set()
+    operators = list(wave.operators)
+    for start, end in block.cell_ranges(wave):
+        first, last = Cell.parse(start), Cell.parse(end)
+        for op in operators[operators.index(first.operator):operators.index(last.operator) + 1]:
+            for seed in wave.seeds[wave.seeds.index(first.probe.seed):wave.seeds.index(last.probe.seed) + 1]:
+                covered.add((op, seed))
+    assert covered == {(op, seed) for op in ("O1", "O3", "O4") for seed in (11, 12, 14)}
+    with pytest.raises(Exception, match="has no seed"):
+        select(registry, "wave1", Slice(seeds=(99,)))

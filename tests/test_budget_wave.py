@@ -79,7 +79,8 @@ def test_a_projection_over_budget_is_refused_before_any_model_call(var):
     refused = _sabot(var, "wave1", "--framework", "langgraph", "--config", "default", "--task", "T1", "--budget", "0.01")
     assert refused.returncode == 1
     assert "projected spend $" in refused.stderr and "exceeds the budget of $0.0100" in refused.stderr
-    assert "cut seeds 5 -> 3 (seeds" in refused.stderr and "before any cell is cut: projected $" in refused.stderr
+    assert "cut seeds 5 -> 3 (seeds 11, 12, 13) before any cell is cut: projected $" in refused.stderr
+    assert "(--seed 11 --seed 12 --seed 13)" in refused.stderr  # how to make the cut
     assert _attempts(var, "wave1") == [] and _calls(var) == calls  # not one model call
 
 

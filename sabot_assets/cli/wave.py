@@ -19,6 +19,7 @@ def wave():
 @click.option("--config", "configs", multiple=True, help="Limit to these configs, e.g. default (repeatable).")
 @click.option("--task", "tasks", multiple=True, help="Limit to these tasks, e.g. T1 (repeatable).")
 @click.option("--operator", "operators", multiple=True, help="Limit the fault runs to these operators, e.g. O1 (repeatable); baselines still run.")
+@click.option("--seed", "seeds", type=int, multiple=True, help="Limit the runs to these seeds, e.g. 11 (repeatable): the §8 cut of seeds 5 -> 3.")
 @click.option("--rerun", is_flag=True, help="Run the selected cells again even where a matching complete run is stored (a new attempt each).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
 @click.option("--replay", is_flag=True, help="Re-execute the selected cells with every model call answered from their stored exchanges; nothing is sent to any model.")
@@ -26,7 +27,7 @@ def wave():
               help="Runs in flight at once; sets the instance's llm_agent pool limit, the UI's knob (default: the current limit).")
 @click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="USD",
               help="Spend at most this much on the runs this command launches (never past the project's $500 cap, SPEC §8).")
-def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out, replay, concurrency, budget):
+def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out, replay, concurrency, budget):
     """Run a registered live wave (e.g. `demo`) or a project folder (a team's own pipeline), score it, print it.
 
     A cell whose stored run is complete at the same runner version, endpoint, model ids and
@@ -34,7 +35,7 @@ def wave_run(name, frameworks, configs, tasks, operators, rerun, json_out, repla
     """
     from sabot_assets.wave_jobs import Slice
 
-    selection = Slice(frameworks or None, configs or None, tasks or None, operators or None)
+    selection = Slice(frameworks or None, configs or None, tasks or None, operators or None, seeds or None)
     guarded(_wave, Context(), name, selection, rerun, json_out, replay, concurrency, budget)
 
 
