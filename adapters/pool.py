@@ -11,6 +11,7 @@ each one, so a budget breaker or a pool of slots stops launching while the runs 
 finish and are kept. Results come back as they finish, so the caller stores each one at once.
 """
 
+import json
 import multiprocessing
 import os
 import time
@@ -23,16 +24,23 @@ from typing import Any
 from adapters.runner import RunOutcome, RunSpec, run
 from sabot.trace import RunRecord
 
-# Imported once by the fork server, so a child pays none of it. "__main__" first: without it every
-# child re-imports the caller's main module (the CLI, Dagster definitions: ~10 s a run, measured).
-# The frameworks import lazily too: left to each child, openai.resources, httpcore and anyio's
-# backend cost ~0.8 s a run (measured with cProfile).
-PRELOAD = ["__main__", "adapters.runner", "adapters.langgraph_pipeline", "adapters.crewai_pipeline", "adapters.autogen_pipeline",
-           "openai.resources", "httpcore", "anyio._backends._asyncio"]
+# Imported once by the fork server, so a child pays none of it. The frameworks import lazily, so
+# the pipelines are listed; left to each child, openai.resources, httpcore and anyio's backend cost
+# ~0.8 s a run (measured with cProfile). fork_ready comes last: it runs the caller's main script
+# once (CPython 3.11 ignores "__main__" here) and freezes the heap out of the GC.
+PRELOAD = ["adapters.runner", "adapters.langgraph_pipeline", "adapters.crewai_pipeline", "adapters.autogen_pipeline",
+           "openai.resources", "httpcore", "anyio._backends._asyncio", "adapters.fork_ready"]
+MAIN_ENV = "SABOT_FORK_MAIN"  # read by adapters.fork_ready in the fork server
 DEFAULT_CONCURRENCY = 8  # measured: bench/bench_concurrency.py (README, "Concurrency")
 
 
 def _context():
+    from multiprocessing import spawn
+
+    # Read by the fork server when it starts (it inherits this environment): the script a child
+    # would otherwise re-run before every run.
+    main = spawn.get_preparation_data("sabot-run").get("init_main_from_path")
+    os.environ[MAIN_ENV] = json.dumps({"init_main_from_path": main})
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     return ctx

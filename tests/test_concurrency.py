@@ -137,3 +137,38 @@ def test_slots_of_a_killed_in_process_run_are_freed_and_a_live_ones_kept(tmp_pat
         assert instance.get_run_by_id("live-run").status == DagsterRunStatus.STARTED
         assert storage.claim_concurrency_slot(LLM_POOL, "new-run", "fault_runs").is_claimed  # the freed slot
         assert storage.get_concurrency_run_ids() == {"live-run", "new-run"}
+
+
+MAIN_SCRIPT = '''
+import os, sys
+with open(sys.argv[1] if len(sys.argv) > 1 else os.environ["SABOT_TEST_MAIN_LOG"], "a") as log:
+    log.write(f"{__name__} {os.getpid()}\\n")  # one line each time this script's top level runs
+
+
+def where(_):
+    return os.getpid()
+
+
+if __name__ == "__main__":
+    os.environ["SABOT_TEST_MAIN_LOG"] = sys.argv[1]
+    from adapters.pool import run_many
+    print(sorted(set(pid for _, pid, _ in run_many(where, range(3), concurrency=3))))
+'''
+
+
+def test_the_callers_main_script_runs_once_in_the_fork_server_not_once_a_run(tmp_path):
+    """CPython 3.11's fork server ignores "__main__" in its preload: without adapters.fork_ready each
+    child re-ran the caller's main script (under Dagster: seconds of imports a run)."""
+    import subprocess
+    import sys
+
+    script, log = tmp_path / "main_script.py", tmp_path / "main.log"
+    script.write_text(MAIN_SCRIPT)
+    out = subprocess.run([sys.executable, str(script), str(log)], capture_output=True, text=True, timeout=300,
+                         cwd=os.getcwd(), env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert out.returncode == 0, out.stderr[-2000:]
+    children = eval(out.stdout.strip().splitlines()[-1])
+    assert len(children) == 3  # three runs, three processes
+    lines = log.read_text().splitlines()
+    assert [line.split()[0] for line in lines] == ["__main__", "__mp_main__"], lines  # the caller, then the fork server once
+    assert not {int(line.split()[1]) for line in lines} & set(children)  # no run re-ran it

@@ -1,0 +1,36 @@
+"""Imported last by the fork server of `adapters.pool`: adopt the caller's main module, then freeze.
+
+- **Main module.** A child of a "forkserver" pool re-runs the parent's main script before its
+  first task (`multiprocessing.spawn._fixup_main_from_path`) unless its own `__main__` already has
+  that file. CPython 3.11's fork server was meant to preload it (`"__main__"` in the preload list)
+  but looks for a `main_path` key the preparation data no longer carries, so every child re-ran
+  the script: under the Dagster CLI or a benchmark that is Dagster, DuckDB and pyarrow imported
+  again, ~2-3 s a run (measured). Here the fork server runs the script once, as the child fixup
+  would, and every child forked from it then skips the fixup.
+- **GC freeze.** A forked child shares the server's heap copy-on-write; `gc.freeze()` keeps the
+  collector from walking (and copying) every preloaded object in each child.
+"""
+
+import gc
+import json
+import os
+import runpy
+import sys
+import types
+
+from adapters.pool import MAIN_ENV  # the caller's main script, set before the server starts
+
+# Only ever imported by the fork server (never by the caller: it would swap the caller's __main__).
+
+
+def _adopt_main(path: str | None) -> None:
+    if not path or getattr(sys.modules["__main__"], "__file__", None) == path:
+        return
+    module = types.ModuleType("__mp_main__")
+    module.__dict__.update(runpy.run_path(path, run_name="__mp_main__"))
+    module.__file__ = path
+    sys.modules["__main__"] = sys.modules["__mp_main__"] = module
+
+
+_adopt_main(json.loads(os.environ.get(MAIN_ENV) or "{}").get("init_main_from_path"))
+gc.freeze()
