@@ -130,6 +130,7 @@ def main() -> None:
     c = args.concurrency
     print(f"slice: {WAVE} {FRAMEWORK}/{CONFIG} fault_runs {' ... '.join(slice_range(registry))}; load average {os.getloadavg()[0]:.1f}")
 
+    print(f"fork server start (once per process, before its first run; not in the figures below): {fork_server_start(registry):.2f} s")
     if not args.overhead_only:
         zero, runs, zero_calls = timed_slice(registry, c, 0.0)
         print(f"concurrency {c}, latency 0: {zero:.1f} s for {runs} runs, {zero_calls} model calls")
@@ -144,7 +145,6 @@ def main() -> None:
 
     os.environ[LATENCY_ENV] = str(args.latency)
     spec = RunSpec(WAVE, registry.wave(WAVE).protocol, FRAMEWORK, CONFIG, "T1", "O1", registry.wave(WAVE).seeds[0])
-    print(f"fork server start (once per process, before its first run): {fork_server_start(registry):.2f} s")
     harness = statistics.median(harness_run(registry, spec) for _ in range(REPEATS))
     bare = statistics.median(bare_run(registry, spec) for _ in range(REPEATS))
     print(f"one run, latency {args.latency} (median of {REPEATS}): through the harness {harness:.2f} s, bare pipeline {bare:.2f} s; "
