@@ -153,9 +153,13 @@ def test_the_boards_spend_is_the_recorded_usage_times_the_registered_price(demo,
     assert spend["endpoints"] == ["simulation (scripted model on 127.0.0.1)"]
 
 
-def test_replaying_the_demo_without_the_scripted_model_reproduces_every_record(demo, registry, monkeypatch):
-    from adapters.scripted import server as scripted_server
+def test_replaying_a_demo_slice_sends_nothing_and_reproduces_every_record(demo, registry, monkeypatch, tmp_path):
+    """One task of every framework and config (39 runs): replayed with the endpoint switched to a
+    provider where nothing listens, so any call a replay made (to it, or to a scripted model it
+    started) would end the run in RUN_ERROR and change its record. Runs execute in processes of
+    their own, so the guard is the environment they inherit, not a patch of this process."""
     from sabot.store.board import read_report
+    from sabot_assets.wave_jobs import Slice
 
     _, store_path = demo
     before = stored_records(store_path, "demo")
@@ -163,18 +167,20 @@ def test_replaying_the_demo_without_the_scripted_model_reproduces_every_record(d
         board_before = read_report(con, "demo", "v0.2.0", "board.json")
         intent_before = intents(store_path, "demo")
 
-    def refuse(self):
-        raise AssertionError("a replay must not start the scripted model")
-
-    monkeypatch.setattr(scripted_server.ScriptedModelServer, "start", refuse)
-    monkeypatch.delenv("SABOT_MODEL_BASE_URL", raising=False)
-    (store_path.parent / "dagster-replay").mkdir()
-    with dg.instance_for_test(temp_dir=str(store_path.parent / "dagster-replay")) as instance:
+    monkeypatch.setenv("SABOT_MODEL_BASE_URL", "http://127.0.0.1:3599/v1")  # nothing listens here
+    monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-replay-must-not-call")
+    (tmp_path / "dagster-replay").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster-replay")) as instance:
         defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
-        run_wave(registry, defs, instance, "demo", replay=True)
+        result = run_wave(registry, defs, instance, "demo", replay=True, selection=Slice(tasks=("T1",)))
+    slice_runs = [key for key in before if ".T1." in key[1]]
+    assert len(slice_runs) == 6 * 7 - 3  # the carve-out's three operators are never run
+    assert result.tally.ran == len(slice_runs) and result.tally.run_errors == {}
     after = stored_records(store_path, "demo")
     assert len(before) == 6 * 5 * 7 - 15 and after.keys() == before.keys()
     assert after == before  # exchanges, events, verdict inputs, usage: equal (timings replay as recorded)
     with connect(store_path, read_only=True) as con:
         assert read_report(con, "demo", "v0.2.0", "board.json") == board_before
+        replayed = con.execute("SELECT count(*) FROM attempts WHERE wave = 'demo' AND probe LIKE '%.T1.%' AND attempt = 2").fetchone()[0]
+    assert replayed == len(slice_runs)  # a new attempt each, equal to the first
     assert intents(store_path, "demo") == intent_before
