@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 
 from adapters.byo.seams import SeamFault
+from adapters.http_reply import send_reply
 from sabot.recorder import Recorder
 
 log = logging.getLogger(__name__)
@@ -136,15 +137,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(response.status_code, content_type, response.content)
 
     def _send(self, status: int, content_type: str, payload: bytes):
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            log.debug("client went away before the reply")
+        send_reply(self, status, content_type, payload)
 
 
 def _json_or_text(response: httpx.Response):

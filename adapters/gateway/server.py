@@ -37,6 +37,7 @@ from adapters.gateway.exchange import (estimate_tokens, parse_sse, redact_header
                                        route_of, served_model, strip_usage_chunks, usage_of)
 from adapters.gateway.limiter import EndpointLimiter, RateLimited
 from adapters.gateway.policy import CallPolicy
+from adapters.http_reply import send_reply
 
 log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())
@@ -332,15 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # a gateway bug must answer, never leave the client hanging
             log.warning("gateway failed on %s %s", self.command, self.path, exc_info=True)
             status, ctype, payload = 500, "application/json", error_body(f"gateway error: {type(exc).__name__}: {exc}")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(payload)))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.wfile.write(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            log.debug("client went away before the reply")
+        send_reply(self, status, ctype, payload)
 
 
 class _HTTPServer(ThreadingHTTPServer):
