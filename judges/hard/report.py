@@ -1,6 +1,6 @@
 """The wave report in Markdown, rendered from a board (never hand-edited)."""
 
-from judges.hard.tables import SIMULATION, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
+from judges.hard.tables import HEADLINE_COLUMN, SIMULATION, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
 
 
 def _interval(bounds) -> str:
@@ -48,7 +48,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
     out = [
         f"# Sabot — {wave}, ruleset {board['ruleset']}{' (headline)' if headline else ' (alternative reading)'}",
         "",
-        f"Label: **{label}**. Generated from the store; do not edit. Headline = `detected_hard` "
+        f"Label: **{label}**. Generated from the store; do not edit. Headline = `DETECTED_HARD` "
         "(hard tier: the §5 mapping, plus anchored FLAGS where the ruleset scores them). "
         "Denominator everywhere = valid injected faults; exclusions are itemized below, never counted as misses.",
         "",
@@ -64,7 +64,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "## Uncertainty of the headline column",
         "",
         markdown_table(
-            ["group", "detected (hard)", "Wilson 95%", "task-cluster bootstrap 95%"],
+            ["group", HEADLINE_COLUMN, "Wilson 95%", "task-cluster bootstrap 95%"],
             [
                 [e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"], label=label), _interval(e["wilson"]["detected_hard"]), _interval(board["cluster_bootstrap"][e["group"]][1:])]
                 for e in board["tables"]["framework_config"]
@@ -85,9 +85,9 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "",
         markdown_table(["framework", "config", "task", "operator", "code", "count"], board["exclusions"]) if board["exclusions"] else "No excluded cells.",
         "",
-        "## Strict injection-evidence floor (a floor, published with the union, never instead of it)",
+        "## Strict injection-evidence floor (a floor, published with DETECTED_HARD, never instead of it)",
         "",
-        _funnel_table(board["tables"]["framework_config"], (("strict floor", "strict"), ("published union", "detected_hard"))),
+        _funnel_table(board["tables"]["framework_config"], (("strict floor", "strict"), (f"{HEADLINE_COLUMN} (published)", "detected_hard"))),
         "",
         "Coverage-adjusted (cells with no injection-only anchor dropped):",
         "",
