@@ -19,7 +19,7 @@ from judges.hard.board import build_board
 from judges.hard.strict import floor_rules
 from judges.hard.report import render_markdown
 from judges.report.html import render_html
-from judges.hard.tables import HEADLINE_COLUMN, columns_for, entries_markdown, fmt_pct
+from judges.hard.tables import HEADLINE_COLUMN, columns_for, fmt_pct, fmt_rate, markdown_table
 from sabot.registry import Registry, WaveDef
 from sabot.store.board import read_report, write_board, write_report
 from sabot.store.db import transaction
@@ -94,6 +94,14 @@ def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
     return notes
 
 
+def board_markdown(entries, columns, label: str) -> str:
+    """The scoreboard for the UI, one column per row of the board: the metadata panel and its dialog
+    are narrower than the published table's nine columns of rates."""
+    body = [["valid"] + [str(e["valid"]) for e in entries]]
+    body += [[header] + [fmt_rate(e["counts"].get(column, 0), e["valid"], label=label) for e in entries] for header, column in columns]
+    return markdown_table([""] + [e["group"] for e in entries], body)
+
+
 def number_links(wave: WaveDef, label: str, rows: list[dict], judged: dict, floor) -> dict:
     """Scoreboard metadata: per framework x config row, its numbers as links to their cells; and
     the cells the soft tier has not decided yet, with why."""
@@ -141,7 +149,7 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                 "band": dg.MetadataValue.md(f"withheld: {withheld}") if withheld else str(head["median"]["band"]),
                 "cells": json.dumps(head["cells"], sort_keys=True),
                 "cells fingerprint": head["cells_fingerprint"],
-                "scoreboard": dg.MetadataValue.md(entries_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset, label), label)),
+                "scoreboard": dg.MetadataValue.md(board_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset, label), label)),
                 **number_links(wave, label, headline_rows, judged, floors[wave.headline_ruleset]),
                 "lineage": dg.MetadataValue.md(
                     f"`SELECT * FROM scoreboard_manifest WHERE dagster_run_id = '{context.run_id}'` lists every cell behind these numbers, with run ids and sha256. Per row:\n\n"

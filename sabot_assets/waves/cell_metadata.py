@@ -26,8 +26,18 @@ from sabot_assets.waves.ui_text import shortened
 OWN_CHECK_KINDS = ("guardrail-event", "verdict")  # the event kinds the mappings read acts from
 QUOTE_CHARS = 160  # a quote cell of a metadata table: longer ones are shortened with a marker
 RUN_ERROR_KEY = "RUN_ERROR reason"
-RERUN_HINT = (f"Rerun from the UI: select the partitions, Materialize, and add the tag {RERUN_TAG}=true "
-              "(or launch the wave's rerun job); the CLI: sabot wave run WAVE --rerun with the slice's flags.")
+
+
+def rerun_job_name(wave: str, asset: str) -> str:
+    return f"{wave}__rerun_{asset}"
+
+
+def rerun_hint(wave: str, asset: str) -> str:
+    """How to run a cell again from the UI, said where the user looks (descriptions, a failed cell)."""
+    return (f"To rerun cells (new attempts, even where a matching complete run is stored): launch the job "
+            f"`{rerun_job_name(wave, asset)}` and pick the partitions, or Materialize the partitions with the tag "
+            f"`{RERUN_TAG}=true`; without the tag a stored complete run at the same runner, endpoint, models and protocol "
+            f"is reused (a backfill of failed and missing partitions runs only the cells without a good run). CLI: `sabot wave run {wave} --rerun` with the slice's flags.")
 
 
 def _seconds(attempt: Attempt) -> float | None:
@@ -126,10 +136,10 @@ def run_error_observation(asset_key: dg.AssetKey, key: str, attempt: Attempt) ->
     return dg.AssetObservation(asset_key, partition=key, metadata={
         "outcome": "RUN_ERROR",
         RUN_ERROR_KEY: attempt.record.error or "no error recorded",
-        "attempt": attempt.number,
+        "cell attempt": attempt.number,
         "endpoint": attempt.identity.endpoint,
         "record": dg.MetadataValue.path(attempt.source_path),
-        "rerun": RERUN_HINT,
+        "rerun": rerun_hint(asset_key.path[0], asset_key.path[-1]),
     })
 
 

@@ -17,6 +17,7 @@ from sabot_assets.waves.judging import build_judging_assets
 from sabot_assets.waves.live_runs import build_live_run_assets
 from sabot_assets.waves.runs import build_run_assets
 from sabot_assets.constants import RERUN_TAG
+from sabot_assets.waves.cell_metadata import rerun_hint, rerun_job_name
 from sabot_assets.waves.verdicts import build_cell_verdicts, scorer_version
 
 
@@ -27,28 +28,17 @@ class WaveDefinitions:
     jobs: list = field(default_factory=list)
 
 
-def rerun_hint(wave: WaveDef, asset: str) -> str:
-    return (f" To rerun cells (new attempts, even where a matching complete run is stored): launch the job "
-            f"`{rerun_job_name(wave, asset)}` and pick the partitions, or Materialize the partitions here with the tag "
-            f"`{RERUN_TAG}=true`; without the tag a stored complete run at the same runner, endpoint, models and protocol "
-            f"is reused. Backfilling failed and missing partitions reruns only those.")
-
-
-def rerun_job_name(wave: WaveDef, asset: str) -> str:
-    return f"{wave.name}__rerun_{asset}"
-
-
 def with_rerun_hint(wave: WaveDef, assets_def: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """The run asset's description, plus how to rerun one of its cells from the UI."""
     name = assets_def.key.path[-1]
-    [hinted] = dg.map_asset_specs(lambda spec: spec.replace_attributes(description=(spec.description or "") + rerun_hint(wave, name)), [assets_def])
+    [hinted] = dg.map_asset_specs(lambda spec: spec.replace_attributes(description=f"{spec.description or ''} {rerun_hint(wave.name, name)}"), [assets_def])
     return hinted
 
 
 def rerun_jobs(wave: WaveDef, run_assets: list[dg.AssetsDefinition]) -> list:
     return [
         dg.define_asset_job(
-            rerun_job_name(wave, a.key.path[-1]), selection=[a.key], partitions_def=a.partitions_def, tags={RERUN_TAG: "true"},
+            rerun_job_name(wave.name, a.key.path[-1]), selection=[a.key], partitions_def=a.partitions_def, tags={RERUN_TAG: "true"},
             description=f"Runs the selected {a.key.path[-1]} partitions of {wave.name} again, as new attempts (tag {RERUN_TAG}=true): "
                         "open Materialize, pick the partitions, launch. Each run calls the model again.",
         )

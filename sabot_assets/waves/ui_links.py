@@ -2,7 +2,9 @@
 
 The UI's partitions view filters each dimension of a multi-partitioned asset by a span text in
 the query string (`operator_range`, `probe_range`; `ui-core/src/assets/usePartitionDimensionSelections.tsx`
-in Dagster 1.13): comma-separated keys and `[first...last]` runs in definition order. A set of
+in Dagster 1.13): comma-separated keys and `[first...last]` runs in definition order, a key quoted
+when it holds a character outside `[-a-zA-Z0-9_:/@]` (`partitions/SpanRepresentation.tsx`), as
+every probe key does (its dots). A set of
 cells is in general not a rectangle of the two dimensions, so a number's cells are linked one
 operator at a time: operator fixed, its probes listed, which is exactly those cells.
 
@@ -11,6 +13,7 @@ Links are relative (`/assets/...`), so they open in whichever UI shows them; `SA
 """
 
 import os
+import re
 from itertools import groupby
 from urllib.parse import quote, urlencode
 
@@ -18,6 +21,7 @@ from sabot.matrix import Cell
 from sabot.registry import WaveDef
 
 CELL_ASSET = "cell_verdicts"  # the asset whose partitions carry each cell's verdict
+NEEDS_QUOTES = re.compile(r"[^-a-zA-Z0-9_:/@]")  # the UI grammar's unquoted key characters, negated
 
 
 def ui_base() -> str:
@@ -34,6 +38,13 @@ def partition_url(wave: str, key: str, asset: str = CELL_ASSET) -> str:
     return asset_url(wave, asset, view="partitions", partition=key)
 
 
+def span_key(key: str) -> str:
+    """A key as the UI's span grammar reads it: quoted (backslashes and quotes escaped) if needed."""
+    if not NEEDS_QUOTES.search(key):
+        return key
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def span_text(selected: list[str], ordered: list[str]) -> str:
     """The UI's span text for `selected` keys: contiguous runs (in `ordered`) as `[a...b]`."""
     index = {key: i for i, key in enumerate(ordered)}
@@ -41,7 +52,7 @@ def span_text(selected: list[str], ordered: list[str]) -> str:
     spans = []
     for _, run in groupby(enumerate(positions), key=lambda pair: pair[1] - pair[0]):
         run = [ordered[i] for _, i in run]
-        spans.append(run[0] if len(run) == 1 else f"[{run[0]}...{run[-1]}]")
+        spans.append(span_key(run[0]) if len(run) == 1 else f"[{span_key(run[0])}...{span_key(run[-1])}]")
     return ",".join(spans)
 
 
