@@ -27,6 +27,7 @@ import pytest
 
 from sabot.registry import Registry
 from sabot.store.db import connect
+from tests.spans import span_keys
 
 PROJECT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -143,22 +144,6 @@ def _show(driver, element) -> None:
     time.sleep(0.5)
 
 
-def _span_keys(span: str, ordered: list[str]) -> list[str]:
-    """The keys a span text of the UI selects: quoted keys and `[first...last]` runs, comma-separated."""
-    import re
-
-    key = r'"(?:[^"\\]|\\.)*"|[-a-zA-Z0-9_:/@]+'
-    unquote = lambda k: json.loads(k) if k.startswith('"') else k  # noqa: E731  (the grammar's escapes are JSON's)
-    out = []
-    for first, last, single in re.findall(rf"\[({key})\.\.\.({key})\]|({key})", span):
-        if single:
-            out.append(unquote(single))
-        else:
-            i, j = ordered.index(unquote(first)), ordered.index(unquote(last))
-            out += ordered[i:j + 1]
-    return out
-
-
 def _stored_verdict(store: Path, key: str) -> dict:
     operator, probe = key.split("|")
     with connect(store / "sabot.duckdb", read_only=True) as con:
@@ -206,7 +191,7 @@ def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
         link = row.find_elements("xpath", "./td")[valid_col].find_element("xpath", ".//a")
         query = parse_qs(urlparse(link.get_attribute("href")).query)
         assert query["view"] == ["partitions"] and query["operator_range"] == [operator]
-        selected = _span_keys(query["probe_range"][0], probes)
+        selected = span_keys(query["probe_range"][0], probes)
         opened += [f"{operator}|{probe}" for probe in selected]
         assert int(link.text) == len(selected)
     assert sorted(opened) == [key for (key,) in valid]
@@ -215,7 +200,7 @@ def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
     first = dialog.find_elements("xpath", ".//tbody/tr")[0]
     operator = first.find_elements("xpath", "./td")[0].text
     link = first.find_elements("xpath", "./td")[valid_col].find_element("xpath", ".//a")
-    expected = _span_keys(parse_qs(urlparse(link.get_attribute("href")).query)["probe_range"][0], probes)
+    expected = span_keys(parse_qs(urlparse(link.get_attribute("href")).query)["probe_range"][0], probes)
     link.click()
     _wait(browser, f"//*[normalize-space()='{operator}']")
     probe_list = _wait(browser, f"//*[normalize-space()='{expected[0]}']")

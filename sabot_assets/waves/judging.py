@@ -177,7 +177,8 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
             write_report(con, wave.name, "soft", "kappa.json", json.dumps(audit), context.run_id)
         return dg.MaterializeResult(metadata={"kappa": float(k.kappa) if k.n else float("nan"), "double-judged pairs": k.n, "confidence": audit["confidence"]})
 
-    @dg.asset_check(asset=kappa_audit, blocking=True, description="Kappa at least the registered bound; otherwise the soft tier is low-confidence.")
+    @dg.asset_check(asset=kappa_audit, blocking=True, automation_condition=dg.AutomationCondition.eager(),
+                    description="Kappa at least the registered bound; otherwise the soft tier is low-confidence. Re-evaluated whenever the audit re-runs.")
     def kappa_meets_bound(store: DuckDBResource) -> dg.AssetCheckResult:
         with store_connection(store) as con:
             audit = json.loads(read_report(con, wave.name, "soft", "kappa.json"))
