@@ -1,6 +1,6 @@
 """The wave report in Markdown, rendered from a board (never hand-edited)."""
 
-from judges.hard.tables import HEADLINE_COLUMN, SIMULATION, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
+from judges.hard.tables import HEADLINE_COLUMN, SIMULATION, cell_links_markdown, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
 
 
 def _interval(bounds) -> str:
@@ -37,6 +37,16 @@ def soft_section(board: dict, kappa: dict | None) -> list[str]:
         section2_markdown(board["tables"]["framework_config"], board.get("label")),
         "",
     ]
+
+
+def cell_links_section(board: dict) -> list[str]:
+    """Which cells stand behind the numbers, when the board carries the addresses (`cell_links`)."""
+    if not board.get("cell_links"):
+        return []
+    return ["## Cells behind the numbers", "",
+            "Every number is a count of cells; each row's cells, with their own verdicts, acts and the runs they read, are here "
+            "(in the UI the scoreboard links every number to exactly its cells). COLUMN is any header above, e.g. DETECTED_HARD.", "",
+            cell_links_markdown(board["cell_links"]), ""]
 
 
 def render_markdown(wave: str, label: str, board: dict, missing: list[str], headline: bool, kappa: dict | None = None) -> str:
@@ -110,6 +120,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         markdown_table(["group", "baselines with a Magentic-One stall re-plan"], [[g, fmt_rate(*v, label=label)] for g, v in sorted(board.get("baseline_replans", {}).items())]),
         "",
         *soft_section(board, kappa),
+        *cell_links_section(board),
         "## Missing from the corpus",
         "",
         "\n".join(f"- `{path}`" for path in missing) if missing else "Nothing missing.",

@@ -125,3 +125,12 @@ def coverage_lines(rows) -> list[list[str]]:
         floor = fmt_rate(c.counts["strict"], n, bold=True) if c else "n/a (0/0)"
         lines.append([f.group, f"{n}/{f.valid}", f"{100 * n / f.valid:.1f}%", floor, fmt_pct(f.rate("strict"))])
     return lines
+
+
+def cell_links_markdown(links: list[dict]) -> str:
+    """Where each scoreboard row's cells are, for a reader of the report: the Dagster UI view of the
+    row's cells (a link when the UI's address is known) and the command that lists a number's cells."""
+    def where(address: str) -> str:
+        return f"[open in the UI]({address})" if address.startswith("http") else f"`{address}` (after the UI's address)"
+    return markdown_table(["group", "its cells in the Dagster UI", "a number's cells"],
+                          [[link["group"], where(link["address"]), f"`{link['explain']}`"] for link in links])

@@ -34,7 +34,7 @@ from sabot_assets.guard import require_registered
 from sabot_assets.resources import store_connection
 from sabot_assets.waves.judging import judge_runs_by_itself
 from sabot_assets.waves.numbers import cells_behind, row_links_markdown, scored_rows, undecided_summary
-from sabot_assets.waves.ui_links import explain_command
+from sabot_assets.waves.ui_links import explain_command, row_cells_url
 from sabot_assets.waves.ui_text import file_link, summary
 
 REPORTS_URL_ENV = "SABOT_REPORTS_URL"  # where a static server serves the reports directory (scripts/ui.sh)
@@ -92,6 +92,17 @@ def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
             notes.append(f"Ruleset {r.version} carries no strict classification: its strict floor and clean base rates use the strict classification, FLAGS rule and anchors of {floor}.")
     notes.append("The strict injection-evidence floor counts only FLAGS lines quoting injection-only text and drops the Magentic-One mapping surface and O4; publish it with the union, never instead of it.")
     return notes
+
+
+def with_cell_links(wave: WaveDef, ruleset: str, board: dict) -> dict:
+    """The board plus, per framework x config row, where its cells are: the report prints them."""
+    reading = "" if ruleset == wave.headline_ruleset else f" --ruleset {ruleset}"
+    links = []
+    for entry in board["tables"]["framework_config"]:
+        framework, config = entry["group"].split("/")
+        links.append({"group": entry["group"], "address": row_cells_url(wave, framework, config),
+                      "explain": explain_command(wave.name, "framework_config", entry["group"], "COLUMN") + reading})
+    return {**board, "cell_links": links}
 
 
 def board_markdown(entries, columns, label: str) -> str:
@@ -167,7 +178,7 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
         with store_connection(store) as con:
             imported = latest_import(con, wave.name)
             missing = imported["missing"] if imported else []
-            boards = {r.version: json.loads(read_report(con, wave.name, r.version, "board.json")) for r in rulesets}
+            boards = {r.version: with_cell_links(wave, r.version, json.loads(read_report(con, wave.name, r.version, "board.json"))) for r in rulesets}
             kappa_doc = read_report(con, wave.name, "soft", "kappa.json")
             kappa = json.loads(kappa_doc) if kappa_doc else None
             label = boards[wave.headline_ruleset]["label"]

@@ -75,3 +75,11 @@ def explain_command(wave: str, table: str, group: str, column: str) -> str:
 
 def explain_cell_command(wave: str, key: str) -> str:
     return f"sabot explain {wave} --cell '{key}'"
+
+
+def row_cells_url(wave: WaveDef, framework: str, config: str, asset: str = CELL_ASSET) -> str:
+    """The partitions view of every cell of one scoreboard row (framework x config), whatever its status."""
+    ordered = [p.key for p in wave.probes()]
+    row = [p.key for p in wave.probes() if (p.framework, p.config) == (framework, config)]
+    return asset_url(wave.name, asset, view="partitions", operator_range=span_text(list(wave.operators), list(wave.operators)),
+                     probe_range=span_text(row, ordered))
