@@ -135,3 +135,41 @@ def test_a_summary_cuts_at_a_section_never_inside_a_table_row():
     assert doc.startswith(kept) and "## B" not in kept and kept.endswith("| 1 | 2 |")
     assert f"of {len(doc)} characters shown, 1 more section(s); the full text: [full](file:///r.md)]" in short
     assert summary("tiny", "x") == "tiny"
+
+
+def test_registering_a_wave_records_its_carved_out_cells_as_carved_out(registry, tmp_path):
+    from dagster_duckdb import DuckDBResource
+
+    from sabot.matrix import Cell
+    from sabot_assets.definitions import build_definitions
+
+    defs = build_definitions(registry, DuckDBResource(database=str(tmp_path / "s.duckdb")))
+    wave = registry.wave("demo")
+    carved = [Cell(op, p).key for p in wave.probes() for op in wave.operators if wave.is_carved_out(Cell(op, p))]
+    fault_runs = dg.AssetKey(["demo", "fault_runs"])
+    with dg.instance_for_test() as instance:
+        assert dg.materialize(defs.assets, selection=[dg.AssetKey(["demo", "preregistration"])], instance=instance, resources=defs.resources).success
+        status = instance.get_status_by_partition(fault_runs, carved, defs.get_assets_def(fault_runs).partitions_def)
+        assert carved and set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}  # from the start, never "missing"
+        meta = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=fault_runs, asset_partitions=carved[:1]), limit=1).records[0]
+        assert meta.asset_materialization.metadata["outcome"].value == "carved out"
+        others = [k for k in instance.get_materialized_partitions(fault_runs) if k not in carved]
+        assert others == []  # nothing else was recorded as run
+        count = len(instance.fetch_materializations(fault_runs, limit=10_000).records)
+        assert dg.materialize(defs.assets, selection=[dg.AssetKey(["demo", "preregistration"])], instance=instance, resources=defs.resources).success
+        assert len(instance.fetch_materializations(fault_runs, limit=10_000).records) == count == len(carved)  # registering again adds nothing
+
+
+def test_rerunning_a_cell_is_discoverable_in_the_ui(registry, tmp_path):
+    from dagster_duckdb import DuckDBResource
+
+    from sabot_assets.constants import RERUN_TAG
+    from sabot_assets.definitions import build_definitions
+
+    defs = build_definitions(registry, DuckDBResource(database=str(tmp_path / "s.duckdb")))
+    for asset in ("fault_runs", "baseline_runs"):
+        job = defs.resolve_job_def(f"demo__rerun_{asset}")
+        assert job.tags.get(RERUN_TAG) == "true" and job.partitions_def is not None
+        assert {k.path[-1] for k in job.asset_layer.executable_asset_keys} == {asset}
+        spec = next(s for s in defs.resolve_all_asset_specs() if s.key == dg.AssetKey(["demo", asset]))
+        assert f"demo__rerun_{asset}" in spec.description and f"{RERUN_TAG}=true" in spec.description

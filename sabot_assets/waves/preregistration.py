@@ -27,8 +27,10 @@ def build_preregistration(wave: WaveDef, registry: Registry, rulesets) -> tuple[
         cells = len(probes) * len(wave.operators)
         carved = [Cell(op, p) for p in probes for op in wave.operators if wave.is_carved_out(Cell(op, p))]
         fault_runs = dg.AssetKey([wave.name, "fault_runs"])
+        recorded = context.instance.get_materialized_partitions(fault_runs) if carved else set()
         for cell in carved:
-            context.log_event(dg.AssetMaterialization(fault_runs, partition=cell.key, metadata=carved_out_metadata(wave)))
+            if cell.key not in recorded:  # once: registering again adds nothing
+                context.log_event(dg.AssetMaterialization(fault_runs, partition=cell.key, metadata=carved_out_metadata(wave)))
         return dg.MaterializeResult(
             metadata={
                 "registry sha256": registry.content_hash,
