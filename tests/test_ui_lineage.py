@@ -33,7 +33,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 UI_PORT = int(os.environ.get("SABOT_UI_TEST_PORT", "3593"))
 DEAD_ENDPOINT = "http://127.0.0.1:3594/v1"  # nothing listens here
-VERDICT_CELL = "O1|langgraph.default.T1.s11"
+VERDICT_CELL = "O5|langgraph.default.T1.s11"  # detected under the scripted model's seed: it has deciding acts
 FAILED_CELL = "O1|langgraph.default.T2.s11"
 DIALOG = "//*[@role='dialog' or contains(@class, 'bp5-dialog')]"
 WAIT_S = 180  # the UI takes 15-22 s to answer a query on a busy 2-core machine
@@ -158,7 +158,7 @@ def test_a_cell_partition_shows_its_own_verdict(ui, browser, store):
     stored = _stored_verdict(store, VERDICT_CELL)
     _open(browser, f"{ui}/assets/demo/cell_verdicts?view=partitions&partition={VERDICT_CELL.replace('|', '%7C')}")
     table = _wait(browser, "//td[normalize-space()='verdicts by ruleset']/following-sibling::td//table")
-    _show(browser, table)
+    _show(browser, browser.find_element("xpath", "//td[normalize-space()='verdict']"))
     rendered = [[c.text for c in row.find_elements("xpath", "./td")] for row in table.find_elements("xpath", ".//tbody/tr")]
     assert [r[0] for r in rendered] == [r["ruleset"] + (" (headline)" if r["ruleset"] == "v0.2.0" else "") for r in stored["rows"]]
     assert [r[1] for r in rendered] == [r["status"] for r in stored["rows"]]  # "valid" for this cell
@@ -166,6 +166,12 @@ def test_a_cell_partition_shows_its_own_verdict(ui, browser, store):
     head = next(r for r in stored["rows"] if r["ruleset"] == "v0.2.0")
     read = browser.find_element("xpath", "//td[normalize-space()='fault run read']/following-sibling::td").text
     assert read.replace("\n", "") == f"attempt {stored['attempt']}, run {head['fault_run_id']}, record sha256 {head['fault_sha256']}"
+    with connect(store / "sabot.duckdb", read_only=True) as con:
+        acts = con.execute("SELECT seq, surface, act FROM acts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND operator || '|' || probe = ? ORDER BY seq",
+                           [VERDICT_CELL]).fetchall()
+    deciding = browser.find_element("xpath", "//td[normalize-space()='deciding acts (v0.2.0)']/following-sibling::td//table")
+    shown = [[c.text for c in row.find_elements("xpath", "./td")] for row in deciding.find_elements("xpath", ".//tbody/tr")]
+    assert acts and [(int(r[0]), r[1], r[2].split(" by ")[0]) for r in shown] == acts
     explain = browser.find_element("xpath", "//td[normalize-space()='explain']/following-sibling::td").text
     assert explain == f"sabot explain demo --cell '{VERDICT_CELL}'"
     _shot(browser, "cell-verdict.png")

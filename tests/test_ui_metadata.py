@@ -50,9 +50,10 @@ def test_a_cell_verdicts_partition_carries_its_own_verdict(scored_wave2):
         assert t["verdict"] == ("valid" if r["status"] == "valid" else t["verdict"])
         assert (t["mapping act"], t["DETECTED_HARD"], t["reacted"], t["recovered"]) == tuple(
             "yes" if r[k] else "no" for k in ("mapping", "detected_hard", "reacted", "recovered"))
-    deciding = [a for a in _table(meta["deciding acts"].value) if a["ruleset"] == "v0.2.0"]
-    assert [(a["seq"], a["surface"], a["act"]) for a in deciding] == [(a["seq"], a["surface"], a["act"]) for a in acts]
-    assert [a["act"] for a in deciding if a["surface"] == "mapping"] == ["reject", "retry_with_reason", "reject"]
+    deciding = _table(meta["deciding acts (v0.2.0)"].value)
+    assert [(a["seq"], a["surface"], a["act"]) for a in deciding] == [(a["seq"], a["surface"], f"{a['act']} by {a['component']}") for a in acts]
+    assert [a["act"].split(" by ")[0] for a in deciding if a["surface"] == "mapping"] == ["reject", "retry_with_reason", "reject"]
+    assert all(k in meta for k in ("deciding acts (v0.1.3)", "deciding acts (v0.2.1)"))  # every reading, a table where it differs
     assert all(a["quote"].startswith((b["reason"] or "")[:40]) for a, b in zip(deciding, acts))
     head = next(r for r in rows if r["ruleset"] == "v0.2.0")
     assert meta["fault run read"].value == f"run {head['fault_run_id']}, record sha256 {head['fault_sha256']}"

@@ -24,7 +24,7 @@ from sabot_assets.waves.ui_links import explain_cell_command, partition_url
 from sabot_assets.waves.ui_text import shortened
 
 OWN_CHECK_KINDS = ("guardrail-event", "verdict")  # the event kinds the mappings read acts from
-QUOTE_CHARS = 160  # a quote cell of a metadata table: longer ones are shortened with a marker
+QUOTE_CHARS = 90  # a quote cell of a metadata table (it must fit the panel): longer ones are shortened with a marker
 RUN_ERROR_KEY = "RUN_ERROR reason"
 
 
@@ -166,7 +166,31 @@ def _flag(row: dict) -> str:
 
 VERDICT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(name) for name in
                                          ("ruleset", "verdict", "mapping act", "flag", HEADLINE_COLUMN, "reacted", "recovered")])
-ACT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(name) for name in ("ruleset", "seq", "surface", "act", "component", "counted", "quote")])
+ACT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(name) for name in ("seq", "surface", "act", "counted", "quote")])
+
+
+def _act_table(acts: list[dict], explain: str) -> dg.MetadataValue:
+    return dg.MetadataValue.table([dg.TableRecord({
+        "seq": a["seq"], "surface": a["surface"], "act": f"{a['act']} by {a['component']}",
+        "counted": "yes" if a["counted"] else f"no: {a['note']}", "quote": shortened(a["reason"], QUOTE_CHARS, explain),
+    }) for a in acts], ACT_SCHEMA)
+
+
+def _same_acts(a: list[dict], b: list[dict]) -> bool:
+    key = lambda acts: [(x["seq"], x["surface"], x["act"], x["component"], x["counted"]) for x in acts]  # noqa: E731
+    return key(a) == key(b)
+
+
+def deciding_acts(rulesets: list[str], headline: str, acts: list[dict], explain: str) -> dict:
+    """The acts behind the verdict: the headline ruleset's as a table, another ruleset's only where they differ."""
+    by_ruleset = {r: [a for a in acts if a["ruleset"] == r] for r in rulesets}
+    head = by_ruleset[headline]
+    out = {f"deciding acts ({headline})": _act_table(head, explain) if head else "none: no own-check act at or after the injection"}
+    for ruleset in rulesets:
+        if ruleset != headline:
+            theirs = by_ruleset[ruleset]
+            out[f"deciding acts ({ruleset})"] = f"the same as {headline}" if _same_acts(theirs, head) else (_act_table(theirs, explain) if theirs else "none")
+    return out
 
 
 def verdict_metadata(wave: WaveDef, key: str, rows: list[dict], acts: list[dict], attempt_read: int | None) -> dict:
@@ -178,15 +202,11 @@ def verdict_metadata(wave: WaveDef, key: str, rows: list[dict], acts: list[dict]
         "verdict": verdict_word(r), "mapping act": _yes(r["mapping"]), "flag": _flag(r),
         HEADLINE_COLUMN: _yes(r["detected_hard"]), "reacted": _yes(r["reacted"]), "recovered": _yes(r["recovered"]),
     }) for r in rows]
-    deciding = [dg.TableRecord({
-        "ruleset": a["ruleset"], "seq": a["seq"], "surface": a["surface"], "act": a["act"], "component": a["component"],
-        "counted": "yes" if a["counted"] else f"no: {a['note']}", "quote": shortened(a["reason"], QUOTE_CHARS, explain),
-    }) for a in acts]
     meta = {
         "verdict": verdict_word(head),
         f"{HEADLINE_COLUMN} ({wave.headline_ruleset})": _yes(head["detected_hard"]) if head["status"] == "valid" else "not counted (outside the denominator)",
         "verdicts by ruleset": dg.MetadataValue.table(table, VERDICT_SCHEMA),
-        "deciding acts": dg.MetadataValue.table(deciding, ACT_SCHEMA) if deciding else "none: no own-check act at or after the injection",
+        **deciding_acts([r["ruleset"] for r in rows], wave.headline_ruleset, acts, explain),
         "fault run read": _read(head, "fault", attempt_read),
         "baseline read": _read(head, "baseline", None),
         "fault run partition": dg.MetadataValue.url(partition_url(wave.name, key, "fault_runs")),
