@@ -24,7 +24,7 @@ from sabot_assets.waves.ui_links import explain_cell_command, partition_url
 from sabot_assets.waves.ui_text import shortened
 
 OWN_CHECK_KINDS = ("guardrail-event", "verdict")  # the event kinds the mappings read acts from
-QUOTE_CHARS = 90  # a quote cell of a metadata table (it must fit the panel): longer ones are shortened with a marker
+QUOTE_CHARS = 60  # a quote cell of a metadata table (it must fit the panel): longer ones are shortened with a marker
 RUN_ERROR_KEY = "RUN_ERROR reason"
 
 
@@ -171,8 +171,8 @@ ACT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(name) for name in ("seq", "s
 
 def _act_table(acts: list[dict], explain: str) -> dg.MetadataValue:
     return dg.MetadataValue.table([dg.TableRecord({
-        "seq": a["seq"], "surface": a["surface"], "act": f"{a['act']} by {a['component']}",
-        "counted": "yes" if a["counted"] else f"no: {a['note']}", "quote": shortened(a["reason"], QUOTE_CHARS, explain),
+        "seq": a["seq"], "surface": a["surface"], "act": f"{a['act']} by {a['component']}", "counted": "yes" if a["counted"] else "no",
+        "quote": shortened(a["reason"] if a["counted"] else f"({a['note']}) {a['reason'] or ''}", QUOTE_CHARS, explain),
     }) for a in acts], ACT_SCHEMA)
 
 
