@@ -192,13 +192,23 @@ class Project:
                 problems.append(f"{self.root.name}/{rel}: edited after registration (sha256 {sha[:12]}, registered {locked[rel][:12]})")
         return problems
 
-    def write_lock(self) -> list[str]:
-        """Register the project; refuses any registered file whose bytes moved (above all the mapping)."""
+    @property
+    def registration(self) -> str:
+        """One hash over the project's registered files: what a store pins (see `pin_registration`)."""
+        return sha256_bytes("".join(f"{rel} {sha}\n" for rel, sha in sorted(self.shas.items())).encode())
+
+    def require_lockable(self) -> None:
+        """Refuse any registered file whose bytes moved (above all the mapping): it is never re-registered."""
         locked = self.locked()
         edited = [rel for rel, sha in self.shas.items() if rel in locked and locked[rel] != sha]
         if edited:
             raise ProjectError(f"{self.root.name}: registered file(s) edited after registration: {', '.join(edited)}; "
                                "a changed mapping or task is a new project (copy the folder under a new name)")
+
+    def write_lock(self) -> list[str]:
+        """Register the project; refuses any registered file whose bytes moved (above all the mapping)."""
+        self.require_lockable()
+        locked = self.locked()
         added = [rel for rel in self.shas if rel not in locked]  # FILES order: mapping.json first
         doc = {"project": self.name, "order": list(self.shas), "files": dict(self.shas)}
         self.lock_path.write_text(json.dumps(doc, indent=1) + "\n")
@@ -294,6 +304,10 @@ class ProjectRegistry(Registry):
         data = Registry(self.root).lock_problems()
         return data + Project.load(self.project.root).lock_problems()
 
+    def require_pinned(self, open_store) -> None:
+        with open_store() as con:
+            pin_registration(con, self.project, "first run")
+
     def require_still_registered(self, rels=None) -> None:
         """The scoring guard for a project wave: the standard's files it lays over, as on disk, and the
         project's own files, both as this registry loaded them and as they are on disk now."""
@@ -305,3 +319,34 @@ class ProjectRegistry(Registry):
         problems += Project.load(self.project.root).lock_problems()
         if problems:
             raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
+
+
+# -- the registration pinned in the store ----------------------------------------------------------
+# The lock file lives in the project folder, beside the mapping it freezes: whoever can edit one can
+# edit both. The store keeps its own copy of the registration from the first time it met the project,
+# so runs and verdicts already stored are never re-scored under a mapping registered anew.
+
+
+def pin_registration(con, project: Project, by: str) -> None:
+    """Pin the project's registration in the store the first time (`by`: 'registry lock' or 'first
+    run'); afterwards refuse, naming the lock file, any registration that differs from the pin. A
+    store that holds runs or verdicts of the project but no pin is refused too: they cannot be tied
+    to a registration."""
+    import datetime as dt
+
+    name, where = project.name, f"{project.root.name}/{PROJECT_DIR}/{LOCK}"
+    pinned = con.execute("SELECT registration, pinned_at, pinned_by FROM project_registrations WHERE project = ?", [name]).fetchall()
+    if pinned:
+        registration, at, pinned_by = pinned[0]
+        if registration != project.registration:
+            raise ProjectError(
+                f"{where}: project {name} is registered as {project.registration[:12]}, but this store pinned it as "
+                f"{registration[:12]} ({pinned_by}, {at:%Y-%m-%d %H:%M} UTC); its stored runs and verdicts belong to that "
+                "registration. A changed mapping, task or operators is a new project (copy the folder under a new name)")
+        return
+    stored = sum(con.execute(f"SELECT count(*) FROM {table} WHERE wave = ?", [name]).fetchone()[0] for table in ("runs", "cell_verdicts"))
+    if stored:
+        raise ProjectError(f"{where}: this store holds {stored} run(s) and verdict(s) of project {name} but no pinned "
+                           "registration, so they cannot be tied to the registered mapping; score them in a fresh store")
+    con.execute("INSERT INTO project_registrations VALUES (?, ?, ?, ?, ?)",
+                [name, project.registration, json.dumps(project.shas, sort_keys=True), dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), by])

@@ -13,19 +13,22 @@ from pathlib import Path
 import os
 import subprocess
 
+import dagster as dg
 import pytest
 from click.testing import CliRunner
+from dagster_duckdb import DuckDBResource
 
 from adapters.byo.runner import execute
 from judges.hard.cell import score_cell
 from judges.hard.rulesets import load_ruleset
 from sabot.matrix import Cell, Probe
-from sabot.projects import Project, ProjectError, ProjectRegistry
+from sabot.projects import LOCK, Project, ProjectError, ProjectRegistry
 from sabot.registry import RegistryError
 from sabot.store.db import connect
 from sabot.store.runs import read_runs
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.cli import main
+from sabot_assets.definitions import build_definitions
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.parent.parent for p in (ROOT / "examples").glob("*/sabot/project.json"))
@@ -47,7 +50,7 @@ def example_wave(request, tmp_path_factory):
     with connect(tmp / "sabot.duckdb", read_only=True) as con:
         runs = read_runs(con, wave.name, [(op, p.key) for op in ("", *wave.operators) for p in wave.probes()])
         verdicts = read_verdicts(con, wave.name, wave.headline_ruleset)
-    yield registry.project, done.stdout, runs, verdicts
+    yield registry.project, done.stdout, runs, verdicts, tmp / "sabot.duckdb"
 
 
 def test_two_frameworks_have_an_example():
@@ -56,7 +59,7 @@ def test_two_frameworks_have_an_example():
 
 
 def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):
-    project, stdout, runs, verdicts = example_wave
+    project, stdout, runs, verdicts, _ = example_wave
     assert f"{project.name} under ruleset v0.2.0 (simulation)" in stdout
     for op in project.operator_ids:
         assert f"  {op} ({project.operators[op]['seam']} seam): landed" in stdout
@@ -78,7 +81,7 @@ def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):
 
 
 def test_landing_is_verified_from_what_reached_the_pipeline(example_wave):
-    project, _, runs, _ = example_wave
+    project, _, runs, _, _ = example_wave
     for (op, _probe), stored in runs.items():
         if not op or not stored.record.injection_verified:
             continue
@@ -97,7 +100,7 @@ def test_landing_is_verified_from_what_reached_the_pipeline(example_wave):
 
 
 def test_acts_come_only_from_the_surfaces_the_mapping_names(example_wave):
-    project, _, runs, _ = example_wave
+    project, _, runs, _, _ = example_wave
     named = {(i, s["surface"], s["act"]) for i, s in enumerate(project.mapping["surfaces"])}
     acts = [e for r in runs.values() for e in r.record.events if e.kind == "guardrail-event"]
     assert acts, "the example's checks never fired: the test would show nothing"
@@ -106,7 +109,7 @@ def test_acts_come_only_from_the_surfaces_the_mapping_names(example_wave):
 
 def test_a_mapping_without_a_surface_reads_no_act_from_it(example_wave, tmp_path):
     """The same run under the registered mapping and under one with its first surface struck."""
-    project, _, runs, _ = example_wave
+    project, _, runs, _, _ = example_wave
     key = next(k for k, r in sorted(runs.items()) if k[0] and any(
         e.payload.get("mapping_entry") == 0 for e in r.record.events if e.kind == "guardrail-event"))
     seed = Probe.parse(key[1]).seed
@@ -135,6 +138,57 @@ def test_editing_the_mapping_after_registration_is_refused(example, tmp_path):
     assert done.exit_code == 1 and "mapping.json" in done.output
     done = CliRunner().invoke(main, ["wave", "run", str(copy)])
     assert done.exit_code == 1 and "mapping.json: edited after registration" in done.output
+
+
+def store_rows(store_path) -> dict[str, int]:
+    with connect(store_path, read_only=True) as con:
+        tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
+        return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+
+
+def refusal(registry, store_path, instance, asset: str) -> str:
+    """Materialize one asset of the project's wave as the UI would; the step failure's text."""
+    defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
+    key = dg.AssetKey([registry.project.name, asset])
+    partitions = defs.resolve_assets_def(key).partitions_def
+    result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        asset_selection=[key], partition_key=partitions.get_partition_keys()[0] if partitions else None, instance=instance, raise_on_error=False)
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    return failure.step_failure_data.user_failure_data.description
+
+
+def test_a_lock_file_edited_with_the_mapping_is_caught_by_the_store(example_wave, tmp_path):
+    """The folder's lock can be rewritten with the mapping; the store's pin, made when the store first
+    met the project, cannot: its stored runs and verdicts are never re-scored under the new mapping."""
+    project, _, _, verdicts, store_path = example_wave
+    copy = tmp_path / project.root.name
+    shutil.copytree(project.root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    mapping = copy / "sabot" / "mapping.json"
+    doc = json.loads(mapping.read_text())
+    doc["surfaces"] = doc["surfaces"][1:]  # strike a surface after seeing the data...
+    mapping.write_text(json.dumps(doc, indent=1))
+    (copy / "sabot" / LOCK).unlink()  # ...and register the edit as if it had always been so
+    Project.load(copy).write_lock()
+    edited = ProjectRegistry.from_dir(copy)
+    assert edited.lock_problems() == []  # the folder alone no longer shows the edit
+    before = store_rows(store_path)
+    with dg.instance_for_test() as instance:
+        for asset in ("cell_verdicts", "scoreboard", "fault_runs"):
+            why = refusal(edited, store_path, instance, asset)
+            assert f"{copy.name}/sabot/{LOCK}: project {project.name} is registered as" in why and "this store pinned it" in why
+    assert store_rows(store_path) == before
+    with connect(store_path, read_only=True) as con:
+        assert read_verdicts(con, project.name, "v0.2.0") == verdicts
+    env = {**os.environ, "SABOT_DB": str(store_path)}
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), "registry", "lock", str(copy)], env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and f"sabot/{LOCK}" in done.stderr and "pinned" in done.stderr
+    # A store holding the project's runs with no pin at all cannot tie them to a registration either.
+    unpinned = tmp_path / "unpinned.duckdb"
+    shutil.copyfile(store_path, unpinned)
+    with connect(unpinned) as con:
+        con.execute("DELETE FROM project_registrations")
+    with dg.instance_for_test() as instance:
+        assert "but no pinned registration" in refusal(ProjectRegistry.from_dir(project.root), unpinned, instance, "cell_verdicts")
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
