@@ -42,6 +42,14 @@ MODEL_SEAM_OPERATORS = {"O3": ("find",), "O4": ("model",), "O5": ("find",), "O1"
 DURATIONS = ("once", "persists")
 DEFAULT_DURATION = {"tool": "persists", "model": "persists"}
 HEADLINE = "v0.2.0"
+# What a project's board says in place of the standard's cross-framework readings (SPEC §7 ranks
+# frameworks; a project is one team's pipeline) and of the instrument check (a team's test double
+# keeps no intent log to check the scorer against).
+PROJECT_BOARD_NOTE = ("One team's pipeline, scored against its own registered mapping: these rates describe that "
+                      "pipeline and its checks, not a ranking across frameworks (SPEC §7).")
+TEST_DOUBLE_NOTE = ("The project's test double stands in for the model so that the pipeline runs offline and the same "
+                    "way every time (CI, `sabot project check`); it keeps no intent log, so there is no instrument check. "
+                    "The rates below are the pipeline's own checks against its double: simulation, not a finding.")
 
 
 class ProjectError(RegistryError):

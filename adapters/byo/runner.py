@@ -167,18 +167,21 @@ def build(project: Project):
 
 
 @contextlib.contextmanager
-def framework_environment(project: Project):
+def pipeline_process(project: Project, run_dir: Path, base_url: str):
+    """What the team's code sees while it is built and run (its folder made importable apart): the
+    run's cwd and HOME, the model endpoint at `base_url`, and its framework's own settings."""
     environment = getattr(FRAMEWORKS[project.framework], "environment", None)
-    with environment() if environment else contextlib.nullcontext():
+    with pipeline_env(project, run_dir, base_url), environment() if environment else contextlib.nullcontext():
         yield
 
 
-def execute(project: Project, operator: str | None, seed: int, run_id: str, run_dir: Path):
-    """The record of one run; infrastructure errors and TeamCodeError propagate (the caller classifies them)."""
+def execute(project: Project, operator: str | None, seed: int, run_id: str, run_dir: Path, offline: bool = False):
+    """The record of one run (`offline`: on the test double even when a provider is set);
+    infrastructure errors and TeamCodeError propagate (the caller classifies them)."""
     recorder, where = Recorder(), _Where()
     fault = SeamFault(operator, project.operators.get(operator) if operator else None, recorder)
     layer = FaultLayer(project.doc["agents"], fault, recorder)
-    provider, double = provider_from_env("", ""), None
+    provider, double = None if offline else provider_from_env("", ""), None
     with contextlib.ExitStack() as stack:
         stack.enter_context(importable(project))
         if provider is None and "responder" not in project.doc:
@@ -191,8 +194,7 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         else:
             upstream, key, label = provider.base_url, provider.api_key, provider.label
         proxy = stack.enter_context(FaultProxy(upstream, key, layer))
-        stack.enter_context(pipeline_env(project, run_dir, proxy.base_url))
-        stack.enter_context(framework_environment(project))
+        stack.enter_context(pipeline_process(project, run_dir, proxy.base_url))
         pipeline, module = build(project)
         tools = WrappedTools(pipeline, module, fault, lambda: where.node)
         stack.callback(tools.restore)
