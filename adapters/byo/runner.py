@@ -62,8 +62,13 @@ def as_reply(answer) -> Reply:
 
 @contextlib.contextmanager
 def importable(project: Project):
-    """The project's folder on sys.path for the run (its pipeline, test double and checks are modules there)."""
+    """The project's folder on sys.path for the run (its pipeline, test double and checks are modules
+    there), imported afresh: a module of that name imported before (an earlier run in this process,
+    another project's module of the same name) is dropped first, so the code on disk is what runs."""
     root = str(project.root)
+    tops = {p.stem for p in project.root.glob("*.py")} | {p.parent.name for p in project.root.glob("*/__init__.py")}
+    for name in [n for n in sys.modules if n.partition(".")[0] in tops]:
+        del sys.modules[name]
     sys.path.insert(0, root)
     try:
         yield

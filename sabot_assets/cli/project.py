@@ -47,15 +47,17 @@ def project_lines(store_path, wave, project) -> list[str]:
         runs = read_runs(con, wave.name, [(op, p.key) for op in ("", *wave.operators) for p in probes])
     record = {key: stored.record for key, stored in runs.items() if stored.record is not None}
     baselines = {p.seed: record.get(("", p.key)) for p in probes}
-    lines = [f"{wave.name}: baselines (no fault; a cell is scored only where its baseline passed)"]
+    passed = [seed for seed, run in sorted(baselines.items()) if run is not None and run.error is None and run.task_passed]
+    lines = [f"{wave.name}: baselines (no fault; a cell is scored only where its baseline passed): "
+             + (f"passed for seed{'s' if len(passed) > 1 else ''} {', '.join(map(str, passed))}" if passed else "none passed")]
     for seed, run in sorted(baselines.items()):
         if run is None:
             lines.append(f"  baseline seed {seed}: not run")
         elif run.error:
             lines.append(f"  baseline seed {seed}: RUN_ERROR: {run.error}")
-        else:
+        elif not run.task_passed:
             lines.append(baseline_line(run, project))
-    if any(run is None or run.error or not run.task_passed for run in baselines.values()):
+    if len(passed) < len(baselines):
         lines.append(f"  a failing baseline is the pipeline's or its test double's to fix; `sabot project check {project.root}` runs one and shows why")
     lines.append(f"{wave.name}: where each operator's fault landed")
     for op in wave.operators:
@@ -64,7 +66,11 @@ def project_lines(store_path, wave, project) -> list[str]:
         judged = [r for seed, r in runs_of if r is not None and _completed(r) and baselines[seed] is not None and baselines[seed].task_passed]
         landed = sum(r.injection_verified for r in judged)
         reasons = sorted({(r.extra.get("injection") or {}).get("why_not") or "no landing evidence" for r in judged if not r.injection_verified})
-        line = f"  {op} ({spec['seam']} seam, {DURATION_WORDS[duration_of(spec)]}): " + (f"landed {landed}/{len(judged)}" if judged else "nothing to judge")
+        line = f"  {op} ({spec['seam']} seam, {DURATION_WORDS[duration_of(spec)]}): "
+        if all(run is None for _, run in runs_of):
+            lines.append(line + "not run")
+            continue
+        line += f"landed {landed}/{len(judged)}" if judged else "nothing to judge"
         line += "".join(f"; INJECTION_UNVERIFIED: {why}" for why in reasons)
         line += "".join(f"; not judged: {why} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})" for why, seeds in _not_judged(runs_of, baselines))
         lines.append(line)
@@ -82,7 +88,7 @@ def _not_judged(runs_of, baselines) -> list[tuple[str, list[int]]]:
         if run is None:
             why_of.setdefault("not run", []).append(seed)
         elif run.error:
-            why_of.setdefault(f"RUN_ERROR ({run.error})", []).append(seed)
+            why_of.setdefault("RUN_ERROR (itemized at the end)", []).append(seed)
         elif not _completed(run):
             why_of.setdefault("the pipeline crashed (`sabot explain` shows where)", []).append(seed)
         elif baseline is None or not baseline.task_passed:
