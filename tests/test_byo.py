@@ -132,6 +132,21 @@ def test_a_project_board_prints_no_cross_framework_reading_and_no_instrument_che
     assert TEST_DOUBLE_NOTE in reports["v0.2.0.md"] and str(markupsafe.escape(PROJECT_BOARD_NOTE)) in reports["index.html"]
 
 
+def test_a_project_board_against_a_provider_draws_no_median_either():
+    """Against a provider the label is no longer simulation, and still a project is one pipeline."""
+    from judges.hard.board import median_entry
+    from sabot_assets.export import scoreboard_text
+
+    registry = ProjectRegistry.from_dir(EXAMPLES[0])
+    entry = median_entry(registry, [], "derived", [f"{registry.project.framework}/own"])
+    assert (entry["value"], entry["band"], entry["withheld"]) == (None, None, PROJECT_BOARD_NOTE)
+    board = {"project": registry.project.name, "cells": {"excluded": 1}, "median": entry,
+             "exclusions": [[registry.project.framework, "own", registry.project.task_id, "O1", "RUN_ERROR", 1]]}
+    text = scoreboard_text({"wave": registry.project.name, "ruleset": "v0.2.0", "label": "derived", "missing": [], "scoreboard": board})
+    assert "edian" not in text and "band" not in text and "Sabot Score" not in text and TEST_DOUBLE_NOTE not in text
+    assert PROJECT_BOARD_NOTE in text and "Excluded cells: RUN_ERROR 1 (O1 1)" in text
+
+
 def test_a_failing_baseline_is_printed_as_such_and_blames_no_seam(tmp_path):
     """A bug in the test double after registration (the double is the team's code, not a registered
     file): the wave says which baseline failed and what the pass criterion said, judges no landing
