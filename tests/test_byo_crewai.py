@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.byo.runner import as_reply, execute, run_project
+from adapters.byo.runner import as_reply, execute, importable, run_project
 from adapters.runner import RunSpec
 from adapters.scripted.server import Reply, ScriptedModelServer
 from sabot.plugins import resolve_path
@@ -78,8 +78,8 @@ def test_tools_are_wrapped_by_name_whatever_their_kind_and_attributed_to_the_cal
 def test_a_model_call_crewai_swallows_is_a_run_error_not_a_reject(crew, tmp_path, monkeypatch):
     """CrewAI's LLM guardrail turns a failed call into a validation failure; the run must fail as
     infrastructure (retried, then RUN_ERROR) instead of scoring a reject nobody made."""
-    monkeypatch.syspath_prepend(str(CREW))
-    double = resolve_path(crew.doc["responder"])(1)
+    with importable(crew):
+        double = resolve_path(crew.doc["responder"])(1)
 
     def provider(request):
         if request["messages"][0]["content"].startswith("You are Guardrail Agent"):

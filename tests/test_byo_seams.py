@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from adapters.byo.runner import as_reply, execute
+from adapters.byo.runner import as_reply, execute, importable
 from adapters.byo.seams import SeamFault
 from adapters.scripted.server import ScriptedModelServer
 from sabot.plugins import resolve_path
@@ -23,8 +23,8 @@ def test_with_a_provider_set_the_run_goes_to_the_provider(tmp_path, monkeypatch)
     """SABOT_MODEL_BASE_URL + key: the proxy forwards there (here a stand-in provider on 127.0.0.1),
     swaps the drafter's model for O4, and the key never reaches the pipeline or the record."""
     project = Project.load(REFUND_DESK)
-    monkeypatch.syspath_prepend(str(REFUND_DESK))
-    double = resolve_path(project.doc["responder"])(1)
+    with importable(project):  # the double as the run imports it: afresh from the project's folder
+        double = resolve_path(project.doc["responder"])(1)
     with ScriptedModelServer(lambda request: as_reply(double(request))) as provider:
         monkeypatch.setenv("SABOT_MODEL_BASE_URL", provider.base_url)
         monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-provider-secret-123")

@@ -26,6 +26,7 @@ final output (None when a task failed), "failed": CrewAI's exhaustion message or
 """
 
 import contextlib
+import os
 import re
 import threading
 
@@ -34,12 +35,22 @@ from adapters.byo.surfaces import Acts, matches
 
 @contextlib.contextmanager
 def environment():
-    """The offline environment set before the team's modules import crewai (no telemetry exporter,
-    no first-run tracing prompt, no version check), and CrewAI's app data under the run's HOME."""
-    from adapters.crewai_pipeline import crewai_storage  # sets CREWAI_ENV on import, before crewai loads
+    """CrewAI's offline settings (no telemetry exporter, no first-run tracing prompt, no version
+    check), in place before the team's modules import crewai and for the whole run, even in a run
+    process whose environment was replaced after a fork; and CrewAI's app data under the run's HOME."""
+    from adapters.crewai_pipeline import CREWAI_ENV, crewai_storage
 
-    with crewai_storage():
-        yield
+    saved = {key: os.environ.get(key) for key in CREWAI_ENV}
+    os.environ.update(CREWAI_ENV)
+    try:
+        with crewai_storage():
+            yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def parts(crew) -> dict[str, set[str]]:

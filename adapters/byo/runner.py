@@ -98,20 +98,20 @@ def pipeline_env(project: Project, run_dir: Path, base_url: str):
 
 
 @dataclass(frozen=True)
-class Criterion:
+class PassResult:
     """The pass criterion's verdict on one run, and what it said (shown when a baseline fails)."""
 
     passed: bool
     output: str
 
 
-def judge(project: Project, output, run_dir: Path) -> Criterion:
+def apply_pass_criterion(project: Project, output, run_dir: Path) -> PassResult:
     """The project's pass criterion: `module:function(output, workdir)` returning a bool (or
     `(bool, message)`), or a command that reads the output as JSON on stdin in the run's directory
     and exits 0 on a pass. What it returned, printed or wrote is its output."""
     check = project.doc["task"]["pass"]
     if isinstance(check, str):
-        return _judge_function(project, check, output, run_dir)
+        return _apply_function(project, check, output, run_dir)
     argv = check["command"]
     try:
         done = subprocess.run(argv, cwd=run_dir, input=json.dumps(output, default=str), text=True, capture_output=True, timeout=PASS_TIMEOUT)
@@ -120,10 +120,10 @@ def judge(project: Project, output, run_dir: Path) -> Criterion:
     except OSError as exc:
         raise TeamCodeError(f"pass criterion command {argv} could not start: {exc}") from None
     said = "\n".join(x.strip() for x in (done.stdout, done.stderr) if x.strip())
-    return Criterion(done.returncode == 0, f"exit status {done.returncode}" + (f": {said[-SHOWN_OUTPUT:]}" if said else ""))
+    return PassResult(done.returncode == 0, f"exit status {done.returncode}" + (f": {said[-SHOWN_OUTPUT:]}" if said else ""))
 
 
-def _judge_function(project: Project, check: str, output, run_dir: Path) -> Criterion:
+def _apply_function(project: Project, check: str, output, run_dir: Path) -> PassResult:
     what = f"pass criterion {check}"
     printed = io.StringIO()
     try:
@@ -134,7 +134,7 @@ def _judge_function(project: Project, check: str, output, run_dir: Path) -> Crit
         raise team_code_error(what, exc, project.root) from None
     passed, message = (value[0], str(value[1])) if isinstance(value, tuple) and len(value) == 2 else (value, "")
     said = "\n".join(x for x in (message, printed.getvalue().strip()) if x)
-    return Criterion(bool(passed), (said or f"returned {value!r}")[-SHOWN_OUTPUT:])
+    return PassResult(bool(passed), (said or f"returned {value!r}")[-SHOWN_OUTPUT:])
 
 
 class _Double:
@@ -214,15 +214,15 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
             output = {"error": f"{type(exc).__name__}: {exc}"}
         if double is not None:
             double.raise_if_failed()
-        verdict = judge(project, output, run_dir)
-    recorder.record("emit", "verdict", task_passed=verdict.passed)
+        result = apply_pass_criterion(project, output, run_dir)
+    recorder.record("emit", "verdict", task_passed=result.passed)
     injection = {**fault.summary(), "why_not": fault.why_not(tools.seen, layer.agents_seen),
                  "tools_wrapped": sorted(tools.names), "agents_seen": sorted(layer.agents_seen)}
     return recorder.record_of(
         run_id=run_id, framework=project.framework, config=project.config, task=project.task_id, operator=operator, seed=seed,
-        injection_verified=bool(operator) and fault.landed, task_passed=verdict.passed, error=None,
+        injection_verified=bool(operator) and fault.landed, task_passed=result.passed, error=None,
         extra={"endpoint": label, "exchanges": layer.exchanges, "protocol": 1, "project": project.name, "injection": injection,
-               "pass_criterion": {"passed": verdict.passed, "output": verdict.output}},
+               "pass_criterion": {"passed": result.passed, "output": result.output}},
     )
 
 
