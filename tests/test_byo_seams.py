@@ -51,7 +51,7 @@ def test_a_dead_provider_is_a_run_error_naming_it(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("framework, factory", [("langgraph", "my_graph.py"), ("crewai", "my_crew.py"), ("autogen", "my_team.py")])
 def test_init_scaffolds_a_project_of_each_framework_that_runs(framework, factory, tmp_path):
-    target = tmp_path / "my_team"
+    target = tmp_path / f"my_{framework}_team"  # one name per framework: the session's store pins each project by name
     done = CliRunner().invoke(main, ["init", str(target), "--framework", framework])
     assert done.exit_code == 0, done.output
     assert (target / "sabot" / "mapping.json").is_file() and (target / factory).is_file()
@@ -62,7 +62,7 @@ def test_init_scaffolds_a_project_of_each_framework_that_runs(framework, factory
     assert "baseline seed 1: passed" in done.output and "project check passed" in done.output  # checked before it is frozen
     assert done.output.split("registered 3 new file(s)")[1].split() == ["sabot/mapping.json", "sabot/project.json", "sabot/operators.json"]  # the mapping first
     project = Project.load(target)
-    assert project.name == "my_team" and project.framework == framework and project.lock_problems() == []
+    assert project.name == f"my_{framework}_team" and project.framework == framework and project.lock_problems() == []
     landed, acts = 0, set()
     for op in project.operator_ids:
         run = execute(project, op, 1, op, tmp_path / op)
