@@ -4,8 +4,8 @@ The harness (tests/worker_hosts.py) starts the coordinator's Postgres and Redis 
 hosts, each in a network namespace of its own. A trivial job of 8 steps in one pool runs with the
 executor config of deploy/hosts/celery.yaml; each step records in the shared run root where and
 when it ran. Checked: every step ran exactly once, both hosts ran steps, each from its own address,
-and the pool bound held across the hosts (the peak of steps in flight, from their start and end
-times, is exactly the limit).
+the pool bound held across the hosts (the peak of steps in flight, from their start and end
+times, is exactly the limit), and the collecting step went to the coordinator's store queue.
 """
 
 import json
@@ -15,7 +15,7 @@ import dagster as dg
 import pytest
 
 from tests import hosts_job
-from tests.worker_hosts import LABELS, worker_hosts  # noqa: F401  (the fixture)
+from tests.worker_hosts import LABELS, STORE_WORKER, worker_hosts  # noqa: F401  (the fixture)
 
 # dagster-celery registers its task on the executor's app once per submitted step; harmless.
 pytestmark = pytest.mark.filterwarnings("ignore:Task name 'execute_plan' is already registered")
@@ -34,7 +34,7 @@ def _peak_in_flight(records: list[dict]) -> int:
 def test_a_job_runs_each_step_once_on_both_worker_hosts_within_the_pool(worker_hosts, limit):  # noqa: F811
     with worker_hosts.environment(), worker_hosts.instance() as instance:
         instance.event_log_storage.set_concurrency_slots(hosts_job.POOL, limit)
-        result = dg.execute_job(dg.reconstructable(hosts_job.hosts_check), instance, run_config=worker_hosts.run_config())
+        result = dg.execute_job(dg.reconstructable(hosts_job.hosts_check), instance)
         assert result.success, f"the run failed: see {worker_hosts.logs}"
         run_id = result.run_id
         starts = [e.dagster_event.step_key for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START)]
@@ -43,11 +43,16 @@ def test_a_job_runs_each_step_once_on_both_worker_hosts_within_the_pool(worker_h
                    if e.dagster_event.engine_event_data and "Celery worker" in e.dagster_event.engine_event_data.metadata}
 
     steps = Path(worker_hosts.env["SABOT_RUN_ROOT"]) / "steps"
-    records = [r for r in (json.loads(p.read_text()) for p in steps.glob("*.json")) if r["run_id"] == run_id]
+    executed = [r for r in (json.loads(p.read_text()) for p in steps.glob("*.json")) if r["run_id"] == run_id]
+    [collected] = [r for r in executed if r["step"] == "collect"]
+    records = [r for r in executed if r["step"] != "collect"]
     expected = sorted(f"step_{i}" for i in range(hosts_job.STEPS))
     assert sorted(r["step"] for r in records) == expected  # each step executed exactly once
-    assert sorted(starts) == expected  # and Dagster started each exactly once
-    assert {r["label"] for r in records} == set(LABELS) == workers  # both hosts ran steps, as Celery reports too
+    assert sorted(starts) == sorted([*expected, "collect"])  # and Dagster started each exactly once
+    assert {r["label"] for r in records} == set(LABELS)  # both worker hosts ran steps
+    assert workers == {*LABELS, "store"}  # as Celery reports too
     for record in records:  # each from its own namespace's address, not loopback
         assert record["address"] == worker_hosts.addresses[record["label"]]
     assert _peak_in_flight(records) == limit
+    assert collected["label"] == STORE_WORKER and collected["address"] == worker_hosts.coordinator
+    assert collected["started"] >= max(r["ended"] for r in records)

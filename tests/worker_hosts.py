@@ -3,8 +3,9 @@ network namespace of its own that reaches them over its own address, never loopb
 
 Real parts only, started by the scripts a deployment uses (deploy/hosts/): Debian's iproute2 for
 the namespaces (a bridge, one veth pair per host), PostgreSQL and redis-server listening on the
-coordinator's bridge address (`coordinator.sh services`), and one dagster-celery worker per host
-(`worker.sh`, with its own SABOT_HOST_LABEL). The namespaces share this machine's file system, so
+coordinator's bridge address (`coordinator.sh services`), one dagster-celery worker per host
+(`worker.sh`, with its own SABOT_HOST_LABEL), and the coordinator's store-queue worker
+(`coordinator.sh store-worker`). The namespaces share this machine's file system, so
 the shared path every host mounts (step storage, the run root) is a directory here.
 
 Namespaces need root: without it (or without the packages) the tests skip, unless
@@ -27,7 +28,8 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parents[1]
 HOSTS = PROJECT / "deploy" / "hosts"
-LABELS = ("w1", "w2")
+LABELS = ("w1", "w2")  # the worker hosts
+STORE_WORKER = "coordinator"  # the label of the coordinator's store-queue worker (its name: "store")
 READY_DEADLINE_S = 240  # a worker imports Dagster and the executor first; slow on a loaded machine
 
 
@@ -50,28 +52,31 @@ class WorkerHosts:
     def instance(self) -> dg.DagsterInstance:
         return dg.DagsterInstance.from_config(self.env["DAGSTER_HOME"])
 
-    def run_config(self) -> dict:
-        """The executor config both sides read (deploy/hosts/celery.yaml)."""
-        return dg.config_from_files([str(HOSTS / "celery.yaml")])
-
     def start(self, label: str) -> None:
-        namespace = f"{_prefix()}w{LABELS.index(label) + 1}"
+        """Start that host's worker: a worker host in its namespace, or the coordinator's store writer here."""
         env = {**os.environ, **self.env, "SABOT_HOST_LABEL": label, "SABOT_WORKER_HOME": str(self.logs / f"home-{label}")}
-        log = open(self.logs / f"worker-{label}.log", "a")
-        self.processes[label] = subprocess.Popen(["ip", "netns", "exec", namespace, "bash", str(HOSTS / "worker.sh")],
-                                                 cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
+        if label == STORE_WORKER:
+            command = ["bash", str(HOSTS / "coordinator.sh"), "store-worker"]
+            env["SABOT_COORDINATOR_ADDRESS"] = self.coordinator
+        else:
+            command = ["ip", "netns", "exec", _namespace(label), "bash", str(HOSTS / "worker.sh")]
+        with open(self.logs / f"worker-{label}.log", "a") as log:
+            self.processes[label] = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                                     start_new_session=True)
 
     def kill(self, label: str) -> None:
-        """Everything of that host dies at once, as when a machine is lost: SIGKILL to its namespace's processes."""
-        namespace = f"{_prefix()}w{LABELS.index(label) + 1}"
-        pids = subprocess.run(["ip", "netns", "pids", namespace], capture_output=True, text=True).stdout.split()
+        """Everything of that host dies at once, as when a machine is lost: SIGKILL to its processes
+        (a worker host's: every process in its namespace)."""
+        process = self.processes.pop(label, None)
+        if label == STORE_WORKER:
+            pids = [str(process.pid)] if process is not None else []
+        else:
+            pids = subprocess.run(["ip", "netns", "pids", _namespace(label)], capture_output=True, text=True).stdout.split()
         for pid in pids:
             try:
-                os.kill(int(pid), signal.SIGKILL)
+                os.killpg(int(pid), signal.SIGKILL) if label == STORE_WORKER else os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        process = self.processes.pop(label, None)
         if process is not None:
             process.wait()
 
@@ -83,9 +88,10 @@ class WorkerHosts:
         broker = self.env["SABOT_CELERY_BROKER"]
         app = make_app(CeleryExecutor.for_cli(broker=broker, backend=broker).app_args())
         replies = app.control.ping(timeout=1.0) or []
-        return {name.split("@")[0] for reply in replies for name in reply}
+        names = {name.split("@")[0] for reply in replies for name in reply}
+        return {STORE_WORKER if name == "store" else name for name in names}
 
-    def wait_ready(self, labels=LABELS) -> None:
+    def wait_ready(self, labels=(*LABELS, STORE_WORKER)) -> None:
         deadline = time.monotonic() + READY_DEADLINE_S
         while not set(labels) <= self.ready_workers():
             for label in labels:
@@ -97,8 +103,8 @@ class WorkerHosts:
             time.sleep(1)
 
 
-def _prefix() -> str:
-    return os.environ.get("SABOT_NETNS_PREFIX", "sabot")
+def _namespace(label: str) -> str:
+    return f"{os.environ.get('SABOT_NETNS_PREFIX', 'sabot')}w{LABELS.index(label) + 1}"
 
 
 def _unavailable() -> str | None:
@@ -160,12 +166,12 @@ def worker_hosts(tmp_path_factory):
                             logs=tmp)
         with hosts.environment():
             hosts.instance().dispose()  # creates the instance's tables once, before several hosts race to
-        for label in LABELS:
+        for label in (*LABELS, STORE_WORKER):
             hosts.start(label)
         hosts.wait_ready()
         yield hosts
     finally:
-        for label in LABELS if hosts is not None else ():
+        for label in (*LABELS, STORE_WORKER) if hosts is not None else ():
             hosts.kill(label)
         _stop_services(pg_dir, redis_dir)
         _netns("down")

@@ -6,6 +6,8 @@
 #   coordinator.sh services   start Postgres and Redis; print the environment every host needs
 #   coordinator.sh daemon     the daemon, in the foreground (queued runs, backfills, run monitoring)
 #   coordinator.sh ui         the UI, in the foreground, on the coordinator's address
+#   coordinator.sh store-worker  the one worker of the store queue: steps that write the store
+#                                run here, one at a time (sabot_assets/hosts.py)
 #   SABOT_COORDINATOR_ADDRESS (required)  the address the workers reach this host on
 #   SABOT_WORKER_NETWORK (required for services)  the network (CIDR) Postgres trusts the workers from
 #   SABOT_PG_PORT (55432), SABOT_REDIS_PORT (56379), SABOT_UI_PORT (3000)
@@ -42,5 +44,8 @@ case "${1:-}" in
   services) services ;;
   daemon) needs_environment; exec .venv/bin/dagster-daemon run -w workspace.yaml ;;
   ui) needs_environment; exec .venv/bin/dagster-webserver -w workspace.yaml -h "$ADDRESS" -p "${SABOT_UI_PORT:-3000}" ;;
-  *) echo "usage: $0 services | daemon | ui" >&2; exit 2 ;;
+  store-worker) needs_environment
+    SABOT_HOST_LABEL=${SABOT_HOST_LABEL:-coordinator} SABOT_WORKER_NAME=store SABOT_WORKER_QUEUE=sabot-store \
+      exec bash "$PROJECT/deploy/hosts/worker.sh" ;;
+  *) echo "usage: $0 services | daemon | ui | store-worker" >&2; exit 2 ;;
 esac
