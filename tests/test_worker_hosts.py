@@ -15,19 +15,10 @@ import dagster as dg
 import pytest
 
 from tests import hosts_job
-from tests.worker_hosts import LABELS, STORE_WORKER, worker_hosts  # noqa: F401  (the fixture)
+from tests.worker_hosts import LABELS, STORE_WORKER, peak_in_flight, worker_hosts  # noqa: F401  (the fixture)
 
 # dagster-celery registers its task on the executor's app once per submitted step; harmless.
 pytestmark = pytest.mark.filterwarnings("ignore:Task name 'execute_plan' is already registered")
-
-
-def _peak_in_flight(records: list[dict]) -> int:
-    edges = sorted([(r["started"], 1) for r in records] + [(r["ended"], -1) for r in records])  # an end sorts before a start at the same instant
-    peak = live = 0
-    for _, change in edges:
-        live += change
-        peak = max(peak, live)
-    return peak
 
 
 @pytest.mark.parametrize("limit", [1, 2])
@@ -53,6 +44,6 @@ def test_a_job_runs_each_step_once_on_both_worker_hosts_within_the_pool(worker_h
     assert workers == {*LABELS, "store"}  # as Celery reports too
     for record in records:  # each from its own namespace's address, not loopback
         assert record["address"] == worker_hosts.addresses[record["label"]]
-    assert _peak_in_flight(records) == limit
+    assert peak_in_flight([(r["started"], r["ended"]) for r in records]) == limit
     assert collected["label"] == STORE_WORKER and collected["address"] == worker_hosts.coordinator
     assert collected["started"] >= max(r["ended"] for r in records)

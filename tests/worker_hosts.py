@@ -97,9 +97,9 @@ class WorkerHosts:
             for label in labels:
                 process = self.processes.get(label)
                 if process is not None and process.poll() is not None:
-                    pytest.fail(f"worker {label} exited with {process.returncode}: see {self.logs / f'worker-{label}.log'}")
+                    raise RuntimeError(f"worker {label} exited with {process.returncode}: see {self.logs / f'worker-{label}.log'}")
             if time.monotonic() > deadline:
-                pytest.fail(f"workers {sorted(set(labels) - self.ready_workers())} did not answer in {READY_DEADLINE_S} s: see {self.logs}")
+                raise RuntimeError(f"workers {sorted(set(labels) - self.ready_workers())} did not answer in {READY_DEADLINE_S} s: see {self.logs}")
             time.sleep(1)
 
 
@@ -107,7 +107,8 @@ def _namespace(label: str) -> str:
     return f"{os.environ.get('SABOT_NETNS_PREFIX', 'sabot')}w{LABELS.index(label) + 1}"
 
 
-def _unavailable() -> str | None:
+def unavailable() -> str | None:
+    """Why worker hosts cannot be laid out here, or None."""
     if os.geteuid() != 0:
         return "network namespaces need root"
     for tool in ("ip", "redis-server", "redis-cli", "psql"):
@@ -138,17 +139,22 @@ def _stop_services(pg_dir: Path, redis_dir: Path) -> None:
     shutil.rmtree(redis_dir, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def worker_hosts(tmp_path_factory):
-    missing = _unavailable()
-    if missing:
-        if os.environ.get("SABOT_REQUIRE_HOSTS"):
-            pytest.fail(f"SABOT_REQUIRE_HOSTS is set but {missing}")
-        pytest.skip(missing)
+def peak_in_flight(intervals) -> int:
+    """The most (start, end) intervals open at one instant; an end sorts before a start at the same instant."""
+    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    peak = live = 0
+    for _, change in edges:
+        live += change
+        peak = max(peak, live)
+    return peak
+
+
+@contextmanager
+def hosts_layout(tmp: Path, labels=LABELS):
+    """The coordinator's services and a worker host per label, all stopped and removed on exit."""
     pg_port = os.environ.get("SABOT_HOSTS_PG_PORT", "55433")
     redis_port = os.environ.get("SABOT_HOSTS_REDIS_PORT", "56380")
     pg_dir, redis_dir = Path(f"/tmp/sabot-hosts-pg-{pg_port}"), Path(f"/tmp/sabot-hosts-redis-{redis_port}")
-    tmp = tmp_path_factory.mktemp("hosts")
     _stop_services(pg_dir, redis_dir)  # what an interrupted earlier session left
     _netns("down")
     _netns("up", str(len(LABELS)))
@@ -166,12 +172,23 @@ def worker_hosts(tmp_path_factory):
                             logs=tmp)
         with hosts.environment():
             hosts.instance().dispose()  # creates the instance's tables once, before several hosts race to
-        for label in (*LABELS, STORE_WORKER):
+        for label in (*labels, STORE_WORKER):
             hosts.start(label)
-        hosts.wait_ready()
+        hosts.wait_ready((*labels, STORE_WORKER))
         yield hosts
     finally:
-        for label in (*LABELS, STORE_WORKER) if hosts is not None else ():
+        for label in list(hosts.processes) if hosts is not None else ():
             hosts.kill(label)
         _stop_services(pg_dir, redis_dir)
         _netns("down")
+
+
+@pytest.fixture(scope="module")
+def worker_hosts(tmp_path_factory):
+    missing = unavailable()
+    if missing:
+        if os.environ.get("SABOT_REQUIRE_HOSTS"):
+            pytest.fail(f"SABOT_REQUIRE_HOSTS is set but {missing}")
+        pytest.skip(missing)
+    with hosts_layout(tmp_path_factory.mktemp("hosts")) as hosts:
+        yield hosts
