@@ -41,7 +41,7 @@ down() {
     ip netns del "$ns"
   done
   for link in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^${PREFIX}v[0-9]*$" || true); do
-    ip link del "$link"
+    ip link del "$link" 2>/dev/null || true  # gone already when its namespace went
   done
   ip link show "$BRIDGE" >/dev/null 2>&1 && ip link del "$BRIDGE" || true
 }
