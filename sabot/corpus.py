@@ -4,9 +4,20 @@ Layout: `<root>/<corpus_dir>/<framework>/<config>/<task>/<operator>/seed<N>/<fil
 operator directory of a no-fault baseline is `baseline`. A malformed file stops the import with a
 `CorpusError` naming it; a partial corpus is fine: each absent file is reported by name, and a
 fault run never made because its baseline failed is reported as not run, not as missing.
+
+Refused, each by name, before the store sees anything: a symbolic link anywhere in the corpus (an
+import reads the corpus's own files, never what a link points at), two files for one cell (`seed015`
+beside `seed15`), a file over the registered size cap (`data/standard/corpus_import.v1.json`), and
+text the store cannot hold (a lone surrogate escape such as `\\ud800`), naming the field.
+
+The scan keeps no file's content: a file is read, validated and let go, and read again when it is
+stored (its hash checked against the scan's), so an import's memory follows its largest file, not
+the corpus.
 """
 
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +28,8 @@ from sabot.trace import RunRecord, TraceError, parse_runresult
 RUN_FILES = {"runresult.json": "fault", "baseline-runresult.json": "baseline"}
 VERDICT_FILES = {"cellverdict.json": "cellverdict", "judgeverdict.json": "judgeverdict", "judgeverdict-variant1.json": "judgeverdict-variant1"}
 BASELINE_DIR = "baseline"
+LIMITS = "standard/corpus_import.v1.json"
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
 class CorpusError(ValueError):
@@ -25,13 +38,28 @@ class CorpusError(ValueError):
 
 @dataclass(frozen=True)
 class CorpusFile:
+    """A validated corpus file, by reference: its content is read again when asked for."""
+
     kind: str  # fault | baseline | cellverdict | judgeverdict | judgeverdict-variant1
     operator: str | None
     probe: Probe
     rel_path: str  # relative to the corpus root
     sha256: str
-    body: str  # the file's text, stored verbatim
-    record: RunRecord | None = None  # parsed, for run files
+    path: Path = field(repr=False)
+    size: int = 0
+    run_failed: bool | None = None  # run files: the run errored or its task failed
+
+    @property
+    def body(self) -> str:
+        """The file's text, as scanned: a file that changed since is refused by name."""
+        raw = self.path.read_bytes()
+        if sha256_bytes(raw) != self.sha256:
+            raise CorpusError(f"{self.rel_path}: changed since the corpus was scanned (sha256 {sha256_bytes(raw)[:12]}, scanned {self.sha256[:12]})")
+        return raw.decode("utf-8")
+
+    @property
+    def record(self) -> RunRecord | None:
+        return parse_runresult(json.loads(self.body), self.rel_path) if self.kind in RUN_FILES.values() else None
 
 
 @dataclass
@@ -46,7 +74,7 @@ class CorpusScan:
         return digest_of((f.rel_path, f.sha256) for f in self.files)
 
     def runs(self) -> dict[tuple[str | None, str], CorpusFile]:
-        return {(f.operator, f.probe.key): f for f in self.files if f.record is not None}
+        return {(f.operator, f.probe.key): f for f in self.files if f.kind in RUN_FILES.values()}
 
 
 def digest_of(pairs) -> str:
@@ -77,28 +105,51 @@ def _check_matches_path(record: RunRecord, probe: Probe, operator: str | None, s
             raise CorpusError(f"{source}: trace.{name} is {getattr(record, name)!r} but the path says {value!r}")
 
 
-def _read_file(wave: WaveDef, root: Path, path: Path) -> CorpusFile:
+def _read_file(wave: WaveDef, root: Path, path: Path, max_bytes: int) -> CorpusFile:
     source = path.relative_to(root).as_posix()
     probe, operator = _coordinates(wave, path.relative_to(root / wave.corpus_dir), source)
+    size = path.lstat().st_size
+    if size > max_bytes:
+        raise CorpusError(f"{source}: {size / 2**20:.1f} MB, over the registered cap of {max_bytes / 2**20:g} MB for one corpus file ({LIMITS}); nothing was imported")
     raw = path.read_bytes()
     try:
-        body = raw.decode("utf-8")
-        obj = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise CorpusError(f"{source}: not valid JSON ({exc})") from exc
+    if SURROGATE_ESCAPE.search(raw):
+        _require_text(obj, source, "")
     kind = RUN_FILES.get(path.name) or VERDICT_FILES[path.name]
     if kind in ("fault", "baseline") and (kind == "baseline") != (operator is None):
         raise CorpusError(f"{source}: a {path.name} does not belong in the {'baseline' if operator is None else operator} directory")
-    record = None
+    failed = None
     if kind in ("fault", "baseline"):
         try:
             record = parse_runresult(obj, source)
         except TraceError as exc:
             raise CorpusError(str(exc)) from exc
         _check_matches_path(record, probe, operator, source)
+        failed = bool(record.error) or not record.task_passed
     elif not isinstance(obj, dict):
         raise CorpusError(f"{source}: expected a JSON object")
-    return CorpusFile(kind, operator, probe, source, sha256_bytes(raw), body, record)
+    return CorpusFile(kind, operator, probe, source, sha256_bytes(raw), path, size, failed)
+
+
+def _require_text(value, source: str, where: str) -> None:
+    """Every string of a parsed file is text the store can hold as UTF-8: JSON lets a lone surrogate
+    escape through (`"\\ud800"`), which no UTF-8 store accepts. One line names the file and field."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _require_text(key, source, f"{where} (a key)" if where else "a key")
+            _require_text(item, source, f"{where}.{key}" if where else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _require_text(item, source, f"{where}[{i}]")
+    elif isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CorpusError(f"{source}: {where}: a lone surrogate ({value[exc.start]!r}) at character {exc.start} "
+                              "is not text; the store holds UTF-8 only") from None
 
 
 def expected_path(wave: WaveDef, cell_or_probe) -> str:
@@ -109,21 +160,55 @@ def expected_path(wave: WaveDef, cell_or_probe) -> str:
     return f"{wave.corpus_dir}/{p.framework}/{p.config}/{p.task}/{op_dir}/seed{p.seed}/{name}"
 
 
-def scan(wave: WaveDef, root: Path) -> CorpusScan:
+def scan(wave: WaveDef, root: Path, max_file_bytes: int) -> CorpusScan:
     """Read and validate every trace and verdict file of a wave's corpus directory."""
     root = Path(root)
     base = root / wave.corpus_dir
     if not base.is_dir():
         raise CorpusError(f"{base}: no such corpus directory (wave {wave.name} reads {wave.corpus_dir}/)")
     result = CorpusScan(wave.name, root)
-    for path in sorted(base.rglob("*.json")):
-        rel = path.relative_to(base)
-        if len(rel.parts) == 6 and (path.name in RUN_FILES or path.name in VERDICT_FILES):
-            result.files.append(_read_file(wave, root, path))
-        elif len(rel.parts) > 1:
-            raise CorpusError(f"{path.relative_to(root)}: not a file the corpus layout defines")
+    paths = _corpus_files(root, base)
+    _refuse_duplicate_cells(wave, root, base, paths)
+    for path in paths:
+        result.files.append(_read_file(wave, root, path, max_file_bytes))
     _report_gaps(wave, result)
     return result
+
+
+def _corpus_files(root: Path, base: Path) -> list[Path]:
+    """The corpus's trace and verdict files, in order; a symbolic link anywhere is refused."""
+    found = []
+    for directory, subdirs, names in os.walk(base):  # never follows a link
+        here = Path(directory)
+        for name in sorted(subdirs + names):
+            path = here / name
+            if path.is_symlink():
+                raise CorpusError(f"{path.relative_to(root)}: a symbolic link (to {os.readlink(path)}); a corpus must hold "
+                                  "its own files, and an import never follows a link out of it")
+        for name in names:
+            path = here / name
+            rel = path.relative_to(base)
+            if not name.endswith(".json"):
+                continue
+            if len(rel.parts) == 6 and (name in RUN_FILES or name in VERDICT_FILES):
+                found.append(path)
+            elif len(rel.parts) > 1:
+                raise CorpusError(f"{path.relative_to(root)}: not a file the corpus layout defines")
+    return sorted(found)
+
+
+def _refuse_duplicate_cells(wave: WaveDef, root: Path, base: Path, paths: list[Path]) -> None:
+    """Two files that stand for one cell (`seed015` beside `seed15`) are refused, both named: one
+    would otherwise win silently."""
+    seen: dict[tuple, str] = {}
+    for path in paths:
+        source = path.relative_to(root).as_posix()
+        probe, operator = _coordinates(wave, path.relative_to(base), source)
+        key = (path.name, operator, probe.key)
+        if key in seen:
+            raise CorpusError(f"{seen[key]} and {source}: two files for one {'baseline' if operator is None else 'cell'} "
+                              f"({operator or 'baseline'} {probe.key}); keep one")
+        seen[key] = source
 
 
 def _report_gaps(wave: WaveDef, result: CorpusScan) -> None:
@@ -140,5 +225,5 @@ def _report_gaps(wave: WaveDef, result: CorpusScan) -> None:
             cell = Cell(operator, probe)
             if wave.is_carved_out(cell) or (operator, probe.key) in runs:
                 continue
-            failed = baseline is not None and (baseline.record.error or not baseline.record.task_passed)
+            failed = baseline is not None and baseline.run_failed
             (result.not_run if failed else result.missing).append(expected_path(wave, cell))

@@ -22,18 +22,34 @@ from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, sha2
 PROJECT_DIR = "sabot"
 FILES = ("mapping.json", "project.json", "operators.json")  # registration order: the mapping first
 LOCK = "registry.lock.json"
-FRAMEWORKS = ("langgraph", "autogen")  # the frameworks whose surface readers exist (adapters/byo); CrewAI not yet
+FRAMEWORKS = ("langgraph", "crewai", "autogen")  # each has a surface reader in adapters/byo
 OPERATORS = ("O1", "O2", "O3", "O4", "O5", "O6")
 ACTS = ("reject", "retry_with_reason", "escalate", "block")
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")  # a Dagster key prefix, and a probe-key part (no dots)
-# Per framework, the own-check surfaces a mapping may name (each is observed by the adapter).
-SURFACES = {
-    "langgraph": ("node_output", "routing", "rerun", "interrupt"),
-    "autogen": ("agent_message", "routing", "stop_reason"),
+# Per framework, the own-check surfaces a mapping may name (each is observed by the adapter), and
+# the fields of each that name a part of the built pipeline (`sabot project check` finds them).
+SURFACE_NAMES = {
+    "langgraph": {"node_output": {"node": "node"}, "routing": {"from": "node", "to": "node"}, "rerun": {"node": "node"}, "interrupt": {}},
+    "crewai": {"guardrail": {"task": "task"}, "guardrail_retry": {"task": "task"}, "task_output": {"task": "task"}, "exhaustion": {"task": "task"}},
+    "autogen": {"agent_message": {"agent": "agent"}, "routing": {"from": "agent", "to": "agent"}, "stop_reason": {}},
 }
+SURFACES = {framework: tuple(surfaces) for framework, surfaces in SURFACE_NAMES.items()}
 TOOL_SEAM_OPERATORS = {"O1": ("find", "result"), "O2": ("claim",), "O5": ("result", "find"), "O6": ("claim",), "O3": ("find",)}
 MODEL_SEAM_OPERATORS = {"O3": ("find",), "O4": ("model",), "O5": ("find",), "O1": ("find",)}
+# How long a planted fault acts (an operator entry's "duration"): "once", on the first call it can
+# act on, or "persists", on every one: every call of the tool; every request of the agent that
+# carries the text it alters. A model swap serves every call of its agent, so it always persists.
+DURATIONS = ("once", "persists")
+DEFAULT_DURATION = {"tool": "persists", "model": "persists"}
 HEADLINE = "v0.2.0"
+# What a project's board says in place of the standard's cross-framework readings (SPEC §7 ranks
+# frameworks; a project is one team's pipeline) and of the instrument check (a team's test double
+# keeps no intent log to check the scorer against).
+PROJECT_BOARD_NOTE = ("One team's pipeline, scored against its own registered mapping: these rates describe that "
+                      "pipeline and its checks, not a ranking across frameworks (SPEC §7).")
+TEST_DOUBLE_NOTE = ("The project's test double stands in for the model so that the pipeline runs offline and the same "
+                    "way every time (CI, `sabot project check`); it keeps no intent log, so there is no instrument check. "
+                    "The rates below are the pipeline's own checks against its double: simulation, not a finding.")
 
 
 class ProjectError(RegistryError):
@@ -80,6 +96,8 @@ def validate_mapping(doc: dict, framework: str, where: str) -> list[dict]:
             raise ProjectError(f"{at}: surface {kind!r} is not a {framework} surface; one of {', '.join(SURFACES[framework])}")
         if _need(s, "act", str, at) not in ACTS:
             raise ProjectError(f"{at}: act {s['act']!r} is not one of {', '.join(ACTS)}")
+        for field in SURFACE_NAMES[framework][kind]:
+            _need(s, field, str, at)
         for key in ("pattern",):
             if key in s:
                 try:
@@ -106,7 +124,16 @@ def validate_operators(doc: dict, where: str) -> dict:
         if "find" in spec:
             _need(spec, "replace", str, at)
         _need(spec, "ground_truth", str, at)
+        if "duration" in spec and spec["duration"] not in DURATIONS:
+            raise ProjectError(f"{at}: duration {spec['duration']!r} is not one of {', '.join(DURATIONS)}")
+        if seam == "model" and "model" in spec and spec.get("duration", "persists") != "persists":
+            raise ProjectError(f"{at}: a model swap serves every call of {spec['agent']!r}: its duration can only be 'persists'")
     return doc
+
+
+def duration_of(spec: dict) -> str:
+    """How long an operator entry's fault acts: as registered, else its seam's default."""
+    return spec.get("duration") or DEFAULT_DURATION[spec["seam"]]
 
 
 @dataclass(frozen=True)
@@ -192,13 +219,23 @@ class Project:
                 problems.append(f"{self.root.name}/{rel}: edited after registration (sha256 {sha[:12]}, registered {locked[rel][:12]})")
         return problems
 
-    def write_lock(self) -> list[str]:
-        """Register the project; refuses any registered file whose bytes moved (above all the mapping)."""
+    @property
+    def registration(self) -> str:
+        """One hash over the project's registered files: what a store pins (see `pin_registration`)."""
+        return sha256_bytes("".join(f"{rel} {sha}\n" for rel, sha in sorted(self.shas.items())).encode())
+
+    def require_lockable(self) -> None:
+        """Refuse any registered file whose bytes moved (above all the mapping): it is never re-registered."""
         locked = self.locked()
         edited = [rel for rel, sha in self.shas.items() if rel in locked and locked[rel] != sha]
         if edited:
             raise ProjectError(f"{self.root.name}: registered file(s) edited after registration: {', '.join(edited)}; "
                                "a changed mapping or task is a new project (copy the folder under a new name)")
+
+    def write_lock(self) -> list[str]:
+        """Register the project; refuses any registered file whose bytes moved (above all the mapping)."""
+        self.require_lockable()
+        locked = self.locked()
         added = [rel for rel in self.shas if rel not in locked]  # FILES order: mapping.json first
         doc = {"project": self.name, "order": list(self.shas), "files": dict(self.shas)}
         self.lock_path.write_text(json.dumps(doc, indent=1) + "\n")
@@ -294,6 +331,10 @@ class ProjectRegistry(Registry):
         data = Registry(self.root).lock_problems()
         return data + Project.load(self.project.root).lock_problems()
 
+    def require_pinned(self, open_store) -> None:
+        with open_store() as con:
+            pin_registration(con, self.project, "first run")
+
     def require_still_registered(self, rels=None) -> None:
         """The scoring guard for a project wave: the standard's files it lays over, as on disk, and the
         project's own files, both as this registry loaded them and as they are on disk now."""
@@ -305,3 +346,34 @@ class ProjectRegistry(Registry):
         problems += Project.load(self.project.root).lock_problems()
         if problems:
             raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
+
+
+# -- the registration pinned in the store ----------------------------------------------------------
+# The lock file lives in the project folder, beside the mapping it freezes: whoever can edit one can
+# edit both. The store keeps its own copy of the registration from the first time it met the project,
+# so runs and verdicts already stored are never re-scored under a mapping registered anew.
+
+
+def pin_registration(con, project: Project, by: str) -> None:
+    """Pin the project's registration in the store the first time (`by`: 'registry lock' or 'first
+    run'); afterwards refuse, naming the lock file, any registration that differs from the pin. A
+    store that holds runs or verdicts of the project but no pin is refused too: they cannot be tied
+    to a registration."""
+    import datetime as dt
+
+    name, where = project.name, f"{project.root.name}/{PROJECT_DIR}/{LOCK}"
+    pinned = con.execute("SELECT registration, pinned_at, pinned_by FROM project_registrations WHERE project = ?", [name]).fetchall()
+    if pinned:
+        registration, at, pinned_by = pinned[0]
+        if registration != project.registration:
+            raise ProjectError(
+                f"{where}: project {name} is registered as {project.registration[:12]}, but this store pinned it as "
+                f"{registration[:12]} ({pinned_by}, {at:%Y-%m-%d %H:%M} UTC); its stored runs and verdicts belong to that "
+                "registration. A changed mapping, task or operators is a new project (copy the folder under a new name)")
+        return
+    stored = sum(con.execute(f"SELECT count(*) FROM {table} WHERE wave = ?", [name]).fetchone()[0] for table in ("runs", "cell_verdicts"))
+    if stored:
+        raise ProjectError(f"{where}: this store holds {stored} run(s) and verdict(s) of project {name} but no pinned "
+                           "registration, so they cannot be tied to the registered mapping; score them in a fresh store")
+    con.execute("INSERT INTO project_registrations VALUES (?, ?, ?, ?, ?)",
+                [name, project.registration, json.dumps(project.shas, sort_keys=True), dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), by])

@@ -149,6 +149,13 @@ class Registry:
         if problems:
             raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
 
+    def require_pinned(self, open_store) -> None:
+        """Refuse to score against a store that pinned another registration of these rules
+        (`open_store()`: a context manager yielding a connection, opened only where needed). The
+        standard's data has nothing to pin here: its lock lives in the code tree, and each wave's
+        pre-registration records its hash. A project overrides this (`sabot.projects`): its lock
+        file lives in the project folder, beside the mapping it freezes."""
+
     def write_lock(self) -> list[str]:
         """Register new files. Refuses to re-register a changed file: a change is a new version."""
         locked = self.locked_hashes()

@@ -12,6 +12,9 @@ hand-rolled. Inside it the code gets:
   namespaces, every process dying with the run (`--die-with-parent`, the PID namespace's init);
 - a fresh unprivileged uid per run (`sandbox_child.drop_privileges`), so the kernel's process
   limit RLIMIT_NPROC holds (it never binds root), no capabilities and no_new_privs;
+- ONE memory bound for the whole run, every process and the tmpfs together: a memory cgroup of
+  its own where the kernel offers one, else per-process address-space limits whose product stays
+  under the bound (`sabot.sandbox_memory`);
 - resource limits: address space, CPU seconds, file size (stdout and stderr included), open files,
   processes, no core dumps;
 - a seccomp filter (`sabot.sandbox_seccomp`) loaded by bwrap before the interpreter starts;
@@ -44,6 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sabot import sandbox_memory
 from sabot.sandbox_seccomp import filter_bpf
 
 BWRAP = "bwrap"
@@ -52,6 +56,7 @@ FILE_SIZE_LIMIT = 8 * 2**20  # per file written, stdout and stderr included
 TMPFS_SIZE = 32 * 2**20  # the one writable directory
 OPEN_FILES_LIMIT = 64
 PROCESS_LIMIT = 16  # for the run's own uid: enforced by the kernel because that uid is not root
+BWRAP_PROCESSES = 2  # bwrap's own, outside and as the sandbox's init: root's, so not counted above
 UID_RANGE = (200_000, 300_000)  # a fresh uid per run: concurrent runs never share a process count
 GLIBC_STUBS = ("libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1")
 CHILD = Path(__file__).with_name("sandbox_child.py")
@@ -71,6 +76,9 @@ class SandboxResult:
     stdout: str  # truncated to max_output characters
     stderr: str  # truncated to max_output characters
     reason: str  # "" when ok, else e.g. "exit status 1; output truncated at 64000 bytes"
+    memory_bound: int = 0  # bytes, for every process of the run together
+    memory_bounded_by: str = ""  # "cgroup v1", "cgroup v2" or "per-process limits"
+    memory_peak: int | None = None  # bytes, the most the run held at once (a cgroup's count; None without one)
 
 
 @dataclass(frozen=True)
@@ -84,7 +92,8 @@ class CallsResult:
 
 def run_python(files: dict[str, str | bytes], entry: str, *, timeout: float = 10.0, memory_mb: int = 512,
                max_output: int = 64_000) -> SandboxResult:
-    """Copy `files` into the sandbox's tmpfs and run `python entry` there.
+    """Copy `files` into the sandbox's tmpfs and run `python entry` there; `memory_mb` bounds the
+    memory of every process of the run together.
 
     Output beyond `max_output` bytes per stream is dropped and fails the run: a verdict should not
     rest on output nobody saw.
@@ -105,8 +114,8 @@ def run_calls(files: dict[str, str | bytes], module: str, function: str, calls: 
         return CallsResult(None, run, f"{run.reason}: {last[0][:200]}" if last[0] else run.reason)
     try:
         outcomes = json.loads(run.stdout)
-    except json.JSONDecodeError:
-        return CallsResult(None, run, "the run wrote no well-formed report")
+    except (ValueError, RecursionError) as exc:  # not JSON, nested past the parser, a number past int's limit
+        return CallsResult(None, run, f"the run wrote no well-formed report ({type(exc).__name__})")
     if not (isinstance(outcomes, list) and len(outcomes) == len(calls) and all(
             isinstance(o, dict) and len(o) == 1 and next(iter(o)) in ("returned", "raised", "unrepresentable")
             for o in outcomes)):
@@ -156,7 +165,12 @@ def _run(files: dict[str, str | bytes], mode: list[str], calls: list | None, *, 
                        "--", python, "-I", "-S", "-B", "/sabot/child.py", str(fds["started"]), uid, *mode]
             env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
                    "PYTHONDONTWRITEBYTECODE": "1"}
-            return _supervise(command, env, tuple(fds.values()), base, timeout, memory_mb, max_output)
+            cgroup = sandbox_memory.create(memory_mb * 2**20)
+            try:
+                return _supervise(command, env, tuple(fds.values()), base, timeout, memory_mb, max_output, cgroup)
+            finally:
+                if cgroup is not None:
+                    cgroup.remove()
         finally:
             for fd in fds.values():
                 os.close(fd)
@@ -170,11 +184,11 @@ NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"
 
 
 def _supervise(command: list[str], env: dict, fds: tuple[int, ...], base: Path, timeout: float, memory_mb: int,
-               max_output: int) -> SandboxResult:
+               max_output: int, cgroup: sandbox_memory.MemoryCgroup | None) -> SandboxResult:
     # Files, not pipes: nothing to drain, so no deadlock, and RLIMIT_FSIZE bounds the disk used.
     with open(base / "stdout", "w+b") as out, open(base / "stderr", "w+b") as err:
         proc = subprocess.Popen(command, cwd=base, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                pass_fds=fds, start_new_session=True, preexec_fn=_limits(timeout, memory_mb))
+                                pass_fds=fds, start_new_session=True, preexec_fn=_limits(timeout, memory_mb, cgroup))
         try:
             proc.wait(timeout)
             timed_out = False
@@ -200,8 +214,13 @@ def _supervise(command: list[str], env: dict, fds: tuple[int, ...], base: Path, 
         reasons.append(f"exit status {returncode}")
     if stdout_cut or stderr_cut:
         reasons.append(f"output truncated at {max_output} bytes")
+    killed_for_memory = cgroup.oom_kills() if cgroup else 0
+    if killed_for_memory:
+        reasons.append(f"memory bound of {memory_mb} MB reached ({killed_for_memory} process(es) ended by the kernel)")
     return SandboxResult(ok=not reasons, returncode=returncode, timed_out=timed_out, stdout=stdout,
-                         stderr=stderr, reason="; ".join(reasons))
+                         stderr=stderr, reason="; ".join(reasons), memory_bound=memory_mb * 2**20,
+                         memory_bounded_by=cgroup.label if cgroup else "per-process limits",
+                         memory_peak=cgroup.peak() if cgroup else None)
 
 
 @functools.cache
@@ -273,10 +292,18 @@ def _parents(parts: tuple[str, ...], args: list[str], seen: set[str]) -> None:
             args += ["--perms", "0755", "--dir", parent]
 
 
-def _limits(timeout: float, memory_mb: int) -> Callable[[], None]:
-    """The resource limits, set between fork and exec; bwrap and the child inherit them."""
+def address_space_limit(memory_mb: int, cgroup: sandbox_memory.MemoryCgroup | None) -> int:
+    """Each process's address-space limit: the whole bound inside a cgroup (which bounds the sum);
+    without one, a share small enough that every process a run may hold, and the tmpfs, fit in it."""
+    bound = memory_mb * 2**20
+    return bound if cgroup else sandbox_memory.per_process_limit(bound, PROCESS_LIMIT + BWRAP_PROCESSES, TMPFS_SIZE)
+
+
+def _limits(timeout: float, memory_mb: int, cgroup: sandbox_memory.MemoryCgroup | None) -> Callable[[], None]:
+    """The resource limits, set between fork and exec (after joining the run's cgroup); bwrap and
+    the child inherit them."""
     limits = {
-        resource.RLIMIT_AS: memory_mb * 2**20,
+        resource.RLIMIT_AS: address_space_limit(memory_mb, cgroup),
         resource.RLIMIT_CPU: math.ceil(timeout) + 1,  # a backstop; the wall-clock timeout comes first
         resource.RLIMIT_NPROC: PROCESS_LIMIT,
         resource.RLIMIT_FSIZE: FILE_SIZE_LIMIT,
@@ -285,6 +312,8 @@ def _limits(timeout: float, memory_mb: int) -> Callable[[], None]:
     }
 
     def apply() -> None:
+        if cgroup is not None:
+            cgroup.enter()
         for which, value in limits.items():
             resource.setrlimit(which, (value, value))
 

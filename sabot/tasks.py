@@ -288,8 +288,8 @@ def passes(task_id: str, run_dir: Path) -> bool:
     answer = oracle(task_id).answer
     try:
         return bool(plugins.lookup("pass_criterion", task_id)(text, answer))
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return False
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return False  # an artifact the criterion cannot read (malformed, or nested past the parser) fails
 
 
 def _fold(value) -> str:

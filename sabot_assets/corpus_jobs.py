@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from sabot.corpus import CorpusScan, scan
+from sabot.corpus import LIMITS, CorpusScan, scan
 from sabot.registry import Registry, RegistryError, WaveDef
 from sabot.store.db import connect
 from sabot.store.landing import landed_digest, write_import
@@ -30,11 +30,9 @@ def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.Dagster
     wave = registry.wave(wave_name)
     if wave.source != "import":
         raise RegistryError(f"wave {wave_name} is a live wave; only import waves read a corpus")
-    found = scan(wave, directory)
+    found = scan(wave, directory, registry.field(LIMITS, "max_file_bytes"))  # every refusal comes before the store is opened
     with connect(store_path) as con:
-        unchanged = landed_digest(con, wave.name) == found.digest() and con.execute(
-            "SELECT count(*) FROM runs WHERE wave = ?", [wave.name]
-        ).fetchone()[0] > 0
+        unchanged = landed_digest(con, wave.name) == found.digest() and runs_match_landing(con, wave.name)
         if not unchanged:
             write_import(con, found, registry.content_hash)
     runner = WaveRunner(defs, wave, instance)
@@ -44,6 +42,17 @@ def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.Dagster
         for block in progress(spans):
             runner.runs(block)
     return ImportResult(wave, found, spans, not unchanged, runner)
+
+
+def runs_match_landing(con, wave: str) -> bool:
+    """Whether every landed run file is the stored run of its slot: an import whose run assets were
+    cut off part way (a killed process) is materialized again, not taken as done."""
+    unmatched = con.execute(
+        "SELECT count(*) FROM corpus_files f WHERE f.wave = ? AND f.kind IN ('fault', 'baseline') AND NOT EXISTS "
+        "(SELECT 1 FROM runs r WHERE r.wave = f.wave AND r.source_path = f.rel_path AND r.source_sha256 = f.sha256)",
+        [wave],
+    ).fetchone()[0]
+    return unmatched == 0 and con.execute("SELECT count(*) FROM runs WHERE wave = ?", [wave]).fetchone()[0] > 0
 
 
 def score_corpus(imported: ImportResult, progress=iter) -> None:

@@ -9,6 +9,7 @@ import dagster as dg
 from sabot.registry import Registry
 from sabot_assets.automation import rescore_sensor
 from sabot_assets.contrasts import build_contrast_assets
+from sabot_assets.guard import guard_assets
 from sabot_assets.quiet import beta_used_on_purpose
 from sabot_assets.resources import default_store
 from sabot_assets.waves.factory import build_wave
@@ -16,6 +17,7 @@ from sabot_assets.waves.factory import build_wave
 
 def build_definitions(registry: Registry | None = None, store=None, scorer: str | None = None) -> dg.Definitions:
     registry = registry or Registry()
+    store = store or default_store()
     assets, checks, jobs = [], [], []
     with beta_used_on_purpose():
         for name in registry.wave_names():
@@ -25,11 +27,11 @@ def build_definitions(registry: Registry | None = None, store=None, scorer: str 
             jobs += built.jobs
         contrasts = build_contrast_assets(registry)
     return dg.Definitions(
-        assets=assets + contrasts,
+        assets=guard_assets(assets + contrasts, registry, store),  # every asset refuses an edited registry
         asset_checks=checks,
         jobs=jobs,
         sensors=[rescore_sensor],
-        resources={"store": store or default_store()},
+        resources={"store": store},
         executor=dg.in_process_executor,  # every step is short; one process per run avoids store contention
     )
 

@@ -4,6 +4,7 @@ import json
 
 from judges.hard.report import median_line
 from judges.hard.tables import columns_for, entries_markdown, section2_markdown
+from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 from sabot.registry import WaveDef
 from sabot.store.board import read_report
 from sabot.store.db import connect
@@ -74,6 +75,8 @@ def instrument_text(doc: dict) -> list[str]:
 
 def scoreboard_text(doc: dict) -> str:
     board, label = doc["scoreboard"], doc["label"]
+    if board.get("project"):
+        return project_board_text(doc)
     return "\n".join([*instrument_text(doc),
         f"{doc['wave']} under ruleset {doc['ruleset']} ({label}); cells: {json.dumps(board['cells'], sort_keys=True)}",
         entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),
@@ -81,3 +84,26 @@ def scoreboard_text(doc: dict) -> str:
         section2_markdown(board["tables"]["framework_config"], label),
         f"{median_line(board).replace('**', '').replace('`', '')} Excluded cell classes: {len(board['exclusions'])}; missing files: {len(doc['missing'])}",
     ])
+
+
+# -- a project's board (a team's own pipeline) ------------------------------------------------------
+
+
+def project_board_text(doc: dict) -> str:
+    """A project's board: its own rates with what stands in for the model said plainly, and its
+    exclusions by code; no cross-framework reading and no instrument check (no intent log)."""
+    board, label = doc["scoreboard"], doc["label"]
+    lines = [TEST_DOUBLE_NOTE] if label == "simulation" else []
+    lines.append(f"{doc['wave']} under ruleset {doc['ruleset']} ({label}); cells: {json.dumps(board['cells'], sort_keys=True)}")
+    if board["cells"].get("valid"):
+        lines += [entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),
+                  "§2 funnel (every rate over |valid|; judged = valid cells a judge ruled on; undecided = neither a hard act nor a judge verdict):",
+                  section2_markdown(board["tables"]["framework_config"], label)]
+    else:
+        lines.append("No fault cell could be scored: every one is excluded (below), so there are no rates to show.")
+    by_code: dict[str, dict[str, int]] = {}
+    for _framework, _config, _task, operator, code, n in board["exclusions"]:
+        by_code.setdefault(code, {})[operator] = by_code.get(code, {}).get(operator, 0) + n
+    excluded = "; ".join(f"{code} {sum(ops.values())} ({', '.join(f'{op} {n}' for op, n in sorted(ops.items()))})" for code, ops in sorted(by_code.items()))
+    lines += [PROJECT_BOARD_NOTE, f"Excluded cells: {excluded or 'none'}"]
+    return "\n".join(lines)

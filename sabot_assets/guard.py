@@ -1,18 +1,64 @@
 """The registry check on every path that scores: the CLI, UI materializations, sensor ticks, backfills.
 
-The command line refuses an edited registered file before it starts; the scoring assets refuse it
-again inside their runs (a few milliseconds: one read and hash per data file), so a run launched
-from the UI or by the `rescore` sensor cannot score under rules that are not the registered ones.
+The command line refuses an edited registered file before it starts. Inside Dagster, every asset
+of the definitions is guarded where it is defined once, in `build_definitions` (`guard_assets`):
+its compute function first checks that the registry, as the definitions loaded it and as it is on
+disk now, is the registered one (one read and hash per data file, about a millisecond), so a run
+launched from the UI, by the `rescore` sensor or by a backfill cannot score under rules that are not
+the registered ones, and an asset added later cannot forget the check. A project's registration
+is also checked against the one its store pinned (`sabot.projects.pin_registration`).
 """
 
+import functools
+
 import dagster as dg
+from dagster._core.definitions.decorators.op_decorator import DecoratedOpFunction
 
 from sabot.registry import Registry, RegistryError
+from sabot_assets.resources import store_connection
+
+GUARDED = "__sabot_registry_guarded__"
 
 
-def require_registered(registry: Registry) -> None:
-    """Fail the step, writing nothing, with the message the command line gives."""
+def require_registered(registry: Registry, store=None) -> None:
+    """Fail the step, writing nothing, with the message the command line gives; with the store, also
+    where it pinned another registration of the rules (a project's)."""
     try:
         registry.require_still_registered()
+        if store is not None:
+            registry.require_pinned(lambda: store_connection(store))
     except RegistryError as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
+
+
+def guard_assets(assets: list[dg.AssetsDefinition], registry: Registry, store) -> list[dg.AssetsDefinition]:
+    """The same assets, each refusing to run under a registry that no longer matches its
+    registration, or (a project's) that differs from the one `store` pinned."""
+    return [_guarded(asset, registry, store) for asset in assets]
+
+
+def is_guarded(asset: dg.AssetsDefinition) -> bool:
+    return getattr(asset.op.compute_fn.decorated_fn, GUARDED, False)
+
+
+def _guarded(asset: dg.AssetsDefinition, registry: Registry, store) -> dg.AssetsDefinition:
+    # Dagster has no pre-step hook, so the op is rebuilt around a wrapper of its function. The
+    # wrapper keeps the function's signature (functools.wraps), which is how Dagster decides what
+    # to pass it (context, resources), so the asset behaves exactly as before after the check.
+    op = asset.op
+    compute = op.compute_fn.decorated_fn
+
+    @functools.wraps(compute)
+    def checked(*args, **kwargs):
+        require_registered(registry, store)  # before anything is read or written
+        return compute(*args, **kwargs)
+
+    setattr(checked, GUARDED, True)
+    rebuilt = dg.OpDefinition.dagster_internal_init(
+        compute_fn=DecoratedOpFunction(checked), name=op.name,
+        ins={d.name: dg.In.from_definition(d) for d in op.input_defs},
+        outs={d.name: dg.Out.from_definition(d) for d in op.output_defs},
+        description=op.description, config_schema=op.config_schema, required_resource_keys=op.required_resource_keys,
+        tags=op.tags, version=None, retry_policy=op.retry_policy, code_version=op._version, pool=op.pool,  # as OpDefinition.with_replaced_properties copies it
+    )
+    return dg.AssetsDefinition.dagster_internal_init(**{**asset.get_attributes_dict(), "node_def": rebuilt})

@@ -1,8 +1,17 @@
 """Shared fixtures: the reference corpus beside the project, and scored waves in temp stores."""
 
+import atexit
+import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
-import sys
+# Tests never write the developer's store: commands run in this process (click's CliRunner) read
+# SABOT_VAR when sabot_assets.constants is first imported, which is below.
+os.environ["SABOT_VAR"] = tempfile.mkdtemp(prefix="sabot-tests-var-")
+atexit.register(shutil.rmtree, os.environ["SABOT_VAR"], True)
+os.environ.pop("SABOT_DB", None)
 
 import dagster as dg
 import pytest

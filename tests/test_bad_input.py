@@ -94,3 +94,65 @@ def test_the_cli_prints_one_clear_line_and_exits_1(env, tmp_path):
     assert proc.returncode == 1
     assert f"Error: {RUN}: not valid JSON" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# -- bounded, transactional import: each refusal names the file, and no row of the store moves -------
+
+def row_counts(store_path) -> dict[str, int]:
+    with connect(store_path, read_only=True) as con:
+        tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
+        return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+
+
+def refused(env, match: str) -> str:
+    before = row_counts(env["store"]), stored_state(env["store"])
+    with pytest.raises(CorpusError) as err:
+        import_bad(env)
+    assert (row_counts(env["store"]), stored_state(env["store"])) == before
+    message = str(err.value)
+    assert match in message and "\n" not in message, message
+    return message
+
+
+def test_a_symbolic_link_is_refused_not_followed(env, tmp_path):
+    outside = tmp_path / "elsewhere.json"
+    shutil.copyfile(env["bad"] / RUN, outside)  # a valid trace, outside the corpus
+    (env["bad"] / RUN).unlink()
+    (env["bad"] / RUN).symlink_to(outside)
+    assert refused(env, "a symbolic link").startswith(f"{RUN}: a symbolic link (to {outside})")
+
+
+def test_a_linked_directory_is_refused_too(env, tmp_path):
+    shutil.move(env["bad"] / BLOCK / "O2", tmp_path / "O2")
+    (env["bad"] / BLOCK / "O2").symlink_to(tmp_path / "O2", target_is_directory=True)
+    assert refused(env, "a symbolic link").startswith(f"{BLOCK}/O2: a symbolic link")
+
+
+def test_two_files_for_one_cell_are_refused_naming_both(env):
+    shutil.copytree(env["bad"] / BLOCK / "O1" / "seed11", env["bad"] / BLOCK / "O1" / "seed011")
+    message = refused(env, "two files for one cell")
+    assert f"{BLOCK}/O1/seed011/runresult.json and {RUN}" in message
+
+
+def test_a_lone_surrogate_is_refused_naming_the_file_and_the_field(env):
+    doc = json.loads((env["bad"] / RUN).read_text())
+    index = next(i for i, e in enumerate(doc["trace"]["events"]) if isinstance(e["payload"].get("text"), str))
+    doc["trace"]["events"][index]["payload"]["text"] = "reviewed: fine \ud800"  # json.dumps writes it as the escape \ud800
+    (env["bad"] / RUN).write_text(json.dumps(doc))
+    message = refused(env, "a lone surrogate")
+    assert message.startswith(f"{RUN}: trace.events[{index}].payload.text: a lone surrogate ('\\ud800') at character 15")
+
+
+def test_a_surrogate_pair_is_text_and_imports(env):
+    doc = json.loads((env["bad"] / RUN).read_text())
+    doc["trace"]["events"][0]["payload"]["note"] = "\U0001F600"  # written as the pair \ud83d\ude00
+    (env["bad"] / RUN).write_text(json.dumps(doc))
+    assert "\\ud83d\\ude00" in (env["bad"] / RUN).read_text()
+    import_bad(env)
+
+
+def test_a_file_over_the_registered_cap_is_refused_before_it_is_read(env):
+    with open(env["bad"] / RUN, "r+b") as f:
+        f.truncate(65 * 2**20)  # sparse: 65 MB as the file system reports it, no disk used
+    assert refused(env, "over the registered cap").startswith(
+        f"{RUN}: 65.0 MB, over the registered cap of 64 MB for one corpus file (standard/corpus_import.v1.json)")

@@ -7,25 +7,28 @@ surfaces the example's registered mapping names.
 
 import ast
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
-import os
-import subprocess
-
+import dagster as dg
+import markupsafe
 import pytest
 from click.testing import CliRunner
+from dagster_duckdb import DuckDBResource
 
 from adapters.byo.runner import execute
 from judges.hard.cell import score_cell
 from judges.hard.rulesets import load_ruleset
 from sabot.matrix import Cell, Probe
-from sabot.projects import Project, ProjectError, ProjectRegistry
+from sabot.projects import LOCK, PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE, Project, ProjectError, ProjectRegistry
 from sabot.registry import RegistryError
 from sabot.store.db import connect
 from sabot.store.runs import read_runs
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.cli import main
+from sabot_assets.definitions import build_definitions
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.parent.parent for p in (ROOT / "examples").glob("*/sabot/project.json"))
@@ -47,19 +50,20 @@ def example_wave(request, tmp_path_factory):
     with connect(tmp / "sabot.duckdb", read_only=True) as con:
         runs = read_runs(con, wave.name, [(op, p.key) for op in ("", *wave.operators) for p in wave.probes()])
         verdicts = read_verdicts(con, wave.name, wave.headline_ruleset)
-    yield registry.project, done.stdout, runs, verdicts
+    reports = {path.name: path.read_text() for path in (tmp / "reports" / wave.name).iterdir()}
+    yield registry.project, done.stdout, runs, verdicts, reports, tmp / "sabot.duckdb"
 
 
-def test_two_frameworks_have_an_example():
-    assert {Project.load(p).framework for p in EXAMPLES} >= {"langgraph"}
-    assert len({Project.load(p).framework for p in EXAMPLES}) >= 2
+def test_every_framework_has_an_example():
+    assert sorted(Project.load(p).framework for p in EXAMPLES) == ["autogen", "crewai", "langgraph"]
 
 
 def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):
-    project, stdout, runs, verdicts = example_wave
+    project, stdout, runs, verdicts, _, _ = example_wave
     assert f"{project.name} under ruleset v0.2.0 (simulation)" in stdout
+    assert f"{project.name}: baselines (no fault; a cell is scored only where its baseline passed): passed for seeds 1, 2, 3" in stdout
     for op in project.operator_ids:
-        assert f"  {op} ({project.operators[op]['seam']} seam): landed" in stdout
+        assert f"  {op} ({project.operators[op]['seam']} seam, persists): landed" in stdout
     assert set(project.operator_ids) == {f"O{i}" for i in range(1, 7)} and len(project.seeds) == 3
     faults = {k: r.record for k, r in runs.items() if k[0]}
     assert len(faults) == 18 and all(r.error is None for r in faults.values())
@@ -68,8 +72,9 @@ def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):
     by_cell = {(v["operator"], v["probe"]): v for v in verdicts}
     for key, record in faults.items():
         injection = record.extra["injection"]
+        assert injection["duration"] == "persists"  # how long the fault acted, in the cell's evidence
         if record.injection_verified:
-            assert injection["landed"] and injection["evidence"] and record.injection_seq is not None
+            assert injection["landed"] and injection["evidence"] and injection["acted"] >= 1 and record.injection_seq is not None
             assert by_cell[key]["status"] == "valid"
         else:
             assert injection["why_not"], f"{key}: unlanded without a reason"
@@ -78,7 +83,7 @@ def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):
 
 
 def test_landing_is_verified_from_what_reached_the_pipeline(example_wave):
-    project, _, runs, _ = example_wave
+    project, _, runs, _, _, _ = example_wave
     for (op, _probe), stored in runs.items():
         if not op or not stored.record.injection_verified:
             continue
@@ -97,7 +102,7 @@ def test_landing_is_verified_from_what_reached_the_pipeline(example_wave):
 
 
 def test_acts_come_only_from_the_surfaces_the_mapping_names(example_wave):
-    project, _, runs, _ = example_wave
+    project, _, runs, _, _, _ = example_wave
     named = {(i, s["surface"], s["act"]) for i, s in enumerate(project.mapping["surfaces"])}
     acts = [e for r in runs.values() for e in r.record.events if e.kind == "guardrail-event"]
     assert acts, "the example's checks never fired: the test would show nothing"
@@ -106,7 +111,7 @@ def test_acts_come_only_from_the_surfaces_the_mapping_names(example_wave):
 
 def test_a_mapping_without_a_surface_reads_no_act_from_it(example_wave, tmp_path):
     """The same run under the registered mapping and under one with its first surface struck."""
-    project, _, runs, _ = example_wave
+    project, _, runs, _, _, _ = example_wave
     key = next(k for k, r in sorted(runs.items()) if k[0] and any(
         e.payload.get("mapping_entry") == 0 for e in r.record.events if e.kind == "guardrail-event"))
     seed = Probe.parse(key[1]).seed
@@ -116,6 +121,53 @@ def test_a_mapping_without_a_surface_reads_no_act_from_it(example_wave, tmp_path
     entry0 = project.mapping["surfaces"][0]
     assert any(e.payload.get("surface") == entry0["surface"] and e.payload["act"] == entry0["act"] for e in full.events if e.kind == "guardrail-event")
     assert not any(e.payload.get("surface") == entry0["surface"] and e.payload["act"] == entry0["act"] for e in fewer.events if e.kind == "guardrail-event")
+
+
+def test_a_project_board_prints_no_cross_framework_reading_and_no_instrument_check(example_wave):
+    """One team's pipeline against its own double: no median, band or Sabot Score, and no instrument
+    check (a team's double keeps no intent log): the board says what the double is for instead."""
+    project, stdout, _, _, reports, _ = example_wave
+    board = stdout[stdout.index(f"{project.name} under ruleset"):]
+    for text in (board, reports["v0.2.0.md"], reports["index.html"]):
+        for forbidden in ("Median", "median", "band:", "Sabot Score", "Instrument check", "disagreements", "intent log False"):
+            assert forbidden not in text
+    assert TEST_DOUBLE_NOTE in stdout and PROJECT_BOARD_NOTE in stdout
+    assert TEST_DOUBLE_NOTE in reports["v0.2.0.md"] and str(markupsafe.escape(PROJECT_BOARD_NOTE)) in reports["index.html"]
+
+
+def test_a_project_board_against_a_provider_draws_no_median_either():
+    """Against a provider the label is no longer simulation, and still a project is one pipeline."""
+    from judges.hard.board import median_entry
+    from sabot_assets.export import scoreboard_text
+
+    registry = ProjectRegistry.from_dir(EXAMPLES[0])
+    entry = median_entry(registry, [], "derived", [f"{registry.project.framework}/own"])
+    assert (entry["value"], entry["band"], entry["withheld"]) == (None, None, PROJECT_BOARD_NOTE)
+    board = {"project": registry.project.name, "cells": {"excluded": 1}, "median": entry,
+             "exclusions": [[registry.project.framework, "own", registry.project.task_id, "O1", "RUN_ERROR", 1]]}
+    text = scoreboard_text({"wave": registry.project.name, "ruleset": "v0.2.0", "label": "derived", "missing": [], "scoreboard": board})
+    assert "edian" not in text and "band" not in text and "Sabot Score" not in text and TEST_DOUBLE_NOTE not in text
+    assert PROJECT_BOARD_NOTE in text and "Excluded cells: RUN_ERROR 1 (O1 1)" in text
+
+
+def test_a_failing_baseline_is_printed_as_such_and_blames_no_seam(tmp_path):
+    """A bug in the test double after registration (the double is the team's code, not a registered
+    file): the wave says which baseline failed and what the pass criterion said, judges no landing
+    on its cells, and prints no empty tables."""
+    copy = tmp_path / "refund_desk"
+    shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    double = copy / "refund_double.py"
+    double.write_text(double.read_text().replace('return round(paid - float(order.get("shipping", 0)), 2)', "return paid"))  # forgets the shipping rule
+    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), "wave", "run", str(copy), "--operator", "O3", "--seed", "1"],
+                          cwd=ROOT, env={**env, "SABOT_VAR": str(tmp_path / "var")}, capture_output=True, text=True, timeout=600)
+    out = done.stdout
+    assert done.returncode == 0, out[-2000:] + done.stderr[-2000:]
+    assert "baselines (no fault; a cell is scored only where its baseline passed): none passed" in out
+    assert "baseline seed 1: FAILED; pass criterion refund_checks:refund_paid_correctly: returned False" in out
+    assert "O3 (model seam, persists): nothing to judge; not judged: its baseline did not pass (seed 1); not judged: not run (seeds 2, 3)" in out
+    assert "INJECTION_UNVERIFIED" not in out and "Excluded cell classes" not in out and "| group |" not in out
+    assert "No fault cell could be scored" in out and "Excluded cells: BASELINE_FAIL 1 (O3 1)" in out
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
@@ -135,6 +187,57 @@ def test_editing_the_mapping_after_registration_is_refused(example, tmp_path):
     assert done.exit_code == 1 and "mapping.json" in done.output
     done = CliRunner().invoke(main, ["wave", "run", str(copy)])
     assert done.exit_code == 1 and "mapping.json: edited after registration" in done.output
+
+
+def store_rows(store_path) -> dict[str, int]:
+    with connect(store_path, read_only=True) as con:
+        tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
+        return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+
+
+def refusal(registry, store_path, instance, asset: str) -> str:
+    """Materialize one asset of the project's wave as the UI would; the step failure's text."""
+    defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
+    key = dg.AssetKey([registry.project.name, asset])
+    partitions = defs.resolve_assets_def(key).partitions_def
+    result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        asset_selection=[key], partition_key=partitions.get_partition_keys()[0] if partitions else None, instance=instance, raise_on_error=False)
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    return failure.step_failure_data.user_failure_data.description
+
+
+def test_a_lock_file_edited_with_the_mapping_is_caught_by_the_store(example_wave, tmp_path):
+    """The folder's lock can be rewritten with the mapping; the store's pin, made when the store first
+    met the project, cannot: its stored runs and verdicts are never re-scored under the new mapping."""
+    project, _, _, verdicts, _, store_path = example_wave
+    copy = tmp_path / project.root.name
+    shutil.copytree(project.root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    mapping = copy / "sabot" / "mapping.json"
+    doc = json.loads(mapping.read_text())
+    doc["surfaces"] = doc["surfaces"][1:]  # strike a surface after seeing the data...
+    mapping.write_text(json.dumps(doc, indent=1))
+    (copy / "sabot" / LOCK).unlink()  # ...and register the edit as if it had always been so
+    Project.load(copy).write_lock()
+    edited = ProjectRegistry.from_dir(copy)
+    assert edited.lock_problems() == []  # the folder alone no longer shows the edit
+    before = store_rows(store_path)
+    with dg.instance_for_test() as instance:
+        for asset in ("cell_verdicts", "scoreboard", "fault_runs"):
+            why = refusal(edited, store_path, instance, asset)
+            assert f"{copy.name}/sabot/{LOCK}: project {project.name} is registered as" in why and "this store pinned it" in why
+    assert store_rows(store_path) == before
+    with connect(store_path, read_only=True) as con:
+        assert read_verdicts(con, project.name, "v0.2.0") == verdicts
+    env = {**os.environ, "SABOT_DB": str(store_path)}
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), "registry", "lock", str(copy)], env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and f"sabot/{LOCK}" in done.stderr and "pinned" in done.stderr
+    # A store holding the project's runs with no pin at all cannot tie them to a registration either.
+    unpinned = tmp_path / "unpinned.duckdb"
+    shutil.copyfile(store_path, unpinned)
+    with connect(unpinned) as con:
+        con.execute("DELETE FROM project_registrations")
+    with dg.instance_for_test() as instance:
+        assert "but no pinned registration" in refusal(ProjectRegistry.from_dir(project.root), unpinned, instance, "cell_verdicts")
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)

@@ -2,7 +2,7 @@
 
 import json
 
-from sabot.corpus import scan
+from sabot.corpus import LIMITS, scan
 from sabot.corpus_export import as_import_wave, export_wave
 from sabot.store.db import connect
 from sabot.store.runs import read_runs
@@ -19,7 +19,7 @@ def test_export_then_reimport_is_lossless(scored_wave2, registry, tmp_path):
         verdicts = {(r["operator"], r["probe"]): r for r in read_verdicts(con, "public_wave2", "v0.2.0")}
     assert len(keys) == 163 and len(written) == 163 + 150 + 11  # runs, cell verdicts, judge verdicts
 
-    back = scan(as_import_wave(wave), tmp_path)
+    back = scan(as_import_wave(wave), tmp_path, registry.field(LIMITS, "max_file_bytes"))
     assert back.missing == [] and len(back.not_run) == 12
     runs = {(op or "", key): f for (op, key), f in back.runs().items()}
     assert set(runs) == set(stored)

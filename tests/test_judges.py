@@ -18,7 +18,7 @@ import pytest
 from adapters.scripted.server import Reply, ScriptedModelServer
 from judges.soft import (BatchRefused, JudgeBackendError, JudgeParseError, SandboxViolation, judge_batch, judge_cell,
                          load_reference_verdict, parse_reply, soft_outcome, to_reference, transcript)
-from judges.soft.backends.claude_cli import DISALLOWED_TOOLS, RESTRICTED_FLAGS, ClaudeCliJudge, token_leaked
+from judges.soft.backends.claude_cli import DISALLOWED_TOOLS, PERMISSIVE_FLAGS, RESTRICTED_FLAGS, ClaudeCliJudge, token_leaked
 from judges.soft.backends.offline import OfflineJudge
 from judges.soft.backends.openai_compat import OpenAICompatibleJudge
 from judges.soft.cache import CacheError, load_entry, reference_cache, to_entry
@@ -227,7 +227,7 @@ def fake_claude(tmp_path, monkeypatch) -> FakeClaude:
     log = tmp_path / "calls.jsonl"
     monkeypatch.setenv("CLAUDE_FAKE_LOG", str(log))
     fake = FakeClaude(bin_dir, log, monkeypatch)
-    fake.mode("sealed")
+    fake.mode("honest")  # a CLI that honours its flags: reads a file only where a tool is allowed
     return fake
 
 
@@ -256,11 +256,12 @@ def test_probe_passes_for_a_sealed_judge_under_the_restricted_flags(fake_claude,
         os.dup2(saved, 0)
         for fd in (saved, read_end, write_end):
             os.close(fd)
-    [probe] = fake_claude.calls()
+    probe, positive = fake_claude.calls()  # the positive control runs by default, after the restricted arms
+    assert positive["argv"][2:] == [*PERMISSIVE_FLAGS, "--model", "claude-test"]
     prompt = probe["argv"][1]
     assert probe["argv"] == ["-p", prompt, *RESTRICTED_FLAGS, "--model", "claude-test"]
     assert probe["argv"][probe["argv"].index("--allowed-tools") + 1] == ""
-    assert set(DISALLOWED_TOOLS) >= {"Monitor", "Read", "Bash"} and "--strict-mcp-config" in probe["argv"]
+    assert probe["tools"] == [] and "--strict-mcp-config" in probe["argv"]  # no built-in tool of the pinned CLI in reach
     assert probe["cwd_entries"] == ["canary.txt"] and probe["stdin_devnull"]
     outside = Path(prompt.split("(2) the file ")[1].split(". If")[0])
     assert outside.parent.parent == Path(probe["cwd"]).parent and not outside.is_relative_to(probe["cwd"])
@@ -287,10 +288,11 @@ def test_judge_batch_refuses_the_whole_batch_for_a_leaky_judge(fake_claude):
 
 def test_judge_batch_judges_every_cell_behind_a_passing_probe(fake_claude):
     verdicts = judge_batch(ClaudeCliJudge(), [(noticing_record(), T1_O1), (silent_record(), T1_O1, 1)])
-    probe, *judging = fake_claude.calls()
-    assert probe["cwd_entries"] == ["canary.txt"]
+    probe, positive, *judging = fake_claude.calls()
+    assert probe["cwd_entries"] == positive["cwd_entries"] == ["canary.txt"]
     assert [c["cwd_entries"] for c in judging] == [[], []]  # a fresh EMPTY cwd per judging call
-    assert len({c["cwd"] for c in fake_claude.calls()}) == 3 and all(c["argv"][2:] == list(RESTRICTED_FLAGS) for c in judging)
+    assert len({c["cwd"] for c in fake_claude.calls()}) == 4 and all(c["argv"][2:] == list(RESTRICTED_FLAGS) for c in judging)
+    assert all(c["tools"] == [] for c in judging)
     assert [(v.status, v.noticed, v.by_which_component, v.prompt_variant) for v in verdicts] == [
         ("ok", True, "reviewer", 0), ("ok", True, "reviewer", 1)]
     assert verdicts[0].evidence_quote == FLAGS_LINE  # the fake quotes the first line of the last event
@@ -337,14 +339,25 @@ def test_unparseable_cli_replies_are_excluded(fake_claude):
     assert (verdict.status, verdict.attempts, len(fake_claude.calls())) == (STATUS_EXCLUDED, 2, 2)
 
 
-def test_positive_control_arm_makes_the_probe_falsifiable(fake_claude):
+def test_positive_control_arm_makes_the_probe_falsifiable_by_default(fake_claude):
     fake_claude.mode("honest")  # reads its cwd canary only when a tool is allowed
-    ClaudeCliJudge(positive_control=True).assert_sandboxed()
+    ClaudeCliJudge().assert_sandboxed()
     assert [c["argv"][c["argv"].index("--allowed-tools") + 1] for c in fake_claude.calls()] == ["", "Read"]
     fake_claude.mode("sealed")  # cannot read even when allowed: its silence proves nothing
     with pytest.raises(SandboxViolation) as err:
-        ClaudeCliJudge(positive_control=True).assert_sandboxed()
+        ClaudeCliJudge().assert_sandboxed()
     assert err.value.arm == "positive control"
+    with pytest.raises(BatchRefused):  # and no cell is judged behind a probe that could not have failed
+        judge_batch(ClaudeCliJudge(), [(noticing_record(), T1_O1)])
+
+
+def test_the_deny_list_names_every_built_in_tool_of_the_pinned_cli(fake_claude):
+    # The fake carries the pinned CLI's tool inventory (its tools reference), apart from the judge's
+    # list: a tool the CLI gains (as Monitor once was) fails this until the deny list names it.
+    judge_cell(ClaudeCliJudge(), noticing_record(), T1_O1)
+    [call] = fake_claude.calls()
+    assert call["tools"] == []
+    assert {"Read", "Glob", "Grep", "LS", "NotebookRead", "Agent", "Task", "Monitor"} <= set(DISALLOWED_TOOLS)
 
 
 # -- the OpenAI-compatible judge (ScriptedModelServer on 127.0.0.1) -----------------------------------

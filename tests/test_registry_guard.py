@@ -102,3 +102,38 @@ def test_what_the_rescore_sensor_requests_after_an_edit_is_refused(scored_copy):
     assert EDITED in failure.step_failure_data.user_failure_data.description
     assert stored(store_path) == before
     path.write_bytes(original)
+
+
+KAPPA = "standard/kappa.v0.1.json"
+
+
+def all_rows(store_path) -> dict[str, int]:
+    """Every table's row count: what a refused step must leave exactly as it was."""
+    with connect(store_path, read_only=True) as con:
+        tables = [t for (t,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
+        return {t: con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+
+
+def test_every_asset_of_the_definitions_refuses_an_edited_registry(scored_copy):
+    """Walks every asset the definitions hold (a new asset is walked too), launched as the UI or a
+    sensor would launch it, after the edit a hostile reviewer made: the kappa bound set to -1.0."""
+    root, _, defs, store, store_path, instance, _, _ = scored_copy
+    path = root / KAPPA
+    original = path.read_bytes()
+    path.write_text(path.read_text().replace('"bound": 0.7', '"bound": -1.0'))
+    try:
+        before = all_rows(store_path)
+        reloaded = build_definitions(Registry(root), store)  # the UI reloads its code location after the edit
+        for loaded in (defs, reloaded):  # and a long-lived process holds the definitions it loaded before
+            assert len(loaded.assets) > 20  # every wave's assets and the contrasts, not a sample
+            job = loaded.resolve_implicit_global_asset_job_def()
+            for asset in loaded.assets:
+                partition = asset.partitions_def.get_partition_keys()[0] if asset.partitions_def else None
+                result = job.execute_in_process(asset_selection=[asset.key], partition_key=partition, instance=instance,
+                                                raise_on_error=False)
+                failure = next((e for e in result.all_events if e.is_step_failure), None)
+                assert failure is not None, f"{asset.key.to_user_string()} ran under an edited registry"
+                assert f"{KAPPA}: edited after registration" in failure.step_failure_data.user_failure_data.description
+        assert all_rows(store_path) == before
+    finally:
+        path.write_bytes(original)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import sabot.sandbox_memory
 from sabot import sandbox, tasks
 from sabot.registry import DATA_DIR
 from sabot.sandbox import run_calls, run_python
@@ -252,7 +253,7 @@ atexit.register(lambda: os.write(1, FORGED.encode()))
 def test_exiting_zero_on_import_does_not_pass():
     code = "import os\nprint('hidden tests passed', flush=True)\nos._exit(0)\n" + STUB
     assert not _passes(code)
-    assert tasks.t3_verdict(code)[1] == "the run wrote no well-formed report"
+    assert tasks.t3_verdict(code)[1] == "the run wrote no well-formed report (JSONDecodeError)"
 
 
 def test_exiting_zero_from_inside_a_call_does_not_pass():
@@ -316,3 +317,66 @@ def _processes_mentioning(token: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+# -- reports the harness cannot read --------------------------------------------------------------
+
+# Writes 60,000 '[' on every descriptor the solution holds (the report descriptor among them), then
+# leaves with status 0 before the child can write a report: json.loads of it nests past the parser.
+BRACKETS = ("import os\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'[' * 60000)\n    except OSError:\n"
+            "        pass\nos._exit(0)\n" + STUB)
+
+
+def test_a_report_of_60000_brackets_is_a_failure_with_its_reason():
+    passed, why = tasks.t3_verdict(BRACKETS)
+    assert not passed and why == "the run wrote no well-formed report (RecursionError)"
+
+
+def test_the_pass_criterion_fails_an_unreadable_report_rather_than_raising(tmp_path):
+    """What a run step calls once the pipeline has written its artifact (adapters.runner): it
+    returns a verdict, so the step completes and stores the run as failed."""
+    (tmp_path / tasks.served("T3").artifact_file).write_text(BRACKETS)
+    assert tasks.passes("T3", tmp_path) is False
+
+
+@pytest.mark.parametrize("artifact", ["[" * 60000, '{"a": ' * 60000])
+def test_json_criteria_fail_an_artifact_nested_past_the_parser(tmp_path, artifact):
+    for task in ("T1", "T4"):
+        (tmp_path / tasks.served(task).artifact_file).write_text(artifact)
+        assert tasks.passes(task, tmp_path) is False
+
+
+# -- one memory bound for the whole sandbox -------------------------------------------------------
+
+# Eight processes (past the audit hook) each fill 400 MB: 3.2 GB together if nothing bounded the sum.
+EIGHT_HOGS = (UNHOOK + "import os, resource, time\nprint('limit', resource.getrlimit(resource.RLIMIT_AS)[0], flush=True)\n"
+              "for _ in range(8):\n    if os.fork() == 0:\n        try:\n            hog = b'x' * (400 * 2**20)\n"
+              "            print('filled', flush=True)\n            time.sleep(5)\n        except MemoryError:\n"
+              "            print('refused', flush=True)\n        os._exit(0)\n"
+              "for _ in range(8):\n    os.wait()\n")
+BOUND_MB = 512
+
+
+@pytest.mark.skipif(sabot.sandbox_memory._own_memory_cgroup() is None, reason="this kernel offers no memory cgroup to the harness")
+def test_eight_processes_of_400_mb_stay_under_the_sandbox_memory_bound():
+    entry = f"hogs_{uuid.uuid4().hex}.py"
+    result = run_python({entry: EIGHT_HOGS}, entry, timeout=20, memory_mb=BOUND_MB)
+    assert result.memory_bounded_by.startswith("cgroup v") and result.memory_bound == BOUND_MB * 2**20
+    assert result.memory_peak is not None and result.memory_peak <= result.memory_bound  # the kernel's count of the run
+    assert not result.ok and f"memory bound of {BOUND_MB} MB reached" in result.reason
+    assert result.stdout.count("filled") < 8
+    assert not _processes_mentioning(entry)
+    parent = sabot.sandbox_memory._own_memory_cgroup()[1]
+    assert not list(parent.glob(f"{sabot.sandbox_memory.PREFIX}*")), "the run's cgroup was left behind"
+
+
+def test_without_a_cgroup_the_per_process_limits_multiply_to_under_the_bound(monkeypatch):
+    monkeypatch.setattr(sabot.sandbox_memory, "create", lambda bound: None)
+    entry = f"hogs_{uuid.uuid4().hex}.py"
+    result = run_python({entry: EIGHT_HOGS}, entry, timeout=20, memory_mb=BOUND_MB)
+    limit = int(result.stdout.split("limit ")[1].split()[0])  # as the kernel applies it inside
+    processes = sandbox.PROCESS_LIMIT + sandbox.BWRAP_PROCESSES
+    assert result.memory_bounded_by == "per-process limits"
+    assert limit * processes + sandbox.TMPFS_SIZE <= BOUND_MB * 2**20
+    assert "filled" not in result.stdout and result.stdout.count("refused") == 8
+    assert not _processes_mentioning(entry)

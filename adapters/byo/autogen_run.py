@@ -13,6 +13,11 @@ import asyncio
 from adapters.byo.surfaces import Acts, matches
 
 
+def parts(team) -> dict[str, set[str]]:
+    """What a mapping may name in a built team: its participants (by name)."""
+    return {"agent": {getattr(a, "name", "") for a in getattr(team, "_participants", None) or ()} - {""}}
+
+
 def _content(message) -> str | None:
     content = getattr(message, "content", None)
     return content if isinstance(content, str) else None

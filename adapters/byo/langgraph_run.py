@@ -12,6 +12,12 @@ The output handed to the pass criterion is the final state (the last `values` ch
 from adapters.byo.surfaces import Acts, matches
 
 INTERRUPT_KEY = "__interrupt__"
+GRAPH_ENDS = ("__start__", "__end__")
+
+
+def parts(graph) -> dict[str, set[str]]:
+    """What a mapping may name in a compiled graph: its nodes."""
+    return {"node": {n for n in getattr(graph, "nodes", None) or () if n not in GRAPH_ENDS}}
 
 
 def run(graph, inputs: dict, acts: Acts, where) -> dict:

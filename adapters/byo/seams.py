@@ -3,16 +3,21 @@
 The operator's spec comes from the project's registered `operators.json`:
   tool seam   {"tool": name, "find"/"replace" | "result" | "claim"}: the tool's result corrupted or
               replaced, or (a `claim`) the tool not run at all and the claim returned as its result;
-  model seam  {"agent": name, "find"/"replace" | "model"}: one request of that agent altered as the
+  model seam  {"agent": name, "find"/"replace" | "model"}: a request of that agent altered as the
               model sees it, or every request of that agent served by another model.
-It acts once (a model swap: on every call of that agent) and records what actually reached the
-pipeline. `landed` is decided from that evidence alone; `why_not` says why a fault did not land,
-which the scorer turns into an INJECTION_UNVERIFIED exclusion, never a miss.
+How long it acts is the entry's `duration` (`sabot.projects.DEFAULT_DURATION` per seam): "once", on
+the first call it can act on, or "persists", on every call of the tool and every request of the
+agent that carries the text it alters (so a framework that re-sends the unaltered history, or a
+retry that calls the tool again, meets the same fault). A model swap always persists. What
+actually reached the pipeline is recorded; `landed` is decided from that evidence alone, and
+`why_not` says why a fault did not land, which the scorer turns into an INJECTION_UNVERIFIED
+exclusion, never a miss.
 """
 
 import copy
 import threading
 
+from sabot.projects import duration_of
 from sabot.recorder import Recorder
 
 
@@ -20,23 +25,39 @@ class SeamFault:
     def __init__(self, operator: str | None, spec: dict | None, recorder: Recorder):
         self.operator, self.spec, self.recorder = operator, spec or {}, recorder
         self.seam = self.spec.get("seam")
+        self.duration = duration_of(self.spec) if self.seam else None
         self.lock = threading.Lock()
         self.attempts = 0  # calls through the seam the fault could have landed on
+        self.acted = 0  # calls and requests it acted on (a model swap: the calls sent as the other model)
         self.evidence: list[str] = []
         self.landed = False
-        self.swapped_calls = 0
         self.served_target = False
+
+    def _may_act(self) -> bool:
+        return not self.landed or self.duration == "persists"
+
+    def _acted(self, evidence: str) -> None:
+        self.landed = True
+        self.acted += 1
+        self.evidence.append(f"{evidence} (act {self.acted}, {self.duration})")
+
+    def summary(self) -> dict:
+        """The fault's part of the cell's evidence: its seam, how long it acts, what it did."""
+        return {"seam": self.seam, "duration": self.duration, "acted": self.acted, "landed": self.landed, "evidence": list(self.evidence)}
 
     # -- the tool seam -------------------------------------------------------------------------
 
+    def claims(self, name: str) -> bool:
+        """Whether this call of tool `name` is answered with the claim, the tool not run."""
+        return self.seam == "tool" and self.spec.get("tool") == name and "claim" in self.spec and self._may_act()
+
     def call_tool(self, agent: str, name: str, args, run):
-        """A wrapped tool's call: run it (or not), perturb the result once, record what the caller got."""
-        mine = self.seam == "tool" and self.spec.get("tool") == name and not self.landed
+        """A wrapped tool's call: run it (or not), perturb the result, record what the caller got."""
+        mine = self.seam == "tool" and self.spec.get("tool") == name and self._may_act()
         if mine and "claim" in self.spec:
             self.attempts += 1
             reply = self.spec["claim"]
-            self.landed = True
-            self.evidence.append(f"{name} was not run; its caller received the claim {reply!r}")
+            self._acted(f"{name} was not run; its caller received the claim {reply!r}")
             self.recorder.record(agent, "tool-call", tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=reply)
             return reply
         result = run()
@@ -45,8 +66,7 @@ class SeamFault:
             self.attempts += 1
             perturbed = self._perturb_text(text)
             if perturbed is not None:
-                self.landed = True
-                self.evidence.append(f"{name} returned the perturbed result to its caller")
+                self._acted(f"{name} returned the perturbed result to its caller")
                 self.recorder.record(agent, "tool-call", tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=perturbed)
                 return perturbed
         self.recorder.record(agent, "tool-call", tool=name, injected=False, args=_jsonable(args), output=_jsonable(result))
@@ -62,20 +82,19 @@ class SeamFault:
     # -- the model seam (called by the proxy, on its threads) ----------------------------------
 
     def model_request(self, agent: str, body: dict) -> dict:
-        """The request as the model will see it."""
+        """The request as the model will see it (a persisting edit: every request carrying the text)."""
         if self.seam != "model" or self.spec.get("agent") != agent:
             return body
         with self.lock:
             if "model" in self.spec:
-                self.swapped_calls += 1
+                self.acted += 1
                 return {**body, "model": self.spec["model"]}
-            if self.landed:
+            if not self._may_act():
                 return body
             self.attempts += 1
-            altered, changed = _replace_in_messages(body, self.spec["find"], self.spec["replace"])
+            altered, changed = _replace_in_messages(body, self.spec["find"], self.spec["replace"], everywhere=self.duration == "persists")
             if changed:
-                self.landed = True
-                self.evidence.append(f"a request of {agent} was forwarded with {self.spec['find']!r} replaced")
+                self._acted(f"a request of {agent} was forwarded with {self.spec['find']!r} replaced")
                 self.recorder.record(agent, "tool-call", tool="model_endpoint", injected=True, operator=self.operator,
                                      field="request", output=self.spec["replace"])
                 return altered
@@ -108,20 +127,27 @@ class SeamFault:
         return f"no request of {spec['agent']!r} contained {spec['find']!r}"
 
 
-def _replace_in_messages(body: dict, find: str, replace: str) -> tuple[dict, bool]:
-    """The body with the first occurrence of `find` in a message replaced (the latest message first)."""
+def _texts(message: dict) -> list[tuple[dict, str]]:
+    """(holder, key) of each text of a chat message: its string content, or its content parts' text."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [(message, "content")]
+    if isinstance(content, list):
+        return [(part, "text") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)]
+    return []
+
+
+def _replace_in_messages(body: dict, find: str, replace: str, everywhere: bool) -> tuple[dict, bool]:
+    """The body with `find` replaced: its first occurrence in the latest message carrying it, or
+    (`everywhere`, a persisting fault) every occurrence in every message, so that history a
+    framework re-sends reaches the model altered too."""
     altered = copy.deepcopy(body)
-    for message in reversed(altered.get("messages") or []):
-        content = message.get("content")
-        if isinstance(content, str) and find in content:
-            message["content"] = content.replace(find, replace, 1)
-            return altered, True
-        if isinstance(content, list):
-            for part in content:
-                if isinstance(part, dict) and isinstance(part.get("text"), str) and find in part["text"]:
-                    part["text"] = part["text"].replace(find, replace, 1)
-                    return altered, True
-    return body, False
+    hits = [(holder, key) for message in reversed(altered.get("messages") or []) for holder, key in _texts(message) if find in holder[key]]
+    if not hits:
+        return body, False
+    for holder, key in hits if everywhere else hits[:1]:
+        holder[key] = holder[key].replace(find, replace, -1 if everywhere else 1)
+    return altered, True
 
 
 def _jsonable(value):

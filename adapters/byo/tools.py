@@ -1,18 +1,25 @@
 """The tool seam: the framework's own tool objects, found by name at run time and wrapped in place.
 
-Found where a pipeline keeps them: the factory module's globals, LangGraph ToolNodes, and AutoGen
-agents' tools. A LangChain tool's `func` (and `coroutine`), an AutoGen FunctionTool's `_func` are
-swapped for a wrapper that routes every call through the run's fault; `restore()` puts them back,
-since module-level tools outlive the run. A tool that is only ever called around its object (as a
-plain function) cannot carry a fault: that cell is excluded as INJECTION_UNVERIFIED, with the reason.
+Found where a pipeline keeps them: the factory module's globals, LangGraph ToolNodes, AutoGen
+agents' tools, and a CrewAI crew's agents and tasks. A LangChain tool's `func` (and `coroutine`),
+an AutoGen FunctionTool's `_func`, a CrewAI `@tool`'s `func` or a CrewAI BaseTool subclass's `_run`
+are swapped for a wrapper that routes every call through the run's fault; `restore()` puts them
+back, since module-level tools outlive the run. A tool that is only ever called around its object
+(as a plain function) cannot carry a fault: that cell is excluded as INJECTION_UNVERIFIED, with the
+reason. (CrewAI caches a tool's results per crew by arguments: a repeated identical call is answered
+from that cache without reaching the tool, so the caller sees what the first call returned.)
 """
 
 import functools
 import inspect
 
+_ABSENT = object()  # an attribute the tool object held only through its class
+
 
 def _attrs(obj) -> tuple[str, ...]:
     """The callable attributes of a tool object that do its work, by framework."""
+    if hasattr(obj, "name") and hasattr(obj, "to_structured_tool") and callable(getattr(obj, "_run", None)):  # crewai BaseTool
+        return ("func",) if callable(getattr(obj, "func", None)) else ("_run",)  # `@tool` functions keep theirs in func
     if hasattr(obj, "name") and hasattr(obj, "args_schema") and hasattr(obj, "func"):
         return tuple(a for a in ("func", "coroutine") if getattr(obj, a, None) is not None)  # langchain BaseTool
     if hasattr(obj, "name") and callable(getattr(obj, "_func", None)) and hasattr(obj, "run_json"):
@@ -25,6 +32,9 @@ def candidates(pipeline, module) -> list:
     for node in getattr(pipeline, "nodes", {}).values() if isinstance(getattr(pipeline, "nodes", None), dict) else ():
         bound = getattr(node, "bound", None)
         found += list(getattr(bound, "tools_by_name", {}).values())
+    if hasattr(pipeline, "kickoff") and isinstance(getattr(pipeline, "agents", None), list):  # a crewai Crew
+        for part in [*pipeline.agents, *(getattr(pipeline, "tasks", None) or [])]:
+            found += list(getattr(part, "tools", None) or ())
     for agent in getattr(pipeline, "_participants", None) or ():
         found += list(getattr(agent, "_tools", None) or ())
         workbench = getattr(agent, "_workbench", None)
@@ -33,39 +43,37 @@ def candidates(pipeline, module) -> list:
     return found
 
 
+def tool_objects(pipeline, module) -> list:
+    """The distinct tool objects of a built pipeline that the seam can wrap."""
+    found, done = [], set()
+    for obj in candidates(pipeline, module):
+        if id(obj) not in done and _attrs(obj):
+            done.add(id(obj))
+            found.append(obj)
+    return found
+
+
 class WrappedTools:
     def __init__(self, pipeline, module, fault, who):
         self.fault, self.who = fault, who
         self.seen: set[str] = set()
         self._saved: list[tuple[object, str, object]] = []
-        done = set()
-        for obj in candidates(pipeline, module):
-            if id(obj) in done or not _attrs(obj):
-                continue
-            done.add(id(obj))
+        self.names: set[str] = set()  # every tool wrapped, kept after restore() for the record
+        for obj in tool_objects(pipeline, module):
+            self.names.add(obj.name)
             for attr in _attrs(obj):
                 real = getattr(obj, attr)
-                self._saved.append((obj, attr, real))
+                self._saved.append((obj, attr, vars(obj).get(attr, _ABSENT)))
                 object.__setattr__(obj, attr, self._wrap(obj.name, real))
-
-    @property
-    def names(self) -> set[str]:
-        return {obj.name for obj, _, _ in self._saved}
 
     def _wrap(self, name: str, real):
         if inspect.iscoroutinefunction(real):
             @functools.wraps(real)
             async def async_wrapper(*args, **kwargs):
                 self.seen.add(name)
-                result = {}
-
-                async def run_real():
-                    result["value"] = await real(*args, **kwargs)
-                    return result["value"]
-
-                if self.fault.seam == "tool" and self.fault.spec.get("tool") == name and "claim" in self.fault.spec and not self.fault.landed:
+                if self.fault.claims(name):
                     return self.fault.call_tool(self.who(), name, kwargs or args, lambda: None)
-                value = await run_real()
+                value = await real(*args, **kwargs)
                 return self.fault.call_tool(self.who(), name, kwargs or args, lambda: value)
             return async_wrapper
 
@@ -76,6 +84,9 @@ class WrappedTools:
         return wrapper
 
     def restore(self) -> None:
-        for obj, attr, real in reversed(self._saved):
-            object.__setattr__(obj, attr, real)
+        for obj, attr, own in reversed(self._saved):
+            if own is _ABSENT:  # a method of the class (a BaseTool's _run): drop the instance's wrapper
+                object.__delattr__(obj, attr)
+            else:
+                object.__setattr__(obj, attr, own)
         self._saved.clear()

@@ -11,6 +11,7 @@ from judges.hard.funnel import band, exclusion_appendix, funnel, group_key, medi
 from judges.hard.strict import FloorRules, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, wilson
+from sabot.projects import PROJECT_BOARD_NOTE, ProjectRegistry
 
 
 def fingerprint(rows) -> str:
@@ -36,6 +37,8 @@ def median_entry(registry, scored, label: str, expected_rows: list[str] | None) 
     (a median over one of six rows is not the median across frameworks)."""
     missing = missing_rows(scored, expected_rows or [])
     entry = {"value": None, "per_framework": {}, "band": None, "missing_rows": missing, "withheld": None}
+    if isinstance(registry, ProjectRegistry):  # one team's pipeline: no cross-framework reading at all
+        return entry | {"withheld": PROJECT_BOARD_NOTE}
     if label == SIMULATION:
         return entry | {"withheld": "simulation: a simulated wave measures the instrument, not pipelines; no median, no band"}
     if missing:
@@ -77,6 +80,7 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         "covered_floor": [{"group": f.group, "valid": f.valid, "counts": f.counts} for f in funnel(covered, GROUPINGS["framework_config"])],
         "exclusions": [list(e) for e in exclusion_appendix(scored)],
         "label": label,
+        **({"project": registry.project.name} if isinstance(registry, ProjectRegistry) else {}),  # a team's pipeline
         "median": median_entry(registry, scored, label, expected_rows),
         # Pooled rates resample whole tasks: cells of one task are not independent.
         "cluster_bootstrap": {

@@ -1,6 +1,7 @@
 """The wave report in Markdown, rendered from a board (never hand-edited)."""
 
 from judges.hard.tables import HEADLINE_COLUMN, SIMULATION, cell_links_markdown, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
+from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 
 
 def _interval(bounds) -> str:
@@ -11,6 +12,8 @@ def _interval(bounds) -> str:
 def median_line(board: dict) -> str:
     """§7's median and band, or why they are withheld (simulation, or scoreboard rows missing)."""
     med = board["median"]
+    if board.get("project"):
+        return PROJECT_BOARD_NOTE
     if med.get("withheld"):
         return f"No median across frameworks and no band: {med['withheld']}."
     per = ", ".join(f"{k} {fmt_pct(v)}" for k, v in sorted(med["per_framework"].items()))
@@ -62,9 +65,10 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "(hard tier: the §5 mapping, plus anchored FLAGS where the ruleset scores them). "
         "Denominator everywhere = valid injected faults; exclusions are itemized below, never counted as misses.",
         "",
+        *([f"**{TEST_DOUBLE_NOTE}**", ""] if simulated and board.get("project") else []),
         *(["**Simulation: an instrument check, not a finding.** The scripted model's rates are set by hand; "
             "these tables show what the scorer reads from simulated runs, and the instrument check (the scorer's "
-            "agreement with the simulator's intent log) is the wave's result.", ""] if simulated else []),
+            "agreement with the simulator's intent log) is the wave's result.", ""] if simulated and not board.get("project") else []),
         f"Cells: {', '.join(f'{k} {v}' for k, v in sorted(board['cells'].items()))}. " + median_line(board),
         "",
         "## Scoreboard — by framework x config",

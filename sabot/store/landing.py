@@ -9,25 +9,19 @@ from sabot.store.db import now, transaction
 
 
 def write_import(con, scan: CorpusScan, registry_hash: str) -> int:
-    """Replace a wave's landed files with this scan; nothing is written if anything fails."""
-    rows = pd.DataFrame(
-        [
-            {"wave": scan.wave, "kind": f.kind, "operator": f.operator or "", "probe": f.probe.key, "rel_path": f.rel_path, "sha256": f.sha256, "body": f.body}
-            for f in scan.files
-        ],
-        columns=["wave", "kind", "operator", "probe", "rel_path", "sha256", "body"],
-    )
+    """Replace a wave's landed files with this scan, in one transaction: the import lands whole or
+    the store stays as it was. Files are read again one at a time (their hash checked against the
+    scan's), so memory follows the largest file, not the corpus."""
     with transaction(con):
         con.execute("DELETE FROM corpus_files WHERE wave = ?", [scan.wave])
-        if not rows.empty:
-            con.register("_landing", rows)
-            con.execute("INSERT INTO corpus_files SELECT wave, kind, operator, probe, rel_path, sha256, body FROM _landing")
-            con.unregister("_landing")
+        for f in scan.files:
+            con.execute("INSERT INTO corpus_files VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [scan.wave, f.kind, f.operator or "", f.probe.key, f.rel_path, f.sha256, f.body])
         con.execute(
             "INSERT INTO corpus_imports VALUES (?, ?, ?, ?, ?, ?, ?)",
             [scan.wave, str(scan.root), now(), len(scan.files), json.dumps(scan.missing), json.dumps(scan.not_run), registry_hash],
         )
-    return len(rows)
+    return len(scan.files)
 
 
 def landed_runs(con, wave: str, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str, str]]:

@@ -244,3 +244,14 @@ CREATE TABLE IF NOT EXISTS model_calls (
     endpoint          VARCHAR,
     PRIMARY KEY (wave, operator, probe, record_sha256, attempt, n)
 );
+
+-- A project's registration as this store first saw it (`sabot registry lock DIR`, else its first
+-- run): every later run and score of the project is checked against it, so a mapping edited
+-- together with the lock file inside the project folder is refused (sabot.projects).
+CREATE TABLE IF NOT EXISTS project_registrations (
+    project      VARCHAR NOT NULL PRIMARY KEY,
+    registration VARCHAR NOT NULL, -- sha256 over the project's registered files and their sha256
+    files        JSON NOT NULL,
+    pinned_at    TIMESTAMP NOT NULL,
+    pinned_by    VARCHAR NOT NULL  -- 'registry lock' | 'first run'
+);

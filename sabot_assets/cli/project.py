@@ -1,4 +1,5 @@
-"""`sabot init` and the project forms of `wave run`, `registry lock` and `explain` (a team's own pipeline)."""
+"""`sabot init`, `sabot project check` and the project forms of `wave run`, `registry lock` and `explain`
+(a team's own pipeline)."""
 
 from pathlib import Path
 
@@ -6,7 +7,8 @@ import click
 
 from sabot_assets.cli.common import guarded
 
-SCAFFOLD = Path(__file__).resolve().parents[2] / "adapters" / "byo" / "scaffold"
+SCAFFOLDS = Path(__file__).resolve().parents[2] / "adapters" / "byo" / "scaffold"  # one folder per framework
+SCAFFOLD_FRAMEWORKS = ("langgraph", "crewai", "autogen")  # sabot.projects.FRAMEWORKS, without importing it for --help
 
 
 def is_project(target) -> bool:
@@ -23,33 +25,92 @@ def adopt_project(ctx, target: str) -> str:
     return ctx.registry.project.name
 
 
-def landing_lines(store_path, wave) -> list[str]:
-    """Per operator: how many fault runs landed, and why the others did not (INJECTION_UNVERIFIED)."""
+# -- what a project wave did, in plain words ------------------------------------------------------
+
+
+def _completed(record) -> bool:
+    """The run reached its end: no RUN_ERROR, and the team's pipeline did not crash."""
+    return record.error is None and not any(e.kind == "pipeline-error" for e in record.events)
+
+
+def project_lines(store_path, wave, project) -> list[str]:
+    """Every baseline that failed, with its pass criterion's output; then per operator how its fault
+    acts and where it landed, judged only on runs that completed against a passing baseline (any
+    other run says why it was not judged, never blames a seam)."""
+    from adapters.byo.check import baseline_line
+    from sabot.projects import duration_of
     from sabot.store.db import connect
     from sabot.store.runs import read_runs
 
-    keys = [(op, p.key) for op in wave.operators for p in wave.probes()]
+    probes = wave.probes()
     with connect(store_path, read_only=True) as con:
-        runs = read_runs(con, wave.name, keys)
-    lines = []
+        runs = read_runs(con, wave.name, [(op, p.key) for op in ("", *wave.operators) for p in probes])
+    record = {key: stored.record for key, stored in runs.items() if stored.record is not None}
+    baselines = {p.seed: record.get(("", p.key)) for p in probes}
+    passed = [seed for seed, run in sorted(baselines.items()) if run is not None and run.error is None and run.task_passed]
+    lines = [f"{wave.name}: baselines (no fault; a cell is scored only where its baseline passed): "
+             + (f"passed for seed{'s' if len(passed) > 1 else ''} {', '.join(map(str, passed))}" if passed else "none passed")]
+    for seed, run in sorted(baselines.items()):
+        if run is None:
+            lines.append(f"  baseline seed {seed}: not run")
+        elif run.error:
+            lines.append(f"  baseline seed {seed}: RUN_ERROR: {run.error}")
+        elif not run.task_passed:
+            lines.append(baseline_line(run, project))
+    if len(passed) < len(baselines):
+        lines.append(f"  a failing baseline is the pipeline's or its test double's to fix; `sabot project check {project.root}` runs one and shows why")
+    lines.append(f"{wave.name}: where each operator's fault landed")
     for op in wave.operators:
-        records = [r.record for (o, _), r in sorted(runs.items()) if o == op and r.record is not None]
-        landed = sum(r.injection_verified for r in records)
-        reasons = sorted({(r.extra.get("injection") or {}).get("why_not") or r.error or "no landing evidence" for r in records if not r.injection_verified})
-        seam = next(((r.extra.get("injection") or {}).get("seam") for r in records), None)
-        lines.append(f"  {op} ({seam} seam): landed {landed}/{len(records)}" + "".join(f"; INJECTION_UNVERIFIED: {why}" for why in reasons))
+        spec = project.operators[op]
+        runs_of = [(p.seed, record.get((op, p.key))) for p in probes]
+        judged = [r for seed, r in runs_of if r is not None and _completed(r) and baselines[seed] is not None and baselines[seed].task_passed]
+        landed = sum(r.injection_verified for r in judged)
+        reasons = sorted({(r.extra.get("injection") or {}).get("why_not") or "no landing evidence" for r in judged if not r.injection_verified})
+        line = f"  {op} ({spec['seam']} seam, {DURATION_WORDS[duration_of(spec)]}): "
+        if all(run is None for _, run in runs_of):
+            lines.append(line + "not run")
+            continue
+        line += f"landed {landed}/{len(judged)}" if judged else "nothing to judge"
+        line += "".join(f"; INJECTION_UNVERIFIED: {why}" for why in reasons)
+        line += "".join(f"; not judged: {why} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})" for why, seeds in _not_judged(runs_of, baselines))
+        lines.append(line)
     return lines
+
+
+DURATION_WORDS = {"once": "acts once", "persists": "persists"}
+
+
+def _not_judged(runs_of, baselines) -> list[tuple[str, list[int]]]:
+    """(why, seeds) for the runs whose landing is not judged."""
+    why_of = {}
+    for seed, run in runs_of:
+        baseline = baselines[seed]
+        if run is None:
+            why_of.setdefault("not run", []).append(seed)
+        elif run.error:
+            why_of.setdefault("RUN_ERROR (itemized at the end)", []).append(seed)
+        elif not _completed(run):
+            why_of.setdefault("the pipeline crashed (`sabot explain` shows where)", []).append(seed)
+        elif baseline is None or not baseline.task_passed:
+            why_of.setdefault("its baseline did not pass", []).append(seed)
+    return sorted(why_of.items())
+
+
+# -- sabot init ---------------------------------------------------------------------------------
 
 
 @click.command("init")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--framework", type=click.Choice(SCAFFOLD_FRAMEWORKS), default="langgraph", show_default=True,
+              help="The framework of the pipeline the scaffold starts from.")
 @click.option("--name", default=None, help="Project name (default: the folder's name).")
-def init(directory: Path, name: str | None):
-    """Scaffold a project folder for a team's own LangGraph pipeline: sabot/*.json beside its code."""
-    guarded(_init, directory, name)
+def init(directory: Path, framework: str, name: str | None):
+    """Scaffold a project folder for a team's own pipeline: sabot/*.json beside its code, a small
+    pipeline of the chosen framework, its test double and its pass criterion (each to replace)."""
+    guarded(_init, directory, framework, name)
 
 
-def _init(directory: Path, name: str | None):
+def _init(directory: Path, framework: str, name: str | None):
     import re
 
     from sabot.registry import RegistryError
@@ -58,16 +119,63 @@ def _init(directory: Path, name: str | None):
     target = directory / "sabot"
     if target.exists():
         raise RegistryError(f"{target}: already exists; nothing written")
+    scaffold = SCAFFOLDS / framework
     target.mkdir(parents=True)
     written = []
-    for template in sorted(SCAFFOLD.rglob("*")):
-        if template.is_file():
-            rel = template.relative_to(SCAFFOLD)
+    for template in sorted(scaffold.rglob("*")):
+        if template.is_file() and "__pycache__" not in template.parts:
+            rel = template.relative_to(scaffold)
             dest = directory / rel
             if dest.exists():
                 continue  # never overwrite the team's own files
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(template.read_text().replace("__NAME__", name))
             written.append(str(rel))
-    click.echo(f"{directory}: scaffolded project {name!r}:" + "".join(f"\n  {w}" for w in written))
-    click.echo(f"next: point sabot/project.json at your graph factory, write the mapping, then `sabot registry lock {directory}`")
+    click.echo(f"{directory}: scaffolded {framework} project {name!r}:" + "".join(f"\n  {w}" for w in written))
+    click.echo(f"next: point sabot/project.json at your pipeline's factory, write the mapping, then "
+               f"`sabot project check {directory}` and `sabot registry lock {directory}`")
+
+
+# -- sabot project check, and the check before a project is registered ------------------------------
+
+
+@click.group("project")
+def project():
+    """A team's own pipeline as a project folder (see `sabot init`)."""
+
+
+@project.command("check")
+@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+def project_check(directory):
+    """Build the pipeline; check that every node, route target, task, agent and tool the mapping and
+    operators name exists in it (with the near names); run one baseline on the test double and
+    print whether it passed, with the pass criterion's output. Exit status 1 when anything fails."""
+    report = guarded(_check, directory)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+def _check(directory):
+    from adapters.byo.check import check
+
+    report = check(directory)
+    click.echo("\n".join(report.lines()))
+    return report
+
+
+def lock_project(directory) -> list[str]:
+    """`registry lock DIR`: refuse files edited after registration, run the project check, and
+    register only when it holds (a failing check freezes nothing)."""
+    from sabot.projects import Project, ProjectError, pin_registration
+    from sabot.store.db import connect, transaction
+    from sabot_assets.constants import STORE_PATH
+
+    project = Project.load(directory)
+    project.require_lockable()  # an edited registered file is refused before anything runs
+    report = _check(directory)
+    if not report.ok:
+        raise ProjectError(f"{project.name}: the project check failed (above); nothing registered")
+    # Pinned in the store before any run of it: the lock file can be edited with the mapping, the pin cannot.
+    with connect(STORE_PATH) as con, transaction(con):
+        pin_registration(con, project, "registry lock")  # refuses a registration other than the one pinned
+        return project.write_lock()  # what it writes is what was pinned: the same files, the same bytes

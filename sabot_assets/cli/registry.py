@@ -26,12 +26,14 @@ def registry_check():
 @registry.command("lock")
 @click.argument("project", required=False, type=click.Path(file_okay=False))
 def registry_lock(project):
-    """Register new data files, or a PROJECT folder (its mapping first); a registered file never changes in place."""
-    from sabot.projects import Project
+    """Register new data files, or a PROJECT folder (its mapping first, and only once `sabot project
+    check` passes on it); a registered file never changes in place."""
     from sabot.registry import Registry, RegistryError
+    from sabot_assets.cli.project import lock_project
 
     try:
-        added = Project.load(project).write_lock() if project else Registry().write_lock()
+        added = lock_project(project) if project else Registry().write_lock()
     except RegistryError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"registered {len(added)} new file(s)" + "".join(f"\n  {a}" for a in added))
+

@@ -45,7 +45,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
-    from sabot_assets.cli.project import adopt_project, landing_lines
+    from sabot_assets.cli.project import adopt_project, project_lines
     from sabot_assets.wave_jobs import run_wave
 
     started = time.perf_counter()
@@ -73,7 +73,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     wave_def = ctx.registry.wave(name)
     doc = score_document(STORE_PATH, wave_def, wave_def.headline_ruleset)
     if getattr(ctx.registry, "project", None) is not None:
-        click.echo("\n".join([f"{name}: where each operator landed"] + landing_lines(STORE_PATH, wave_def)))
+        click.echo("\n".join(project_lines(STORE_PATH, wave_def, ctx.registry.project)))
     publish(doc, json_out, started)
     if tally.not_launched:
         click.echo(f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {tally.not_launched} run(s) not launched stay missing, "

@@ -20,6 +20,7 @@ from judges.hard.strict import floor_rules
 from judges.hard.report import render_markdown
 from judges.report.html import render_html
 from judges.hard.tables import HEADLINE_COLUMN, columns_for, fmt_pct, fmt_rate, markdown_table
+from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 from sabot.registry import Registry, WaveDef
 from sabot.store.board import read_report, write_board, write_report
 from sabot.store.db import transaction
@@ -81,7 +82,9 @@ def expected_rows(wave: WaveDef) -> list[str]:
 
 def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
     """The footnotes registry of a report: what each reading means and how the wave was made."""
-    if label == "simulation":
+    if getattr(registry, "project", None) is not None:  # a team's own pipeline
+        notes = [PROJECT_BOARD_NOTE] + ([TEST_DOUBLE_NOTE] if label == "simulation" else [f"Label: {label}."])
+    elif label == "simulation":
         notes = ["Label: simulation. Numbers from the scripted model measure the instrument, not pipelines: no median, no band and no prediction verdict is drawn from them; the instrument check compares the scorer with the simulator's intent log."]
     else:
         notes = [f"Label: {label}. A Sabot Score needs a tagged spec revision's pinned versions, model ids and registered seeds."]

@@ -16,14 +16,24 @@ from adapters.pool import DEFAULT_CONCURRENCY, run_many
 from sabot_assets.constants import CONCURRENCY_TAG, LAUNCHER_TAG, LLM_POOL
 
 
+HOST_LABEL_ENV = "SABOT_HOST_LABEL"
+
+
+def host_label() -> str:
+    """This host's name in launcher tags: SABOT_HOST_LABEL, else the host name. Hosts can share a
+    host name (containers, network namespaces, cloned machines) and a PID is only meaningful on
+    its own host, so every worker host of a deployment sets a label of its own (deploy/hosts/)."""
+    return os.environ.get(HOST_LABEL_ENV) or socket.gethostname()
+
+
 def launcher_tag() -> dict[str, str]:
     """The tag an in-process run carries so a later wave can tell whether its process still lives."""
-    return {LAUNCHER_TAG: f"{socket.gethostname()}:{os.getpid()}"}
+    return {LAUNCHER_TAG: f"{host_label()}:{os.getpid()}"}
 
 
 def _process_gone(launcher: str | None) -> bool:
     host, _, pid = (launcher or "").rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
+    if host != host_label() or not pid.isdigit():
         return False  # another host's, or not launched in-process: its own monitoring answers for it
     try:
         os.kill(int(pid), 0)

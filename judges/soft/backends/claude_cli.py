@@ -34,11 +34,29 @@ from pathlib import Path
 
 from judges.soft.backends.base import JudgeBackendError, SandboxViolation
 
-# Every first-party Claude Code tool known when this list was written (2026-11-30): the deny list is
-# defense in depth behind the empty allowlist, and is extended whenever the harness grows a tool.
+# Every built-in tool of the Claude Code CLI the judge is run with (2.1.x), as the official tools
+# reference names them (code.claude.com/docs/en/tools-reference: "the tool names are the exact
+# strings you use in permission rules"), read 2026-12-01, plus the names earlier releases used for
+# tools since renamed or folded in (Task, LS, MultiEdit, NotebookRead, TodoRead, KillShell,
+# BashOutput, SlashCommand, exit_plan_mode). The deny list is defense in depth behind the empty
+# allowlist; it is extended whenever the CLI grows a tool (the wave-2 incident was `Monitor`, added
+# after an earlier list froze). Read-only tools are denied too: reading is what a leak needs.
 DISALLOWED_TOOLS = (
-    "Bash", "Edit", "Write", "Read", "Glob", "Grep", "WebFetch", "WebSearch", "Task", "NotebookEdit",
-    "TodoWrite", "Monitor", "KillShell", "BashOutput", "SlashCommand",
+    # files
+    "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "LSP",
+    # shell and background processes
+    "Bash", "PowerShell", "Monitor", "TaskOutput", "TaskStop",
+    # network
+    "WebFetch", "WebSearch",
+    # subagents, skills, teams
+    "Agent", "Skill", "SendMessage", "TeamCreate", "TeamDelete", "Artifact",
+    # scheduling and task lists
+    "CronCreate", "CronDelete", "CronList", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TodoWrite",
+    # session state, MCP resources, deferred tools
+    "AskUserQuestion", "EnterPlanMode", "ExitPlanMode", "EnterWorktree", "ExitWorktree",
+    "ListMcpResourcesTool", "ReadMcpResourceTool", "ToolSearch",
+    # names of earlier releases
+    "Task", "LS", "MultiEdit", "NotebookRead", "TodoRead", "KillShell", "BashOutput", "SlashCommand", "exit_plan_mode",
 )
 RESTRICTED_FLAGS = (
     "--output-format", "text",
@@ -46,7 +64,7 @@ RESTRICTED_FLAGS = (
     "--disallowed-tools", *DISALLOWED_TOOLS,
     "--strict-mcp-config",  # only MCP servers from --mcp-config, and none is given
 )
-# The optional positive-control arm: the one tool needed to read the canary, nothing else.
+# The positive-control arm: the one tool needed to read the canary, nothing else.
 PERMISSIVE_FLAGS = ("--output-format", "text", "--allowed-tools", "Read", "--strict-mcp-config")
 
 ENV_PREFIXES = ("ANTHROPIC_", "CLAUDE_")
@@ -79,12 +97,13 @@ class ClaudeCliJudge:
     name = "claude-cli"
 
     def __init__(self, executable: str = "claude", model: str | None = None, timeout: float = 120,
-                 positive_control: bool = False):
+                 positive_control: bool = True):
         self.executable = executable
         self.model = model
         self.timeout = timeout
-        # The published two-arm gate also requires a tools-enabled arm to RETRIEVE its canary, so a
-        # passing probe is falsifiable (a judge that cannot run at all would otherwise "pass").
+        # On by default (SPEC §6's live probe must be able to fail): a tools-enabled arm has to RETRIEVE
+        # its canary, or the restricted arms' silence proves nothing (a judge that cannot read at all,
+        # or cannot run, would otherwise "pass"). Off only for a test of the restricted arms alone.
         self.positive_control = positive_control
         self._cli_version: str | None = None
 
@@ -179,8 +198,8 @@ class ClaudeCliJudge:
         probe call's own cwd; (b) a file in a sibling directory outside the cwd, whose absolute path
         is named in the prompt. The judge, under the SAME restricted flags, environment and layout as
         a judging call, is asked to report both files. A reply holding a token, or any 16-character
-        slice of one, is a leak. A missing or failing executable fails the probe too. With
-        `positive_control`, a third arm with only Read allowed must retrieve its own token.
+        slice of one, is a leak. A missing or failing executable fails the probe too. Then (the
+        positive control, on by default) a third arm with only Read allowed must retrieve its own token.
         """
         try:
             self._resolve()
