@@ -18,17 +18,18 @@ from sabot_assets.waves.factory import build_wave
 def build_definitions(registry: Registry | None = None, store=None, scorer: str | None = None) -> dg.Definitions:
     registry = registry or Registry()
     store = store or default_store()
-    assets, checks = [], []
+    assets, checks, jobs = [], [], []
     with beta_used_on_purpose():
         for name in registry.wave_names():
-            wave = registry.wave(name)
-            wave_assets, wave_checks = build_wave(wave, registry, scorer)
-            assets += wave_assets
-            checks += wave_checks
+            built = build_wave(registry.wave(name), registry, scorer)
+            assets += built.assets
+            checks += built.checks
+            jobs += built.jobs
         contrasts = build_contrast_assets(registry)
     return dg.Definitions(
         assets=guard_assets(assets + contrasts, registry, store),  # every asset refuses an edited registry
         asset_checks=checks,
+        jobs=jobs,
         sensors=[rescore_sensor],
         resources={"store": store},
         executor=dg.in_process_executor,  # every step is short; one process per run avoids store contention

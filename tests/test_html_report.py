@@ -16,7 +16,7 @@ from PIL import Image, ImageChops
 from judges.hard.board import build_board
 from judges.hard.rulesets import load_ruleset
 from judges.hard.strict import floor_rules
-from judges.hard.tables import fmt_rate
+from judges.hard.tables import HEADLINE_COLUMN, fmt_rate
 from judges.report.html import HEADER_COLOUR, HEADER_MIN_HEIGHT, SCOREBOARD_MIN_WIDTH, render_html
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -137,7 +137,7 @@ def test_scoreboard_has_one_row_per_group(page, boards):
     anchored = headers.index("flags anchored")
     assert headers[anchored + 1].startswith("clean base rate, registered anchors")
     assert headers[anchored + 2].startswith("clean base rate, strict anchors")
-    union = headers.index("UNION")
+    union = headers.index(HEADLINE_COLUMN)
     for row in scoreboard["body"]:
         assert row[union] == headline_rate(boards[HEADLINE], row[0])
 
@@ -161,7 +161,7 @@ def test_funnels_floor_appendix_footnotes_and_missing(page, boards):
     [crewai_guardrail] = [row for row in funnels["body"] if row[0] == "crewai/guardrail"]
     assert "valid" in crewai_guardrail[1] and headline_rate(boards[HEADLINE], "crewai/guardrail") in crewai_guardrail[1]
     floor = parsed.table("strict-table")
-    assert floor["head"][0][2:4] == ["strict floor", "published union"]
+    assert floor["head"][0][2:4] == ["strict floor", f"{HEADLINE_COLUMN} (published)"]
     assert [row[0] for row in floor["body"]] == GROUPS
     assert parsed.table("exclusions-table")["body"] == [["langgraph", "default", "T2", "O2", "BASELINE_FAIL", "1"]]
     # No baselines here: every base rate is an honest n/a, never a 0%.

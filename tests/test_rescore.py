@@ -42,7 +42,8 @@ def test_a_ruleset_bump_rescores_only_verdicts_scoreboard_and_report(registry, s
         before = build_definitions(registry, store, scorer="verdicts-rules-A")
         score_corpus(import_corpus(registry, before, instance, store_path, slice_corpus, WAVE))
         runs_before = {n: materializations(instance, n) for n in ("fault_runs", "baseline_runs", "cell_verdicts")}
-        assert runs_before == {"fault_runs": 30, "baseline_runs": 5, "cell_verdicts": 30}
+        # fault_runs: the 30 imported cells, and the wave's 75 carved-out cells recorded once at registration.
+        assert runs_before == {"fault_runs": 30 + 75, "baseline_runs": 5, "cell_verdicts": 30}
 
         first = dg.evaluate_automation_conditions(defs=before, instance=instance)
         after = build_definitions(registry, store, scorer="verdicts-rules-B")

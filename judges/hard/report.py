@@ -1,6 +1,6 @@
 """The wave report in Markdown, rendered from a board (never hand-edited)."""
 
-from judges.hard.tables import SIMULATION, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
+from judges.hard.tables import HEADLINE_COLUMN, SIMULATION, cell_links_markdown, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 
 
@@ -42,6 +42,16 @@ def soft_section(board: dict, kappa: dict | None) -> list[str]:
     ]
 
 
+def cell_links_section(board: dict) -> list[str]:
+    """Which cells stand behind the numbers, when the board carries the addresses (`cell_links`)."""
+    if not board.get("cell_links"):
+        return []
+    return ["## Cells behind the numbers", "",
+            "Every number is a count of cells; each row's cells, with their own verdicts, acts and the runs they read, are here "
+            "(in the UI the scoreboard links every number to exactly its cells). COLUMN is any header above, e.g. DETECTED_HARD.", "",
+            cell_links_markdown(board["cell_links"]), ""]
+
+
 def render_markdown(wave: str, label: str, board: dict, missing: list[str], headline: bool, kappa: dict | None = None) -> str:
     columns = columns_for(board["ruleset"], label)
     simulated = label == SIMULATION
@@ -51,7 +61,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
     out = [
         f"# Sabot — {wave}, ruleset {board['ruleset']}{' (headline)' if headline else ' (alternative reading)'}",
         "",
-        f"Label: **{label}**. Generated from the store; do not edit. Headline = `detected_hard` "
+        f"Label: **{label}**. Generated from the store; do not edit. Headline = `DETECTED_HARD` "
         "(hard tier: the §5 mapping, plus anchored FLAGS where the ruleset scores them). "
         "Denominator everywhere = valid injected faults; exclusions are itemized below, never counted as misses.",
         "",
@@ -68,7 +78,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "## Uncertainty of the headline column",
         "",
         markdown_table(
-            ["group", "detected (hard)", "Wilson 95%", "task-cluster bootstrap 95%"],
+            ["group", HEADLINE_COLUMN, "Wilson 95%", "task-cluster bootstrap 95%"],
             [
                 [e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"], label=label), _interval(e["wilson"]["detected_hard"]), _interval(board["cluster_bootstrap"][e["group"]][1:])]
                 for e in board["tables"]["framework_config"]
@@ -89,9 +99,9 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "",
         markdown_table(["framework", "config", "task", "operator", "code", "count"], board["exclusions"]) if board["exclusions"] else "No excluded cells.",
         "",
-        "## Strict injection-evidence floor (a floor, published with the union, never instead of it)",
+        "## Strict injection-evidence floor (a floor, published with DETECTED_HARD, never instead of it)",
         "",
-        _funnel_table(board["tables"]["framework_config"], (("strict floor", "strict"), ("published union", "detected_hard"))),
+        _funnel_table(board["tables"]["framework_config"], (("strict floor", "strict"), (f"{HEADLINE_COLUMN} (published)", "detected_hard"))),
         "",
         "Coverage-adjusted (cells with no injection-only anchor dropped):",
         "",
@@ -114,6 +124,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         markdown_table(["group", "baselines with a Magentic-One stall re-plan"], [[g, fmt_rate(*v, label=label)] for g, v in sorted(board.get("baseline_replans", {}).items())]),
         "",
         *soft_section(board, kappa),
+        *cell_links_section(board),
         "## Missing from the corpus",
         "",
         "\n".join(f"- `{path}`" for path in missing) if missing else "Nothing missing.",

@@ -7,24 +7,27 @@ for line with a published one. A simulated wave's rates carry the word on every 
 
 from judges.hard.funnel import FunnelRow, exclusion_appendix, funnel
 
+# The headline column's one name, in every table, the UI and `sabot explain` (SPEC §2's
+# DETECTED_HARD; under wave-2 rules it is §10.5's union of the mapping and anchored FLAGS).
+HEADLINE_COLUMN = "DETECTED_HARD"
 # (header, funnel column) in the order of the wave-2 scoreboard.
 WAVE2_COLUMNS = (
     ("wave1-mapping", "mapping"),
     ("flags anchored", "flags_anchored"),
-    ("UNION", "detected_hard"),
+    (HEADLINE_COLUMN, "detected_hard"),
     ("reacted", "reacted"),
     ("recovered", "recovered"),
     ("flags noticed (diag)", "flags_noticed"),
 )
 WAVE1_COLUMNS = (
-    ("Sabot Score (hard)", "detected_hard"),
+    (HEADLINE_COLUMN, "detected_hard"),
     ("reaction", "reacted"),
     ("recovery", "recovered"),
     ("recovery w/o hard detection (hard-only reading)", "recovered_without_hard"),
 )
 # §2 as the spec defines it: hard and soft never blended, MISSED, the companions over |valid|.
 SECTION2_COLUMNS = (
-    ("DETECTED_HARD", "detected_hard"),
+    (HEADLINE_COLUMN, "detected_hard"),
     ("DETECTED_SOFT (not hard)", "detected_soft"),
     ("MISSED", "missed"),
     ("soft notice (hard ∪ soft)", "soft_notice"),
@@ -35,15 +38,12 @@ SECTION2_COLUMNS = (
     ("undecided (no hard act, not judged)", "undecided"),
 )
 SIMULATION = "simulation"
-FINDING_WORDS = {"Sabot Score (hard)": "detected (hard)"}  # what a simulated table says instead
 
 
 def columns_for(ruleset: str, label: str | None = None):
-    """Wave-1 rules have no FLAGS surface: their tables are the wave-1 funnel."""
-    columns = WAVE1_COLUMNS if ruleset == "v0.1.3" else WAVE2_COLUMNS
-    if label == SIMULATION:
-        columns = tuple((FINDING_WORDS.get(h, h), c) for h, c in columns)
-    return columns
+    """Wave-1 rules have no FLAGS surface: their tables are the wave-1 funnel. The headline is
+    DETECTED_HARD under every label, never a "Sabot Score" on a table (`label` kept for callers)."""
+    return WAVE1_COLUMNS if ruleset == "v0.1.3" else WAVE2_COLUMNS
 
 
 GROUPINGS = {
@@ -125,3 +125,12 @@ def coverage_lines(rows) -> list[list[str]]:
         floor = fmt_rate(c.counts["strict"], n, bold=True) if c else "n/a (0/0)"
         lines.append([f.group, f"{n}/{f.valid}", f"{100 * n / f.valid:.1f}%", floor, fmt_pct(f.rate("strict"))])
     return lines
+
+
+def cell_links_markdown(links: list[dict]) -> str:
+    """Where each scoreboard row's cells are, for a reader of the report: the Dagster UI view of the
+    row's cells (a link when the UI's address is known) and the command that lists a number's cells."""
+    def where(address: str) -> str:
+        return f"[open in the UI]({address})" if address.startswith("http") else f"`{address}` (after the UI's address)"
+    return markdown_table(["group", "its cells in the Dagster UI", "a number's cells"],
+                          [[link["group"], where(link["address"]), f"`{link['explain']}`"] for link in links])

@@ -24,7 +24,7 @@ TABLE_TITLES = {
     "operator": "By operator",
     "task_operator": "By task x operator",
 }
-FUNNEL_STAGES = (("valid", None), ("detected (headline)", "detected_hard"), ("reacted", "reacted"), ("recovered", "recovered"))
+FUNNEL_STAGES = (("valid", None), ("DETECTED_HARD (headline)", "detected_hard"), ("reacted", "reacted"), ("recovered", "recovered"))
 FUNNEL_WIDTH = 220  # px of the longest bar (the valid denominator)
 
 _env = Environment(

@@ -13,7 +13,7 @@ GROUP_COLUMNS = {
     "operator": ("framework", "operator"),
     "task_operator": ("framework", "config", "task", "operator"),
 }
-# Published column names (the reference's) and ours.
+# Published column names (the reference's) and ours; DETECTED_HARD is the headline's one name.
 COLUMN_ALIASES = {"union": "detected_hard", "wave1_mapping": "mapping", "wave1-mapping": "mapping", "sabot_score": "detected_hard"}
 COLUMNS = ("mapping", "flags_anchored", "detected_hard", "reacted", "recovered", "flags_noticed")
 READ_ATTEMPT = ("SELECT max(a.attempt) FROM attempts a WHERE a.wave = v.wave AND a.operator = v.operator AND a.probe = v.probe "
@@ -29,13 +29,24 @@ def _read_attempt(con) -> str:
     return READ_ATTEMPT if _has_attempts(con) else "SELECT NULL::INTEGER"
 
 
+def attempts_read(con, wave: str, shas: dict[tuple[str, str], str | None]) -> dict[tuple[str, str], int]:
+    """(operator, probe) -> the attempt whose record has the given content hash (the latest such)."""
+    wanted = {k: sha for k, sha in shas.items() if sha}
+    if not wanted or not _has_attempts(con):
+        return {}
+    rows = con.execute(
+        "SELECT operator, probe, source_sha256, max(attempt) FROM attempts WHERE wave = ? GROUP BY operator, probe, source_sha256", [wave]
+    ).fetchall()
+    return {(op, probe): n for op, probe, sha, n in rows if wanted.get((op, probe)) == sha}
+
+
 def number_cells(con, wave: str, ruleset: str, table: str, group: str, column: str) -> tuple[list[dict], list[dict]]:
     """(numerator cells, denominator cells) behind one published rate, in cell order."""
     if table not in GROUP_COLUMNS:
         raise ValueError(f"unknown table {table!r}; tables: {', '.join(GROUP_COLUMNS)}")
-    column = COLUMN_ALIASES.get(column, column)
+    column = COLUMN_ALIASES.get(column.lower(), column.lower())
     if column not in COLUMNS:
-        raise ValueError(f"unknown column {column!r}; columns: {', '.join(COLUMNS)} (or union, wave1_mapping)")
+        raise ValueError(f"unknown column {column!r}; columns: {', '.join(COLUMNS)} (DETECTED_HARD is detected_hard; also union, wave1_mapping)")
     dims = GROUP_COLUMNS[table]
     values = group.split("/")
     if len(values) != len(dims):

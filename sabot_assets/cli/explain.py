@@ -5,54 +5,75 @@ import json
 import click
 
 from sabot_assets.cli.common import Context
+from sabot_assets.waves.ui_text import shortened
 
 
 @click.command("explain")
 @click.argument("wave_name")
-@click.argument("table")
-@click.argument("row")
-@click.argument("column")
+@click.argument("table", required=False)
+@click.argument("row", required=False)
+@click.argument("column", required=False)
 @click.option("--ruleset", default=None, help="Default: the wave's headline ruleset.")
 @click.option("--cell", "cell_key", default=None, help="Drill into one cell, e.g. 'O1|langgraph.default.T1.s11'.")
-def explain(wave_name, table, row, column, ruleset, cell_key):
-    """Trace a published number to its cells; with --cell, to the acts, events and model exchanges."""
+@click.option("--full", is_flag=True, help="Print event payloads and model exchanges whole (default: shortened, marked).")
+def explain(wave_name, table, row, column, ruleset, cell_key, full):
+    """Trace a published number (TABLE ROW COLUMN, e.g. framework_config langgraph/default DETECTED_HARD)
+    to its cells; with --cell, a cell to its acts, events and model exchanges (the number may be left out)."""
     from sabot.store.db import connect
     from sabot.store.lineage import cell_detail, number_cells
     from sabot_assets.constants import STORE_PATH
 
     from sabot_assets.cli.project import adopt_project
 
+    number = (table, row, column)
+    if any(number) and not all(number):
+        raise click.UsageError("a number is TABLE ROW COLUMN, all three (e.g. framework_config langgraph/default DETECTED_HARD)")
+    if not any(number) and not cell_key:
+        raise click.UsageError("name a number (TABLE ROW COLUMN), a cell (--cell KEY), or both")
     ctx = Context()
     name = adopt_project(ctx, wave_name)
     wave = ctx.registry.wave(name)
     ruleset = ruleset or wave.headline_ruleset
     try:
         with connect(STORE_PATH, read_only=True) as con:
-            numerator, denominator = number_cells(con, wave.name, ruleset, table, row, column)
+            numerator, denominator = number_cells(con, wave.name, ruleset, table, row, column) if table else ([], [])
             detail = cell_detail(con, wave.name, ruleset, *cell_key.split("|", 1)) if cell_key else None
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
+    if table:
+        _echo_number(wave.name, ruleset, number, numerator, denominator)
+    if detail:
+        _echo_cell(cell_key, detail, full)
+
+
+def _echo_number(wave: str, ruleset: str, number: tuple, numerator: list, denominator: list) -> None:
     rate = f"{100 * len(numerator) / len(denominator):.1f}%" if denominator else "n/a"
-    click.echo(f"{wave.name} / {ruleset} / {table} / {row} / {column}: {rate} ({len(numerator)}/{len(denominator)})")
+    click.echo(f"{wave} / {ruleset} / {' / '.join(number)}: {rate} ({len(numerator)}/{len(denominator)})")
     for name, cells in (("numerator", numerator), ("denominator", denominator)):
         click.echo(f"{name}: {len(cells)} cells")
         for c in cells:
             attempt = f"  attempt {c['fault_attempt']}" if c["fault_attempt"] is not None else ""
             click.echo(f"  {c['operator']}|{c['probe']}  run {c['fault_run_id']}{attempt}  sha256 {(c['fault_sha256'] or '')[:12]}  baseline {c['baseline_run_id']}")
-    if detail:
-        click.echo(f"cell {cell_key}: {json.dumps(detail['verdict'], default=str)}")
-        if detail["verdict"]["fault_attempt"] is not None:
-            click.echo(f"  the verdict read attempt {detail['verdict']['fault_attempt']} of the fault run")
-        for a in detail["attempts"]:
-            click.echo(f"  attempt {a['attempt']}: {a['outcome']} at {a['finished_at']} against {a['endpoint']} ({a['runner_version']}), {a['source_path']}"
-                       + (f": {a['error']}" if a["error"] else ""))
-        for a in detail["acts"]:
-            click.echo(f"  act seq {a['seq']}: {a['act']} by {a['component']} ({a['surface']}, {'counted' if a['counted'] else 'not counted: ' + a['note']}): {a['reason']}")
-        for e in detail["events"]:
-            click.echo(f"  event seq {e['seq']}: {e['agent']} {e['kind']} {json.dumps(e['payload'], ensure_ascii=False)[:300]}")
-        click.echo(f"  model exchanges recorded: {len(detail['exchanges'])}" + ("" if detail["exchanges"] else " (imported corpora carry none)"))
-        for x in detail["exchanges"]:
-            click.echo(f"    #{x['n']} {x['model']}: {json.dumps(x['request'].get('messages', [])[-1:], ensure_ascii=False)[:200]} -> {json.dumps(x['reply'], ensure_ascii=False)[:200]}")
+
+
+def _echo_cell(cell_key: str, detail: dict, full: bool) -> None:
+    def clip(value, limit: int) -> str:
+        text = json.dumps(value, ensure_ascii=False)
+        return text if full else shortened(text, limit, "--full prints all of it")
+
+    click.echo(f"cell {cell_key}: {json.dumps(detail['verdict'], default=str)}")
+    if detail["verdict"]["fault_attempt"] is not None:
+        click.echo(f"  the verdict read attempt {detail['verdict']['fault_attempt']} of the fault run")
+    for a in detail["attempts"]:
+        click.echo(f"  attempt {a['attempt']}: {a['outcome']} at {a['finished_at']} against {a['endpoint']} ({a['runner_version']}), {a['source_path']}"
+                   + (f": {a['error']}" if a["error"] else ""))
+    for a in detail["acts"]:
+        click.echo(f"  act seq {a['seq']}: {a['act']} by {a['component']} ({a['surface']}, {'counted' if a['counted'] else 'not counted: ' + a['note']}): {a['reason']}")
+    for e in detail["events"]:
+        click.echo(f"  event seq {e['seq']}: {e['agent']} {e['kind']} {clip(e['payload'], 300)}")
+    click.echo(f"  model exchanges recorded: {len(detail['exchanges'])}" + ("" if detail["exchanges"] else " (imported corpora carry none)"))
+    for x in detail["exchanges"]:
+        click.echo(f"    #{x['n']} {x['model']}: {clip(x['request'].get('messages', [])[-1:], 200)} -> {clip(x['reply'], 200)}")
 
 
 @click.command("predictions")

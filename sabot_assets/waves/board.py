@@ -2,10 +2,14 @@
 
 Dagster keeps one provenance pointer per upstream asset, so with hundreds of cell partitions the
 lineage of a number is kept in the data instead: every build appends the cells it used, with
-their run ids and content hashes, to `scoreboard_manifest`.
+their run ids and content hashes, to `scoreboard_manifest`. In the UI every number of the
+headline board is a link opening exactly its cells (`numbers`), the cells the soft tier has not
+decided yet are named with why, and the full report is a linked file (the metadata shows a summary
+that says when it is shortened).
 """
 
 import json
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -15,7 +19,7 @@ from judges.hard.board import build_board
 from judges.hard.strict import floor_rules
 from judges.hard.report import render_markdown
 from judges.report.html import render_html
-from judges.hard.tables import columns_for, entries_markdown, fmt_pct
+from judges.hard.tables import HEADLINE_COLUMN, columns_for, fmt_pct, fmt_rate, markdown_table
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 from sabot.registry import Registry, WaveDef
 from sabot.store.board import read_report, write_board, write_report
@@ -29,6 +33,20 @@ from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
 from sabot_assets.guard import require_registered
 from sabot_assets.resources import store_connection
+from sabot_assets.waves.judging import judge_runs_by_itself
+from sabot_assets.waves.numbers import cells_behind, row_links_markdown, scored_rows, undecided_summary
+from sabot_assets.waves.ui_links import explain_command, row_cells_url
+from sabot_assets.waves.ui_text import file_link, summary
+
+REPORTS_URL_ENV = "SABOT_REPORTS_URL"  # where a static server serves the reports directory (scripts/ui.sh)
+
+
+def reports_dir(store: DuckDBResource) -> Path:
+    return Path(store.database).parent / "reports"
+
+
+def report_link(store: DuckDBResource, path: Path) -> dg.MetadataValue:
+    return dg.MetadataValue.url(file_link(path, os.environ.get(REPORTS_URL_ENV), reports_dir(store)))
 
 
 def conformance_label(con, wave: WaveDef) -> str:
@@ -79,12 +97,46 @@ def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
     return notes
 
 
+def with_cell_links(wave: WaveDef, ruleset: str, board: dict) -> dict:
+    """The board plus, per framework x config row, where its cells are: the report prints them."""
+    reading = "" if ruleset == wave.headline_ruleset else f" --ruleset {ruleset}"
+    links = []
+    for entry in board["tables"]["framework_config"]:
+        framework, config = entry["group"].split("/")
+        links.append({"group": entry["group"], "address": row_cells_url(wave, framework, config),
+                      "explain": explain_command(wave.name, "framework_config", entry["group"], "COLUMN") + reading})
+    return {**board, "cell_links": links}
+
+
+def board_markdown(entries, columns, label: str) -> str:
+    """The scoreboard for the UI, one column per row of the board: the metadata panel and its dialog
+    are narrower than the published table's nine columns of rates."""
+    body = [["valid"] + [str(e["valid"]) for e in entries]]
+    body += [[header] + [fmt_rate(e["counts"].get(column, 0), e["valid"], label=label) for e in entries] for header, column in columns]
+    return markdown_table([""] + [e["group"] for e in entries], body)
+
+
+def number_links(wave: WaveDef, label: str, rows: list[dict], judged: dict, floor) -> dict:
+    """Scoreboard metadata: per framework x config row, its numbers as links to their cells; and
+    the cells the soft tier has not decided yet, with why."""
+    scored = scored_rows(rows, judged, floor)
+    columns = (*columns_for(wave.headline_ruleset, label), ("undecided", "undecided"))
+    behind = cells_behind(scored, "framework_config", columns)
+    count, undecided = undecided_summary(wave, scored, judged, judge_runs_by_itself(wave))
+    links = {f"cells: {group}": dg.MetadataValue.md(row_links_markdown(wave, wave.headline_ruleset, label, "framework_config", group, cells))
+             for group, cells in sorted(behind.items())}
+    return links | {"undecided cells": count, "undecided cells (which, and why)": dg.MetadataValue.md(undecided)}
+
+
 def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdicts: dg.AssetKey, judge_verdicts: dg.AssetKey, scorer: str) -> list[dg.AssetsDefinition]:
     floors = {r.version: floor_rules(r, rulesets) for r in rulesets}
     common = dict(key_prefix=wave.name, group_name=wave.name, automation_condition=REBUILD_BOARD, tags={COST_TAG: "cheap"}, kinds={"duckdb"})
 
     @dg.asset(name="scoreboard", deps=[cell_verdicts, judge_verdicts], code_version=f"{BOARD_VERSION}+{scorer}",
-              description="Funnel tables, exclusion appendix, strict floor, base rates and band, under every ruleset the wave reads.", **common)
+              description=("Funnel tables, exclusion appendix, strict floor, base rates and band, under every ruleset the wave reads. "
+                           "Which cells? Each `cells: ROW` entry links every number of the headline board to exactly its cells "
+                           "(partitions of cell_verdicts); `undecided cells` names the cells the soft tier has not decided yet, and why."),
+              **common)
     def scoreboard(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         require_registered(registry)
         boards = {}
@@ -98,33 +150,38 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                     rows += run_error_rows(con, wave, ruleset, context.run_id) if wave.source == "live" else []
                     boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged, label, expected_rows(wave), floor=floors[ruleset.version])
                     write_board(con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id)
+                    if ruleset.version == wave.headline_ruleset:
+                        headline_rows = rows
         head = boards[wave.headline_ruleset]
+        withheld = head["median"]["withheld"]
         return dg.MaterializeResult(
             metadata={
                 "label": label,
                 "headline ruleset": wave.headline_ruleset,
-                "median across frameworks": head["median"]["withheld"] or fmt_pct(head["median"]["value"]),
-                "band": head["median"]["withheld"] or str(head["median"]["band"]),
+                "headline column": f"{HEADLINE_COLUMN}: the hard tier (the §5 mapping, plus anchored FLAGS where the ruleset scores them)",
+                "median across frameworks": dg.MetadataValue.md(f"withheld: {withheld}") if withheld else fmt_pct(head["median"]["value"]),
+                "band": dg.MetadataValue.md(f"withheld: {withheld}") if withheld else str(head["median"]["band"]),
                 "cells": json.dumps(head["cells"], sort_keys=True),
                 "cells fingerprint": head["cells_fingerprint"],
-                "scoreboard": dg.MetadataValue.md(entries_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset, label), label)),
+                "scoreboard": dg.MetadataValue.md(board_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset, label), label)),
+                **number_links(wave, label, headline_rows, judged, floors[wave.headline_ruleset]),
                 "lineage": dg.MetadataValue.md(
                     f"`SELECT * FROM scoreboard_manifest WHERE dagster_run_id = '{context.run_id}'` lists every cell behind these numbers, with run ids and sha256. Per row:\n\n"
-                    + "\n".join(f"- `sabot explain {wave.name} framework_config {e['group']} detected_hard` (add `--cell KEY` for acts, events, exchanges)" for e in head["tables"]["framework_config"])
+                    + "\n".join(f"- `{explain_command(wave.name, 'framework_config', e['group'], HEADLINE_COLUMN)}` (add `--cell KEY` for acts, events, exchanges)" for e in head["tables"]["framework_config"])
                 ),
             }
         )
 
     @dg.asset(name="report", deps=[scoreboard], code_version=f"{REPORT_VERSION}+{scorer}",
-              description="The wave report in Markdown per ruleset, generated from the store.", **common)
+              description="The wave report in Markdown per ruleset and one HTML page, generated from the store; the metadata links the full files.", **common)
     def report(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         require_registered(registry)
-        out_dir = Path(store.database).parent / "reports" / wave.name
+        out_dir = reports_dir(store) / wave.name
         out_dir.mkdir(parents=True, exist_ok=True)
         with store_connection(store) as con:
             imported = latest_import(con, wave.name)
             missing = imported["missing"] if imported else []
-            boards = {r.version: json.loads(read_report(con, wave.name, r.version, "board.json")) for r in rulesets}
+            boards = {r.version: with_cell_links(wave, r.version, json.loads(read_report(con, wave.name, r.version, "board.json"))) for r in rulesets}
             kappa_doc = read_report(con, wave.name, "soft", "kappa.json")
             kappa = json.loads(kappa_doc) if kappa_doc else None
             label = boards[wave.headline_ruleset]["label"]
@@ -135,10 +192,11 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                 (out_dir / f"{version}.md").write_text(body)
             write_report(con, wave.name, wave.headline_ruleset, "html", html, context.run_id)
             (out_dir / "index.html").write_text(html)
+        html_link = report_link(store, out_dir / "index.html")
         return dg.MaterializeResult(
-            metadata={"report (HTML)": dg.MetadataValue.path(str(out_dir / "index.html"))}
-            | {f"report {v}": dg.MetadataValue.path(str(out_dir / f"{v}.md")) for v in markdown}
-            | {"headline report": dg.MetadataValue.md(markdown[wave.headline_ruleset][:20000])}
+            metadata={"report (HTML)": html_link, "report file (HTML)": dg.MetadataValue.path(str(out_dir / "index.html"))}
+            | {f"report {v}": report_link(store, out_dir / f"{v}.md") for v in markdown}
+            | {"headline report": dg.MetadataValue.md(summary(markdown[wave.headline_ruleset], f"[the full report]({html_link.value})"))}
         )
 
     return [scoreboard, report]

@@ -1,17 +1,43 @@
-"""What one cell's partition says about itself: outcome, acts, calls, tokens, cost, duration, models.
+"""What one cell's partition says about itself, in the Dagster UI.
+
+- A run partition (`fault_runs`, `baseline_runs`): outcome, attempt, calls, tokens, cost,
+  duration, models; a RUN_ERROR attempt reports its reason as an observation on the partition.
+- A `cell_verdicts` partition: the cell's own verdict under every ruleset (exclusion or valid; the
+  mapping act, the flag, DETECTED_HARD, reacted, recovered), the acts that decided it (surface,
+  seq, quote) and the attempt and record hash it read.
+- A `judge_verdicts` partition: the judge's noticed / component / quote per prompt variant.
 
 Tokens and cost are shown when the run record carries the usage its calls reported (`usage`);
-a run against the scripted model reports what the scripted model reports.
+a run against the scripted model reports what the scripted model reports. A value shortened to
+fit the UI ends in a visible marker naming its full length and where to read all of it.
 """
 
 import datetime as dt
 
 import dagster as dg
 
+from judges.hard.tables import HEADLINE_COLUMN
 from sabot.runroot import Attempt
 from sabot.registry import WaveDef
+from sabot_assets.constants import RERUN_TAG
+from sabot_assets.waves.ui_links import explain_cell_command, partition_url
+from sabot_assets.waves.ui_text import shortened
 
 OWN_CHECK_KINDS = ("guardrail-event", "verdict")  # the event kinds the mappings read acts from
+QUOTE_CHARS = 60  # a quote cell of a metadata table (it must fit the panel): longer ones are shortened with a marker
+RUN_ERROR_KEY = "RUN_ERROR reason"
+
+
+def rerun_job_name(wave: str, asset: str) -> str:
+    return f"{wave}__rerun_{asset}"
+
+
+def rerun_hint(wave: str, asset: str) -> str:
+    """How to run a cell again from the UI, said where the user looks (descriptions, a failed cell)."""
+    return (f"To rerun cells (new attempts, even where a matching complete run is stored): launch the job "
+            f"`{rerun_job_name(wave, asset)}` and pick the partitions, or Materialize the partitions with the tag "
+            f"`{RERUN_TAG}=true`; without the tag a stored complete run at the same runner, endpoint, models and protocol "
+            f"is reused (a backfill of failed and missing partitions runs only the cells without a good run). CLI: `sabot wave run {wave} --rerun` with the slice's flags.")
 
 
 def _seconds(attempt: Attempt) -> float | None:
@@ -30,10 +56,12 @@ def _usage(record) -> dict:
 
 
 def outcome_of(attempt: Attempt) -> str:
+    """RUN_ERROR (infrastructure), or whether the pipeline's task passed: a run that completed but
+    whose task did not pass is a result, not a failure of the run."""
     r = attempt.record
     if attempt.outcome != "complete":
         return "RUN_ERROR" if attempt.outcome == "run_error" else attempt.outcome
-    return "passed" if r.task_passed else "failed"
+    return "task passed" if r.task_passed else "task not passed"
 
 
 def attempt_metadata(attempt: Attempt, reused: bool) -> dict:
@@ -78,3 +106,138 @@ def log_line(asset: str, key: str, attempt: Attempt, seconds: float | None) -> s
     if r.error:
         line += f": {r.error}"
     return line
+
+
+def add_partition_metadata(context: dg.AssetExecutionContext, by_partition: dict[str, dict]) -> None:
+    """Give each partition of the run its own metadata, merged into the materializations Dagster
+    writes for the step (so code version, data version and input provenance stay Dagster's own).
+
+    Dagster 1.13.27's public `add_asset_metadata(partition_key=...)` re-expands the run's whole
+    partition range to validate every call: 13.4 s for a 900-cell rescore, measured. The keys here
+    are the run's own partition keys, so the same accumulator call is made without that check.
+    """
+    step = context.op_execution_context._step_execution_context
+    accumulator = getattr(step, "_metadata_accumulator", None)
+    if accumulator is None or not hasattr(accumulator, "with_additional_asset_metadata"):  # another Dagster: the public way
+        for key, metadata in by_partition.items():
+            context.add_asset_metadata(metadata, partition_key=key)
+        return
+    targeted = set(context.partition_keys)
+    for key, metadata in by_partition.items():
+        if key not in targeted:
+            raise ValueError(f"partition {key!r} is not materialized by this run")
+        accumulator = accumulator.with_additional_asset_metadata(asset_key=context.asset_key, metadata=metadata, partition_key=key)
+    step._metadata_accumulator = accumulator
+
+
+def run_error_observation(asset_key: dg.AssetKey, key: str, attempt: Attempt) -> dg.AssetObservation:
+    """The reason a cell's run ended in RUN_ERROR, on its own partition: the step fails (so the
+    partition is Failed and "backfill failed and missing" picks it), and this says why."""
+    return dg.AssetObservation(asset_key, partition=key, metadata={
+        "outcome": "RUN_ERROR",
+        RUN_ERROR_KEY: attempt.record.error or "no error recorded",
+        "cell attempt": attempt.number,
+        "endpoint": attempt.identity.endpoint,
+        "record": dg.MetadataValue.path(attempt.source_path),
+        "rerun": rerun_hint(asset_key.path[0], asset_key.path[-1]),
+    })
+
+
+def _yes(value) -> str:
+    return "yes" if value else "no"
+
+
+def verdict_word(row: dict) -> str:
+    """valid, or why the cell is outside the denominator (an exclusion is never a miss)."""
+    if row["status"] == "valid":
+        return "valid"
+    if row["status"] == "excluded":
+        return f"excluded: {row['excluded']}"
+    if row["status"] == "carved_out":
+        return "carved out (pre-registered structural zero, SPEC §10.6)"
+    return "incomplete: " + (", ".join(row["missing"]) or "missing input")
+
+
+def _flag(row: dict) -> str:
+    if row["flags_anchored"]:
+        return "anchored"
+    return "noticed, not anchored" if row["flags_noticed"] else "none"
+
+
+VERDICT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(name) for name in
+                                         ("ruleset", "verdict", "mapping act", "flag", HEADLINE_COLUMN, "reacted", "recovered")])
+ACT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(name) for name in ("seq", "surface", "act", "counted", "quote")])
+
+
+def _act_table(acts: list[dict], explain: str) -> dg.MetadataValue:
+    return dg.MetadataValue.table([dg.TableRecord({
+        "seq": a["seq"], "surface": a["surface"], "act": f"{a['act']} by {a['component']}", "counted": "yes" if a["counted"] else "no",
+        "quote": shortened(a["reason"] if a["counted"] else f"({a['note']}) {a['reason'] or ''}", QUOTE_CHARS, explain),
+    }) for a in acts], ACT_SCHEMA)
+
+
+def _same_acts(a: list[dict], b: list[dict]) -> bool:
+    key = lambda acts: [(x["seq"], x["surface"], x["act"], x["component"], x["counted"]) for x in acts]  # noqa: E731
+    return key(a) == key(b)
+
+
+def deciding_acts(rulesets: list[str], headline: str, acts: list[dict], explain: str) -> dict:
+    """The acts behind the verdict: the headline ruleset's as a table, another ruleset's only where they differ."""
+    by_ruleset = {r: [a for a in acts if a["ruleset"] == r] for r in rulesets}
+    head = by_ruleset[headline]
+    out = {f"deciding acts ({headline})": _act_table(head, explain) if head else "none: no own-check act at or after the injection"}
+    for ruleset in rulesets:
+        if ruleset != headline:
+            theirs = by_ruleset[ruleset]
+            out[f"deciding acts ({ruleset})"] = f"the same as {headline}" if _same_acts(theirs, head) else (_act_table(theirs, explain) if theirs else "none")
+    return out
+
+
+def verdict_metadata(wave: WaveDef, key: str, rows: list[dict], acts: list[dict], attempt_read: int | None) -> dict:
+    """A cell_verdicts partition's own verdict: one row per ruleset, the deciding acts, what it read."""
+    head = next(r for r in rows if r["ruleset"] == wave.headline_ruleset)
+    explain = explain_cell_command(wave.name, key)
+    table = [dg.TableRecord({
+        "ruleset": r["ruleset"] + (" (headline)" if r["ruleset"] == wave.headline_ruleset else ""),
+        "verdict": verdict_word(r), "mapping act": _yes(r["mapping"]), "flag": _flag(r),
+        HEADLINE_COLUMN: _yes(r["detected_hard"]), "reacted": _yes(r["reacted"]), "recovered": _yes(r["recovered"]),
+    }) for r in rows]
+    meta = {
+        "verdict": verdict_word(head),
+        f"{HEADLINE_COLUMN} ({wave.headline_ruleset})": _yes(head["detected_hard"]) if head["status"] == "valid" else "not counted (outside the denominator)",
+        "verdicts by ruleset": dg.MetadataValue.table(table, VERDICT_SCHEMA),
+        **deciding_acts([r["ruleset"] for r in rows], wave.headline_ruleset, acts, explain),
+        "fault run read": _read(head, "fault", attempt_read),
+        "baseline read": _read(head, "baseline", None),
+        "fault run partition": dg.MetadataValue.url(partition_url(wave.name, key, "fault_runs")),
+        "explain": explain,
+    }
+    return meta
+
+
+def _read(row: dict, which: str, attempt: int | None) -> str:
+    run_id, sha = row[f"{which}_run_id"], row[f"{which}_sha256"]
+    if not run_id and not sha:
+        return "none stored"
+    numbered = f"attempt {attempt}, " if attempt is not None else ""
+    return f"{numbered}run {run_id or 'unknown'}, record sha256 {sha or 'unknown'}"
+
+
+def judgement_metadata(wave: WaveDef, key: str, rows: list[dict], why_none: str) -> dict:
+    """A judge_verdicts partition's own verdicts, one per prompt variant (1 only on the kappa subset)."""
+    if not rows:
+        return {"judged": "no", "why": why_none}
+    rows = sorted(rows, key=lambda r: r["prompt_variant"])
+    first = rows[0]
+    meta = {"judged": "yes" if first["status"] == "ok" else f"judge exclusion: {first['reason'] or first['status']}"}
+    for r in rows:
+        tag = f"variant {r['prompt_variant']}"
+        if r["status"] == "ok":
+            meta[f"{tag}: noticed"] = _yes(r["noticed"])
+            meta[f"{tag}: component"] = r["by_which_component"] or "none named"
+            meta[f"{tag}: quote"] = shortened(r["evidence_quote"], QUOTE_CHARS * 2, explain_cell_command(wave.name, key)) or "none"
+        else:
+            meta[f"{tag}: judge exclusion"] = r["reason"] or r["status"]
+        meta[f"{tag}: backend"] = f"{r['backend']} {r['backend_version'] or ''}".strip()
+    meta["tier"] = "soft (the headline never reads it)"
+    return meta

@@ -19,6 +19,8 @@ from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import COST_TAG
 from sabot_assets.resources import store_connection
+from sabot_assets.waves.board import report_link, reports_dir
+from sabot_assets.waves.ui_text import summary
 
 
 def build_instrument_check(wave: WaveDef, rulesets, cell_verdicts: dg.AssetKey, scorer: str) -> dg.AssetsDefinition:
@@ -38,11 +40,16 @@ def build_instrument_check(wave: WaveDef, rulesets, cell_verdicts: dg.AssetKey, 
             write_report(con, wave.name, "instrument", "md", body, context.run_id)
         if not docs:
             return dg.MaterializeResult(metadata={"instrument check": dg.MetadataValue.md(body)})
+        path = reports_dir(store) / wave.name / "instrument_check.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
+        link = report_link(store, path)
         head = docs[wave.headline_ruleset]["total"]
         return dg.MaterializeResult(metadata={
             "detection agreement": f"{head['detection']['agree']} agree, {head['detection']['disagree']} disagree",
             "disagreements": len(docs[wave.headline_ruleset]["disagreements"]),
-            "instrument check": dg.MetadataValue.md(body[:20000]),
+            "instrument check (full)": link,
+            "instrument check": dg.MetadataValue.md(summary(body, f"[the full instrument check]({link.value})")),
         })
 
     return instrument_check

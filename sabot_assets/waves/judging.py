@@ -5,6 +5,11 @@ A live wave is judged by the backend named in SABOT_JUDGE: `offline` (default, d
 labelled simulation), `claude` (headless CLI, sandbox probe before each batch) or `openai`
 (SABOT_JUDGE_BASE_URL, SABOT_JUDGE_API_KEY, SABOT_JUDGE_MODEL). The headline never depends on any
 of this: the scoreboard reads judge verdicts only for the soft-tier columns.
+
+What may run by itself: cached reference verdicts and the offline judge make no model call, so
+they are re-judged by the `rescore` sensor when their cells' runs update (a partial wave leaves no
+cell unjudged); a paid judge (`claude`, `openai`) runs only when someone launches it. The kappa
+audit re-runs whenever the judge verdicts it reads update.
 """
 
 import json
@@ -24,15 +29,27 @@ from sabot.store.board import read_report, write_report
 from sabot.store.db import transaction
 from sabot.store.judging import read_judgements, write_judgements
 from sabot.store.runs import read_runs
+from sabot_assets.automation import REBUILD_BOARD, RESCORE_CELLS
 from sabot_assets.constants import COST_TAG
 from sabot_assets.partitions import cell_partitions
 from sabot_assets.resources import store_connection
+from sabot_assets.waves.cell_metadata import add_partition_metadata, judgement_metadata
 
 VARIANT_FILES = {"judgeverdict": 0, "judgeverdict-variant1": 1}
+FREE_JUDGES = ("offline",)  # backends that call no model: safe to run by automation
+
+
+def judge_choice() -> str:
+    return os.environ.get("SABOT_JUDGE", "offline")
+
+
+def judge_runs_by_itself(wave: WaveDef) -> bool:
+    """Cached verdicts (an import) or a judge that calls no model: automation may re-judge."""
+    return wave.source == "import" or judge_choice() in FREE_JUDGES
 
 
 def backend_from_env():
-    choice = os.environ.get("SABOT_JUDGE", "offline")
+    choice = judge_choice()
     if choice == "offline":
         from judges.soft.backends.offline import OfflineJudge
 
@@ -72,13 +89,16 @@ def _cached(con, wave: WaveDef, cells: list[Cell], run_id: str) -> list[dict]:
     return out
 
 
-def _work(con, wave: WaveDef, cells: list[Cell]) -> list[tuple]:
-    """(cell, run record, ground-truth note, prompt variant) for every judgement a live wave needs."""
+def _work(con, wave: WaveDef, cells: list[Cell], unjudged: dict) -> list[tuple]:
+    """(cell, run record, ground-truth note, prompt variant) for every judgement a live wave needs;
+    `unjudged` gets why each other cell has nothing to judge."""
     runs = read_runs(con, wave.name, [(c.operator, c.probe.key) for c in cells])
     work = []
     for cell in cells:
         stored = runs.get((cell.operator, cell.probe.key))
         if stored is None or stored.record is None or stored.record.error:
+            unjudged[cell.key] = ("no fault run stored yet" if stored is None or stored.record is None
+                                  else "the fault run ended in RUN_ERROR: nothing to judge")
             continue
         note = tasks.oracle(cell.probe.task).operators[cell.operator]["ground_truth"]  # the judge, not the pipeline, sees it
         variants = (0, 1) if double_judged(wave.name, cell.operator, cell.probe.key) else (0,)
@@ -93,6 +113,9 @@ def _judged(work: list[tuple], wave: WaveDef, run_id: str) -> list[dict]:
 
 def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.AssetKey) -> tuple[list, list]:
     rubric_sha = registry.files["standard/judge_rubric.v1.json"].sha256[:12]
+    automatic = judge_runs_by_itself(wave)
+    when = ("Re-judged by the rescore sensor when a cell's run updates (no model call)." if automatic else
+            f"A paid judge ({judge_choice()}): runs only when launched (Materialize the cells); never by automation.")
 
     @dg.asset(
         name="judge_verdicts",
@@ -101,22 +124,33 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
         partitions_def=cell_partitions(wave),
         backfill_policy=dg.BackfillPolicy.single_run(),
         deps=[fault_runs],
-        code_version=f"judge-v1+{rubric_sha}+{os.environ.get('SABOT_JUDGE', 'offline')}" if wave.source == "live" else f"judge-cache-v1+{rubric_sha}",
+        code_version=f"judge-v1+{rubric_sha}+{judge_choice()}" if wave.source == "live" else f"judge-cache-v1+{rubric_sha}",
+        automation_condition=RESCORE_CELLS if automatic else None,
         kinds={"duckdb"},
-        tags={COST_TAG: "judge"},
-        description="Soft-tier judge verdicts per cell (cached reference verdicts for an imported wave).",
+        tags={COST_TAG: "cheap" if automatic else "judge"},
+        description=("Soft-tier judge verdicts per cell (cached reference verdicts for an imported wave). Open a partition for "
+                     f"that cell's verdict: noticed, the component, the evidence quote, per prompt variant. {when}"),
     )
     def judge_verdicts(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
-        cells = [c for c in (Cell.parse(k) for k in context.partition_keys) if not wave.is_carved_out(c)]
+        all_cells = [Cell.parse(k) for k in context.partition_keys]
+        cells = [c for c in all_cells if not wave.is_carved_out(c)]
+        unjudged = {c.key: "carved out: never run, never judged" for c in all_cells if wave.is_carved_out(c)}
         with store_connection(store) as con:
             rows = _cached(con, wave, cells, context.run_id) if wave.source == "import" else None
-            work = _work(con, wave, cells) if rows is None else []
+            work = _work(con, wave, cells, unjudged) if rows is None else []
         if rows is None:
             rows = _judged(work, wave, context.run_id)  # no store connection is held across judge calls
         with store_connection(store) as con, transaction(con):
             write_judgements(con, wave.name, [(c.operator, c.probe.key) for c in cells], rows)
+        by_cell = {}
+        for r in rows:
+            by_cell.setdefault(f"{r['operator']}|{r['probe']}", []).append(r)
+        none_cached = "the corpus carries no judge verdict for this cell (the reference judged the cells its union missed)"
+        add_partition_metadata(context, {c.key: judgement_metadata(wave, c.key, by_cell.get(c.key, []), unjudged.get(c.key, none_cached))
+                                         for c in all_cells})
         excluded = sum(r["status"] != "ok" for r in rows)
-        return dg.MaterializeResult(metadata={"verdicts": len(rows), "judge exclusions": excluded, "backends": ", ".join(sorted({r["backend"] for r in rows})) or "none"})
+        context.log.info(f"judge_verdicts: {len(rows)} verdict(s) over {len(cells)} cell(s), {excluded} judge exclusion(s)")
+        return dg.MaterializeResult(metadata={"backends": ", ".join(sorted({r["backend"] for r in rows})) or "none"})
 
     @dg.asset(
         name="kappa_audit",
@@ -124,9 +158,10 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
         group_name=wave.name,
         deps=[judge_verdicts],
         code_version="kappa-v1",
+        automation_condition=REBUILD_BOARD,  # re-audited whenever the judge verdicts it reads update
         kinds={"duckdb"},
         tags={COST_TAG: "cheap"},
-        description="Cohen's kappa over the double-judged cells (prompt variants 0 and 1).",
+        description="Cohen's kappa over the double-judged cells (prompt variants 0 and 1); re-runs by itself when judge verdicts update.",
     )
     def kappa_audit(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         with store_connection(store) as con:
@@ -142,7 +177,8 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
             write_report(con, wave.name, "soft", "kappa.json", json.dumps(audit), context.run_id)
         return dg.MaterializeResult(metadata={"kappa": float(k.kappa) if k.n else float("nan"), "double-judged pairs": k.n, "confidence": audit["confidence"]})
 
-    @dg.asset_check(asset=kappa_audit, blocking=True, description="Kappa at least the registered bound; otherwise the soft tier is low-confidence.")
+    @dg.asset_check(asset=kappa_audit, blocking=True, automation_condition=dg.AutomationCondition.eager(),
+                    description="Kappa at least the registered bound; otherwise the soft tier is low-confidence. Re-evaluated whenever the audit re-runs.")
     def kappa_meets_bound(store: DuckDBResource) -> dg.AssetCheckResult:
         with store_connection(store) as con:
             audit = json.loads(read_report(con, wave.name, "soft", "kappa.json"))

@@ -40,7 +40,7 @@ from sabot_assets.resources import store_connection
 from sabot.budget import usd
 from sabot_assets.waves.budget import step_breaker
 from sabot_assets.waves.concurrency import run_in_processes
-from sabot_assets.waves.cell_metadata import attempt_metadata, carved_out_metadata, log_line
+from sabot_assets.waves.cell_metadata import attempt_metadata, carved_out_metadata, log_line, run_error_observation
 
 
 
@@ -102,6 +102,7 @@ class Settle:
             self.context.log.info(log_line(self.asset, key, attempt, seconds))
         if attempt.outcome != "complete":
             self.errors[key] = attempt.record.error
+            self.context.log_event(run_error_observation(self.context.asset_key, key, attempt))  # the reason, on the partition
         elif attempt.source_path not in self.waiting:
             self.context.log_event(dg.AssetMaterialization(self.context.asset_key, partition=key, metadata=attempt_metadata(attempt, reused)))
         return attempt

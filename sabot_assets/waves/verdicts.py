@@ -6,6 +6,7 @@ downstream, stale. No scoring logic lives here; it calls `judges.hard`.
 """
 
 import hashlib
+from collections import Counter
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
@@ -14,6 +15,7 @@ from judges.hard.cell import score_cell
 from sabot.matrix import Cell
 from sabot.registry import Registry, WaveDef
 from sabot.store.db import append_manifest, transaction
+from sabot.store.lineage import attempts_read
 from sabot.store.runs import read_runs
 from sabot.store.verdicts import write_verdicts
 from sabot_assets.automation import RESCORE_CELLS
@@ -21,6 +23,7 @@ from sabot_assets.constants import COST_TAG
 from sabot_assets.guard import require_registered
 from sabot_assets.partitions import CELL_TO_BASELINE, cell_partitions
 from sabot_assets.resources import store_connection
+from sabot_assets.waves.cell_metadata import add_partition_metadata, verdict_metadata
 
 
 def verdict_rows(wave: WaveDef, ruleset, cell: Cell, fault, baseline, dagster_run_id: str) -> tuple[dict, list[dict]]:
@@ -65,7 +68,10 @@ def build_cell_verdicts(wave: WaveDef, registry: Registry, rulesets, fault_runs:
         automation_condition=RESCORE_CELLS,
         kinds={"duckdb"},
         tags={COST_TAG: "cheap"},
-        description=f"Hard-tier verdict of each cell under rulesets {', '.join(r.version for r in rulesets)}: exclusion, acts, detected, reacted, recovered.",
+        description=(f"Hard-tier verdict of each cell under rulesets {', '.join(r.version for r in rulesets)}: exclusion, acts, "
+                     "DETECTED_HARD, reacted, recovered. Open a partition for that cell's own verdict: one row per ruleset, the acts "
+                     "that decided it (surface, seq, quote), the fault-run attempt and record hash it read, and the `sabot explain` "
+                     "command for the events and model exchanges behind them."),
     )
     def cell_verdicts(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         require_registered(registry)  # before anything is read or written: the rules must be the registered ones
@@ -80,22 +86,31 @@ def build_cell_verdicts(wave: WaveDef, registry: Registry, rulesets, fault_runs:
                     row, cell_acts = verdict_rows(wave, ruleset, cell, fault, baseline, context.run_id)
                     rows.append(row)
                     acts += cell_acts
+            read = attempts_read(con, wave.name, {(r["operator"], r["probe"]): r["fault_sha256"] for r in rows if r["ruleset"] == wave.headline_ruleset})
             digest = hashlib.sha256(repr(sorted((r["ruleset"], r["operator"], r["probe"], r["status"], r["detected_hard"]) for r in rows)).encode()).hexdigest()
             with transaction(con):
                 write_verdicts(con, wave.name, [(c.operator, c.probe.key) for c in cells], rows, acts)
                 append_manifest(con, wave.name, "cell_verdicts", context.run_id, len(cells), len(rows), digest, {r.version: r.hash for r in rulesets})
-        status = {}
-        for r in rows:
-            if r["ruleset"] == wave.headline_ruleset:
-                status[r["status"]] = status.get(r["status"], 0) + 1
-        return dg.MaterializeResult(
-            metadata={
-                "dagster/row_count": len(rows),
-                "cells": len(cells),
-                "rulesets": ", ".join(f"{r.version} ({r.hash})" for r in rulesets),
-                **{f"{k} cells ({wave.headline_ruleset})": v for k, v in sorted(status.items())},
-                "acts recorded": len(acts),
-            }
-        )
+        _per_cell_metadata(context, wave, cells, rows, acts, read)
+        status = Counter(r["status"] for r in rows if r["ruleset"] == wave.headline_ruleset)
+        context.log.info(f"cell_verdicts: {len(cells)} cell(s) under {len(rulesets)} ruleset(s); {wave.headline_ruleset}: "
+                         + ", ".join(f"{k} {v}" for k, v in sorted(status.items())) + f"; {len(acts)} act(s) recorded")
+        # Shared by every partition of the run, so only what is true of each cell: the rules it was scored under.
+        return dg.MaterializeResult(metadata={"rulesets": ", ".join(f"{r.version} ({r.hash})" for r in rulesets)})
 
     return cell_verdicts
+
+
+def _per_cell_metadata(context, wave: WaveDef, cells: list[Cell], rows: list[dict], acts: list[dict], read: dict) -> None:
+    """Each partition's materialization carries its own cell's verdict, not the batch's totals."""
+    by_cell, acts_by_cell = {}, {}
+    for r in rows:
+        by_cell.setdefault((r["operator"], r["probe"]), []).append(r)
+    for a in acts:
+        acts_by_cell.setdefault((a["operator"], a["probe"]), []).append(a)
+    metadata = {}
+    for cell in cells:
+        slot = (cell.operator, cell.probe.key)
+        verdict = verdict_metadata(wave, cell.key, by_cell[slot], acts_by_cell.get(slot, []), read.get(slot))
+        metadata[cell.key] = {"dagster/row_count": len(by_cell[slot]), **verdict}
+    add_partition_metadata(context, metadata)

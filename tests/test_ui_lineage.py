@@ -1,0 +1,239 @@
+"""Lineage in the Dagster UI, as an auditor clicks through it: a real browser against the real UI.
+
+Debian's chromium, driven by Selenium through Debian's chromedriver (`scripts/install_chromium.sh`
+installs both; a test tool's own browser download does not work offline), against `scripts/ui.sh`
+on 127.0.0.1, over a store made by `sabot wave run`: one slice of the demo wave run against the
+scripted model, then one cell against an endpoint where nothing listens (RUN_ERROR).
+
+- a cell's `cell_verdicts` partition shows that cell's own verdict, per ruleset, and the attempt
+  and record hash it read, as the store holds them;
+- a scoreboard number's link opens exactly its cells in the partitions view;
+- the RUN_ERROR cell is Failed in the partitions view, and its partition carries the reason.
+
+`SABOT_UI_SCREENSHOTS=DIR` keeps the screenshots (a cell's verdict, a number's cells, the failed cell).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from sabot.registry import Registry
+from sabot.store.db import connect
+from tests.spans import span_keys
+
+PROJECT = Path(__file__).resolve().parents[1]
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+UI_PORT = int(os.environ.get("SABOT_UI_TEST_PORT", "3593"))
+DEAD_ENDPOINT = "http://127.0.0.1:3594/v1"  # nothing listens here
+VERDICT_CELL = "O5|langgraph.default.T1.s11"  # detected under the scripted model's seed: it has deciding acts
+FAILED_CELL = "O1|langgraph.default.T2.s11"
+DIALOG = "//*[@role='dialog' or contains(@class, 'bp5-dialog')]"
+WAIT_S = 180  # the UI takes 15-22 s to answer a query on a busy 2-core machine
+
+
+def _env(var: Path, **extra) -> dict:
+    drop = ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_UI_URL")
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, "SABOT_VAR": str(var), **extra}
+
+
+def _wave(var: Path, *args, **extra) -> subprocess.CompletedProcess:
+    return subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", "demo", "--framework", "langgraph", "--config", "default", *args],
+                          env=_env(var, **extra), capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    var = tmp_path_factory.mktemp("ui_lineage")
+    good = _wave(var, "--task", "T1")
+    assert good.returncode == 0, good.stderr[-3000:]
+    quick = var / "quick_call_policy.json"  # the registered policy spends about a minute a run on a dead endpoint
+    quick.write_text('{"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}}')
+    bad = _wave(var, "--task", "T2", "--operator", "O1", SABOT_MODEL_BASE_URL=DEAD_ENDPOINT, SABOT_MODEL_API_KEY="sk-test",
+                SABOT_CALL_POLICY=str(quick))
+    assert bad.returncode == 1 and FAILED_CELL in bad.stdout + bad.stderr, bad.stdout[-3000:] + bad.stderr[-3000:]
+    return var
+
+
+@pytest.fixture(scope="module")
+def ui(store):
+    """scripts/ui.sh on UI_PORT over the store; stopped (its whole process group) at the end."""
+    log = open(store / "ui.log", "w")
+    proc = subprocess.Popen(["bash", "scripts/ui.sh"], cwd=PROJECT, env=_env(store, PORT=str(UI_PORT), REPORTS_PORT=str(UI_PORT + 10)),
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{UI_PORT}/server_info", timeout=5)
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (store / "ui.log").read_text()[-3000:]
+                time.sleep(1)
+        yield f"http://127.0.0.1:{UI_PORT}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # only the group this fixture started
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "Debian's chromium and chromium-driver are needed: bash scripts/install_chromium.sh"
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    profile = tempfile.mkdtemp(prefix="sabot-chromium-")
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", "--window-size=1600,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(WAIT_S)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _screens() -> Path | None:
+    where = os.environ.get("SABOT_UI_SCREENSHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        return Path(where)
+    return None
+
+
+def _shot(driver, name: str) -> None:
+    if where := _screens():
+        driver.save_screenshot(str(where / name))
+
+
+def _wait(driver, xpath: str):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT_S, poll_frequency=1).until(ec.visibility_of_element_located((By.XPATH, xpath)))
+
+
+def _open(driver, url: str) -> None:
+    """Open a page; the first visit's community dialog is dismissed, as a user would."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(url)
+    time.sleep(2)
+    for skip in driver.find_elements(By.XPATH, "//button[normalize-space()='Skip']"):
+        skip.click()
+
+
+def _show(driver, element) -> None:
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+    time.sleep(0.5)
+
+
+def _stored_verdict(store: Path, key: str) -> dict:
+    operator, probe = key.split("|")
+    with connect(store / "sabot.duckdb", read_only=True) as con:
+        names = ("ruleset", "status", "detected_hard", "fault_run_id", "fault_sha256")
+        rows = con.execute(f"SELECT {', '.join(names)} FROM cell_verdicts WHERE wave = 'demo' AND operator = ? AND probe = ? ORDER BY ruleset",
+                           [operator, probe]).fetchall()
+        attempt = con.execute("SELECT attempt FROM runs WHERE wave = 'demo' AND operator = ? AND probe = ?", [operator, probe]).fetchone()[0]
+    return {"rows": [dict(zip(names, r)) for r in rows], "attempt": attempt}
+
+
+def test_a_cell_partition_shows_its_own_verdict(ui, browser, store):
+    stored = _stored_verdict(store, VERDICT_CELL)
+    _open(browser, f"{ui}/assets/demo/cell_verdicts?view=partitions&partition={VERDICT_CELL.replace('|', '%7C')}")
+    table = _wait(browser, "//td[normalize-space()='verdicts by ruleset']/following-sibling::td//table")
+    _show(browser, browser.find_element("xpath", "//td[normalize-space()='verdict']"))
+    rendered = [[c.text for c in row.find_elements("xpath", "./td")] for row in table.find_elements("xpath", ".//tbody/tr")]
+    assert [r[0] for r in rendered] == [r["ruleset"] + (" (headline)" if r["ruleset"] == "v0.2.0" else "") for r in stored["rows"]]
+    assert [r[1] for r in rendered] == [r["status"] for r in stored["rows"]]  # "valid" for this cell
+    assert [r[4] for r in rendered] == ["yes" if r["detected_hard"] else "no" for r in stored["rows"]]
+    head = next(r for r in stored["rows"] if r["ruleset"] == "v0.2.0")
+    read = browser.find_element("xpath", "//td[normalize-space()='fault run read']/following-sibling::td").text
+    assert read.replace("\n", "") == f"attempt {stored['attempt']}, run {head['fault_run_id']}, record sha256 {head['fault_sha256']}"
+    with connect(store / "sabot.duckdb", read_only=True) as con:
+        acts = con.execute("SELECT seq, surface, act FROM acts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND operator || '|' || probe = ? ORDER BY seq",
+                           [VERDICT_CELL]).fetchall()
+    deciding = browser.find_element("xpath", "//td[normalize-space()='deciding acts (v0.2.0)']/following-sibling::td//table")
+    shown = [[c.text for c in row.find_elements("xpath", "./td")] for row in deciding.find_elements("xpath", ".//tbody/tr")]
+    assert acts and [(int(r[0]), r[1], r[2].split(" by ")[0]) for r in shown] == acts
+    explain = browser.find_element("xpath", "//td[normalize-space()='explain']/following-sibling::td").text
+    assert explain == f"sabot explain demo --cell '{VERDICT_CELL}'"
+    _shot(browser, "cell-verdict.png")
+
+
+def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
+    with connect(store / "sabot.duckdb", read_only=True) as con:
+        valid = sorted(con.execute("SELECT operator || '|' || probe FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' "
+                                   "AND framework = 'langgraph' AND config = 'default' AND status = 'valid'").fetchall())
+    _open(browser, f"{ui}/assets/demo/scoreboard")
+    show = _wait(browser, "//td[normalize-space()='cells: langgraph/default']/following-sibling::td[last()]"
+                          "//*[normalize-space()='[Show Markdown]' and not(*[normalize-space()='[Show Markdown]'])]")
+    _show(browser, show)
+    show.click()
+    dialog = _wait(browser, f"{DIALOG}//table")
+    headers = [h.text for h in dialog.find_elements("xpath", ".//thead//th")]
+    valid_col = headers.index("valid")
+    # Every valid count of every operator is a link; it opens exactly that operator's valid cells.
+    probes = [p.key for p in Registry().wave("demo").probes()]
+    opened = []
+    for row in dialog.find_elements("xpath", ".//tbody/tr")[:-1]:  # the last row is the totals
+        operator = row.find_elements("xpath", "./td")[0].text
+        link = row.find_elements("xpath", "./td")[valid_col].find_element("xpath", ".//a")
+        query = parse_qs(urlparse(link.get_attribute("href")).query)
+        assert query["view"] == ["partitions"] and query["operator_range"] == [operator]
+        selected = span_keys(query["probe_range"][0], probes)
+        opened += [f"{operator}|{probe}" for probe in selected]
+        assert int(link.text) == len(selected)
+    assert sorted(opened) == [key for (key,) in valid]
+    _shot(browser, "number-cells-links.png")
+    # Follow one: the partitions view lists exactly those probes for that operator.
+    first = dialog.find_elements("xpath", ".//tbody/tr")[0]
+    operator = first.find_elements("xpath", "./td")[0].text
+    link = first.find_elements("xpath", "./td")[valid_col].find_element("xpath", ".//a")
+    expected = span_keys(parse_qs(urlparse(link.get_attribute("href")).query)["probe_range"][0], probes)
+    link.click()
+    _wait(browser, f"//*[normalize-space()='{operator}']")
+    probe_list = _wait(browser, f"//*[normalize-space()='{expected[0]}']")
+    _show(browser, probe_list)
+    time.sleep(3)
+    assert "operator_range" in browser.current_url
+    listed = [e.text for e in browser.find_elements("xpath", "//*[starts-with(normalize-space(), 'langgraph.') and not(*)]")]
+    assert sorted(set(listed) - {""}) == sorted(expected)
+    _shot(browser, "number-cells.png")
+
+
+def test_a_run_error_cell_is_failed_with_its_reason(ui, browser, store):
+    with connect(store / "sabot.duckdb", read_only=True) as con:
+        error = con.execute("SELECT error FROM attempts WHERE wave = 'demo' AND operator = 'O1' AND probe = 'langgraph.default.T2.s11' "
+                            "AND outcome = 'run_error'").fetchone()[0]
+    assert DEAD_ENDPOINT in error
+    _open(browser, f"{ui}/assets/demo/fault_runs?view=partitions&partition={FAILED_CELL.replace('|', '%7C')}")
+    _wait(browser, "//*[contains(normalize-space(), 'failed, and did not materialize this asset')]")
+    failed_filter = _wait(browser, "//*[starts-with(normalize-space(), 'Failed (') and not(*[starts-with(normalize-space(), 'Failed (')])]")
+    assert failed_filter.text.strip() == "Failed (1)"
+    _shot(browser, "failed-cell.png")
+    events = _wait(browser, "//button[starts-with(normalize-space(), 'View all historical events')]")
+    events.click()
+    row = _wait(browser, f"{DIALOG}//tbody/tr[1]")
+    row.click()
+    reason = _wait(browser, f"{DIALOG}//td[normalize-space()='RUN_ERROR reason']/following-sibling::td[1]")
+    assert reason.text.strip() == error
+    assert "Traceback" not in reason.text and "Stack Trace" not in reason.text
+    _show(browser, reason)
+    _shot(browser, "failed-cell-reason.png")
