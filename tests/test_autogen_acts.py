@@ -12,7 +12,7 @@ import pytest
 
 import adapters.runner
 from adapters import prompts
-from adapters.autogen_pipeline import ORCHESTRATOR, STALL_LINE, AutoGenPipeline
+from adapters.autogen_pipeline import ORCHESTRATOR, AutoGenPipeline
 from adapters.endpoint import scripted
 from adapters.runner import RunSpec, run
 from adapters.scripted import magentic, skills

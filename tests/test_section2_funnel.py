@@ -1,6 +1,5 @@
 """The §2 funnel as the spec defines it, the §7 band, and when a median may be printed."""
 
-import pytest
 
 from judges.hard.board import median_entry
 from judges.hard.funnel import band, funnel, missing_rows, with_soft

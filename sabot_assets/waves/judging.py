@@ -82,7 +82,7 @@ def _cached(con, wave: WaveDef, cells: list[Cell], run_id: str) -> list[dict]:
         [wave.name],
     ).fetchall()
     out = []
-    for kind, op, probe, path, body in rows:
+    for _kind, op, probe, path, body in rows:
         if (op, probe) in keys:
             verdict = load_reference_verdict(json.loads(body), path)
             out.append(_row(wave.name, keys[(op, probe)], verdict, run_id))
