@@ -5,7 +5,8 @@ continues it; `# ...` is a comment), any other fence is output. Checked here, in
 
 - every `sabot ...` command is a real command path whose `--help` runs, and every option a page
   shows is one of that command's options;
-- every script, benchmark and test file a command names exists (scripts parse with `bash -n`);
+- every script, benchmark, test file and installed command a command names exists (scripts parse
+  with `bash -n`; an environment prefix such as `DAGSTER_HOME=...` is skipped);
 - the README's two commands are exactly the set-up + demo wave and the set-up + test suite; `.ci/run`
   runs the second as it is, and the demo wave the first one runs is run whole by
   tests/test_live_wave.py (through `run_wave`, what `sabot wave run` calls), so it is not run twice;
@@ -84,6 +85,8 @@ def _check_sabot(where: str, words: list[str]) -> None:
 def _check_one(where: str, line: str) -> None:
     for part in (p.strip() for p in line.split("&&")):
         words = shlex.split(part)
+        while re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # an environment prefix: the command follows
+            words = words[1:]
         tool, args = words[0], words[1:]
         if tool == ".venv/bin/sabot":
             _check_sabot(where, args)
@@ -97,6 +100,12 @@ def _check_one(where: str, line: str) -> None:
             source = bench.read_text()
             for opt in (w.strip("[]") for w in args[1:] if w.strip("[]").startswith("--")):
                 assert f'"{opt}"' in source, f"{where}: {args[0]} has no option {opt}"
+        elif tool == ".venv/bin/dagster-daemon":  # Dagster's own command: installed from the lock, files it reads exist
+            assert (ROOT / tool).is_file(), f"{where}: {tool} is not installed by scripts/setup.sh"
+            for value in (a for a in args if a.endswith(".yaml")):
+                assert (ROOT / value).is_file(), f"{where}: no file {value}"
+            home = next((w.split("=", 1)[1] for w in shlex.split(part) if w.startswith("DAGSTER_HOME=")), None)
+            assert home is None or (ROOT / home / "dagster.yaml").is_file(), f"{where}: DAGSTER_HOME={home} holds no dagster.yaml"
         elif tool == ".venv/bin/pytest":
             for target in (a for a in args if not a.startswith("-")):
                 assert (ROOT / target).exists(), f"{where}: no test file {target}"
