@@ -19,7 +19,7 @@ from adapters.outcome import RunOutcome, infrastructure_errors
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
 from adapters.scripted.server import Latency, ScriptedModelServer
 from adapters.tools import TaskTools
-from sabot.protocols import Protocols
+from sabot.parse_rules import Protocols
 from operators import make_fault
 from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served

@@ -25,7 +25,7 @@ from judges.stats import cohen_kappa, kappa_confidence
 from sabot import tasks
 from sabot.matrix import Cell
 from sabot.registry import Registry, WaveDef
-from sabot.store.board import read_report, write_report
+from sabot.store.published import read_report, write_report
 from sabot.store.db import transaction
 from sabot.store.judging import read_judgements, write_judgements
 from sabot.store.runs import read_runs
