@@ -66,8 +66,8 @@ from autogen_ext.models.openai import OpenAIChatCompletionClient
 
 from adapters import prompts
 from adapters.tools import TaskTools
-from sabot import tasks
 from sabot.recorder import Recorder
+from sabot.trace import EventKind
 
 MAX_REVISIONS = 1
 MAX_STALLS = 3
@@ -217,7 +217,7 @@ class AutoGenPipeline:
                                model_info=dict(MODEL_INFO), timeout=self.endpoint.timeout, max_retries=0)
 
     def _act(self, name: str, component: str, reason: str | None) -> None:
-        self.recorder.record(component, "guardrail-event", act=name, component=component, reason=reason)
+        self.recorder.record(component, EventKind.GUARDRAIL_EVENT, act=name, component=component, reason=reason)
 
     # -- running -----------------------------------------------------------------------------
 
@@ -248,7 +248,7 @@ class AutoGenPipeline:
         for kind, item in self._log.items:
             if kind == "call":
                 agent, model_id, text = item
-                self.recorder.record(agent, "agent-msg", model_id=model_id, text=text)
+                self.recorder.record(agent, EventKind.AGENT_MSG, model_id=model_id, text=text)
             elif item.startswith(LEDGER_PREFIX):
                 self._last_ledger = item[len(LEDGER_PREFIX):]
             elif item.startswith(STALL_LINE):
@@ -332,7 +332,7 @@ class AutoGenPipeline:
         self._flush()
         self.stop_reason = result.stop_reason
         # TaskResult.stop_reason is the framework's termination surface; the scorer derives `block` from it.
-        self.recorder.record("emit", "verdict", stop_reason=result.stop_reason)
+        self.recorder.record("emit", EventKind.VERDICT, stop_reason=result.stop_reason)
         final = result.messages[-1] if result.messages else None
         artifact = final.content if isinstance(final, TextMessage) and isinstance(final.content, str) else ""
         # After the team run (the carve-out seams: no component sees these).

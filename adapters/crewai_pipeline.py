@@ -49,6 +49,7 @@ from adapters import prompts  # noqa: E402
 from adapters.tools import TaskTools  # noqa: E402
 from sabot import tasks  # noqa: E402
 from sabot.recorder import Recorder  # noqa: E402
+from sabot.trace import EventKind  # noqa: E402
 
 MAX_REVISIONS = 1
 GUARDRAIL_MAX_RETRIES = 3
@@ -285,12 +286,12 @@ class CrewAIPipeline:
             return None
 
     def _act(self, name: str, component: str, reason: str | None) -> None:
-        self.recorder.record(component, "guardrail-event", act=name, component=component, reason=reason)
+        self.recorder.record(component, EventKind.GUARDRAIL_EVENT, act=name, component=component, reason=reason)
 
     def _observe(self, events: list) -> None:
         for event in events:
             if isinstance(event, LLMCallCompletedEvent):
-                self.recorder.record(self._agent_of(event.agent_role), "agent-msg",
+                self.recorder.record(self._agent_of(event.agent_role), EventKind.AGENT_MSG,
                                      model_id=self.served.by_response_id.get(event.response_id), text=_text(event.response))
             elif isinstance(event, LLMCallFailedEvent):
                 self.failed_calls.append(event.error)

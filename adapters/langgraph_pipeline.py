@@ -20,6 +20,7 @@ from adapters import prompts
 from adapters.tools import TaskTools
 from sabot import tasks
 from sabot.recorder import Recorder
+from sabot.trace import EventKind
 
 INTERRUPT_KEY = "__interrupt__"
 MAX_REVISIONS = 1
@@ -49,7 +50,7 @@ class LangGraphPipeline:
 
     def _call(self, stage: str, agent: str, messages) -> str:
         reply = self.llm_for(stage).invoke(messages)
-        self.recorder.record(agent, "agent-msg", model_id=reply.response_metadata.get("model_name"), text=reply.content)
+        self.recorder.record(agent, EventKind.AGENT_MSG, model_id=reply.response_metadata.get("model_name"), text=reply.content)
         return reply.content
 
     # -- nodes -------------------------------------------------------------------------------
@@ -113,7 +114,7 @@ class LangGraphPipeline:
                 self._observe(node, update)
 
     def _observe(self, node: str, update: Any) -> None:
-        act = lambda name, component, reason: self.recorder.record(component, "guardrail-event", act=name, component=component, reason=reason)
+        act = lambda name, component, reason: self.recorder.record(component, EventKind.GUARDRAIL_EVENT, act=name, component=component, reason=reason)
         if node == INTERRUPT_KEY:
             for item in update:
                 act("escalate", "validator", str(item.value))

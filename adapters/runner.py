@@ -13,18 +13,19 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.endpoint import Endpoint, provider_from_env, scripted
+from adapters.endpoint import provider_from_env, scripted
 from adapters.gateway import GATEWAY_KEY, CallPolicy, ModelGateway, Upstream
+from adapters.outcome import RunOutcome, infrastructure_errors
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
 from adapters.scripted.server import Latency, ScriptedModelServer
 from adapters.tools import TaskTools
-from sabot.protocols import Protocols
+from sabot.parse_rules import Protocols
 from operators import make_fault
 from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served
 from sabot.pricing import PriceTable, call_rows, totals
 from sabot.recorder import Recorder
-from sabot.trace import RunRecord
+from sabot.trace import EventKind, RunRecord
 
 # Built-in pipelines are plug-ins registered by "module:Class", imported when a run executes: loading
 # the asset definitions (and every scoring command) never pays for importing an agent framework.
@@ -32,23 +33,9 @@ plugins.register("pipeline", "langgraph", "adapters.langgraph_pipeline:LangGraph
 plugins.register("pipeline", "crewai", "adapters.crewai_pipeline:CrewAIPipeline")
 plugins.register("pipeline", "autogen", "adapters.autogen_pipeline:AutoGenPipeline")
 PIPELINES = plugins.registered("pipeline")
-
-
-def infrastructure_errors() -> tuple[type[BaseException], ...]:
-    """The errors that mean the endpoint, not the pipeline, failed: a RUN_ERROR, never a miss.
-
-    Built on first use: importing the OpenAI client costs over a second, and the asset definitions
-    (which import this module) are loaded by every command, scoring ones included."""
-    import httpx
-    import openai
-
-    return (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError, httpx.HTTPError, ConnectionError, TimeoutError)
-
-
-def __getattr__(name: str):
-    if name == "INFRASTRUCTURE_ERRORS":  # the name other runners import (PEP 562: resolved on import)
-        return infrastructure_errors()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# A team's own pipeline (sabot.projects) runs through its own runner, a plug-in too: this module never
+# imports it, and it imports only the shared leaf (adapters.outcome) back.
+plugins.register("runner", "project", "adapters.byo.runner:run_project")
 
 
 class AdapterMissing(NotImplementedError):
@@ -84,12 +71,6 @@ class Recording:
     intent: list
 
 
-@dataclass(frozen=True)
-class RunOutcome:
-    record: RunRecord
-    intent: list  # what the scripted model decided and why (empty against a real provider)
-
-
 @contextlib.contextmanager
 def isolated_home(run_dir: Path):
     """Each run writes under its own HOME (framework caches, credentials), restored afterwards."""
@@ -114,7 +95,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
     recorder = Recorder()
     fault = make_fault(spec.operator, oracle.operators, models["o4_downgrade_model"])
     if spec.operator == "O4":  # the swap happens at set-up, before any call: that is where it lands
-        recorder.record(task.worker_role, "tool-call", tool="model_config", injected=True, operator="O4")
+        recorder.record(task.worker_role, EventKind.TOOL_CALL, tool="model_config", injected=True, operator="O4")
     tools = TaskTools(task, recorder, fault, run_dir, task.worker_role)
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     policy = ScriptedPolicy(probe_seed_key(spec.framework, spec.config, spec.task, spec.seed), weak_model=models["o4_downgrade_model"])
@@ -141,12 +122,12 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
             raise
         gateway.raise_for_calls()  # a failure a framework swallowed still fails the run
         exchanges = list(gateway.exchanges)
-    served = {e.payload.get("model_id") for e in recorder.events if e.kind == "agent-msg"}
+    served = {e.payload.get("model_id") for e in recorder.events if e.kind == EventKind.AGENT_MSG}
     # O4: wave 1's instrument recorded the swap as landed at set-up (no probe, v0.1.3); from wave 2 the
     # downgrade target, or its dated snapshot, must have served a call (§10.7.2).
     landed = fault.landed or (spec.operator == "O4" and (spec.protocol < 2 or downgrade_served(registry, served)))
     passed = tasks.passes(spec.task, run_dir)
-    recorder.record("emit", "verdict", task_passed=passed)
+    recorder.record("emit", EventKind.VERDICT, task_passed=passed)
     record = recorder.record_of(
         run_id=spec.run_id, framework=spec.framework, config=spec.config, task=spec.task, operator=spec.operator,
         seed=spec.seed, injection_verified=bool(spec.operator) and landed, task_passed=passed,
@@ -163,9 +144,7 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
     With `replay`, every model call is answered from that recording and nothing is sent anywhere; a
     call it lacks raises ReplayMiss (the replay stops, naming the cell and the call)."""
     if getattr(registry, "project", None) is not None:  # a team's own pipeline (sabot.projects)
-        from adapters.byo.runner import run_project
-
-        return run_project(spec, registry.project, work_root)
+        return plugins.lookup("runner", "project")(spec, registry.project, work_root)
     error, failed_exchanges, calls = None, [], []
     prices = PriceTable.from_registry(registry)
     provider = provider_from_env("", "")

@@ -10,6 +10,7 @@ from pathlib import Path
 from operators import Fault
 from sabot import tasks
 from sabot.recorder import Recorder
+from sabot.trace import EventKind
 
 
 class TaskTools:
@@ -18,9 +19,9 @@ class TaskTools:
 
     def _tool(self, agent: str, tool: str, text: str, perturbed: str | None, **extra) -> str:
         if perturbed is None:
-            self.recorder.record(agent, "tool-call", tool=tool, injected=False, output=text, **extra)
+            self.recorder.record(agent, EventKind.TOOL_CALL, tool=tool, injected=False, output=text, **extra)
             return text
-        self.recorder.record(agent, "tool-call", tool=tool, injected=True, operator=self.fault.operator, output=perturbed, **extra)
+        self.recorder.record(agent, EventKind.TOOL_CALL, tool=tool, injected=True, operator=self.fault.operator, output=perturbed, **extra)
         return perturbed
 
     def load_document(self) -> str:
@@ -44,10 +45,10 @@ class TaskTools:
         path = self.run_dir / self.task.artifact_file
         if self.fault.suppresses_write():
             reply = self.fault.spec["success_response"]
-            self.recorder.record(self.worker, "tool-call", tool="write_output", injected=True, operator=self.fault.operator, output=reply)
+            self.recorder.record(self.worker, EventKind.TOOL_CALL, tool="write_output", injected=True, operator=self.fault.operator, output=reply)
             return reply
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(tasks.strip_flags_head(artifact))
         reply = f"wrote {len(artifact)} characters to {self.task.artifact_file}"
-        self.recorder.record(self.worker, "tool-call", tool="write_output", injected=False, artifact_present=True, output=reply)
+        self.recorder.record(self.worker, EventKind.TOOL_CALL, tool="write_output", injected=False, artifact_present=True, output=reply)
         return reply

@@ -38,7 +38,7 @@ from adapters.tools import TaskTools
 from operators import make_fault
 from sabot import tasks
 from sabot.matrix import Cell, Probe
-from sabot.protocols import Protocols
+from sabot.parse_rules import Protocols
 from sabot.recorder import Recorder
 from sabot.registry import Registry
 from sabot.store.db import connect

@@ -14,7 +14,6 @@ with the trace left as it is, so the figure the file adds can be read off. Print
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys

@@ -45,7 +45,7 @@ def export_wave(con, wave: WaveDef, ruleset: str, root: Path) -> list[Path]:
         written.append(_write(cell_dir(root, corpus_dir, Probe.parse(probe_key), operator) / "cellverdict.json", verdict))
     judged = con.execute("SELECT operator, probe, prompt_variant, raw, noticed, by_which_component, evidence_quote, backend, source "
                          "FROM judge_verdicts WHERE wave = ? AND status = 'ok'", [wave.name]).fetchall()
-    for operator, probe_key, variant, raw, noticed, component, quote, backend, source in judged:
+    for operator, probe_key, variant, raw, noticed, component, quote, _backend, _source in judged:
         name = "judgeverdict.json" if variant == 0 else f"judgeverdict-variant{variant}.json"
         obj = {"by_which_component": component, "evidence_quote": quote, "noticed": noticed, "prompt_variant": variant, "raw": raw}
         written.append(_write(cell_dir(root, corpus_dir, Probe.parse(probe_key), operator) / name, obj))

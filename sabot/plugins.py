@@ -1,4 +1,4 @@
-"""Plug-ins: pipelines, operators, scripted responders and pass criteria, registered by kind and name.
+"""Plug-ins: pipelines, operators, scripted responders, pass criteria and runners, registered by kind and name.
 
 In the spirit of inspect_ai's `_util/registry.py`: one registry keyed by (kind, name). A plug-in
 registers with a decorator (`@register("operator", "O1")`) or, lazily, with a "module:attr" target
@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Iterator, MutableMapping
 from importlib import metadata
 
-KINDS = ("pipeline", "operator", "responder", "pass_criterion")
+KINDS = ("pipeline", "operator", "responder", "pass_criterion", "runner")
 ENTRY_POINT_GROUP = "sabot.plugins"
 
 _targets: dict[tuple[str, str], object] = {}  # (kind, name) -> the object, or its "module:attr" path

@@ -1,6 +1,6 @@
 """The event log of one live run, in the run-record schema the scorer reads."""
 
-from sabot.trace import Event, RunRecord
+from sabot.trace import Event, EventKind, RunRecord
 
 
 class Recorder:
@@ -10,9 +10,10 @@ class Recorder:
         self.events: list[Event] = []
         self.injection_seq: int | None = None
 
-    def record(self, agent: str, kind: str, **payload) -> int:
+    def record(self, agent: str, kind: EventKind, **payload) -> int:
         seq = len(self.events) + 1
-        self.events.append(Event(seq, agent, kind, payload))
+        # Stored as the plain string the reference schema holds; a kind not in EventKind is refused here.
+        self.events.append(Event(seq, agent, str(EventKind(kind)), payload))
         if payload.get("injected") and self.injection_seq is None:
             self.injection_seq = seq
         return seq

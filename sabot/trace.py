@@ -8,12 +8,24 @@ content: `to_runresult(parse_runresult(obj)) == obj`.
 """
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 SCHEMA_VERSION = 1
 RESULT_KEYS = ("error", "injection_seq", "injection_verified", "task_passed", "trace")
 TRACE_KEYS = ("config", "events", "framework", "operator", "run_id", "schema_version", "seed", "task")
 EVENT_KEYS = ("agent", "kind", "payload", "seq")
+
+
+class EventKind(StrEnum):
+    """The kinds of event a run record holds: one definition, whose values are the reference
+    corpus's strings (so stored and published traces read unchanged; a member equals its string)."""
+
+    TOOL_CALL = "tool-call"  # a tool's result as the pipeline received it; the fault lands on one
+    AGENT_MSG = "agent-msg"  # a model reply as an agent received it, with the served model id
+    GUARDRAIL_EVENT = "guardrail-event"  # an own-check act on a framework surface (a §5 mapping's act)
+    VERDICT = "verdict"  # a verdict token, stop reason or the harness's pass verdict
+    PIPELINE_ERROR = "pipeline-error"  # a team's pipeline raised (its code, not the endpoint)
 
 
 class TraceError(ValueError):

@@ -14,7 +14,7 @@ from judges.hard.funnel import with_soft
 from judges.hard.tables import fmt_rate, markdown_table
 from judges.stats import evaluate_predictions
 from sabot.registry import Registry
-from sabot.store.board import read_report, write_report
+from sabot.store.published import read_report, write_report
 from sabot.store.judging import read_judgements
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD

@@ -6,7 +6,7 @@ from judges.hard.report import median_line
 from judges.hard.tables import columns_for, entries_markdown, section2_markdown
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 from sabot.registry import WaveDef
-from sabot.store.board import read_report
+from sabot.store.published import read_report
 from sabot.store.db import connect
 from sabot.store.landing import latest_import
 from sabot.store.spend import spend_of_project, spend_of_wave

@@ -12,7 +12,7 @@ import pytest
 
 import adapters.runner
 from adapters import prompts
-from adapters.autogen_pipeline import ORCHESTRATOR, STALL_LINE, AutoGenPipeline
+from adapters.autogen_pipeline import ORCHESTRATOR, AutoGenPipeline
 from adapters.endpoint import scripted
 from adapters.runner import RunSpec, run
 from adapters.scripted import magentic, skills
@@ -25,7 +25,7 @@ from judges.hard.rulesets import load_ruleset
 from operators import Fault
 from sabot import tasks
 from sabot.matrix import Cell, Probe
-from sabot.protocols import Protocols
+from sabot.parse_rules import Protocols
 from sabot.recorder import Recorder
 from tests.conftest import audited_sockets
 

@@ -137,7 +137,7 @@ def test_a_project_board_prints_no_cross_framework_reading_and_no_instrument_che
 
 def test_a_project_board_against_a_provider_draws_no_median_either():
     """Against a provider the label is no longer simulation, and still a project is one pipeline."""
-    from judges.hard.board import median_entry
+    from judges.hard.scoreboard import median_entry
     from sabot_assets.export import scoreboard_text
 
     registry = ProjectRegistry.from_dir(EXAMPLES[0])

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from sabot.store.board import read_report
+from sabot.store.published import read_report
 from sabot.store.db import connect
 from tests.conftest import PROJECT
 

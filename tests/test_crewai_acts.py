@@ -27,7 +27,7 @@ from judges.hard.rulesets import load_ruleset
 from operators import Fault
 from sabot import tasks
 from sabot.matrix import Cell, Probe
-from sabot.protocols import Protocols
+from sabot.parse_rules import Protocols
 from sabot.recorder import Recorder
 
 TASK = "T1"

@@ -38,5 +38,5 @@ def test_export_then_reimport_is_lossless(scored_wave2, registry, tmp_path):
     judge_files = [f for f in back.files if f.kind.startswith("judgeverdict")]
     assert len(judge_files) == 11
     for f in judge_files:
-        original = CORPUS / f.rel_path.replace(f"harness/runs/public_wave2/", "harness/runs/wave2/")
+        original = CORPUS / f.rel_path.replace("harness/runs/public_wave2/", "harness/runs/wave2/")
         assert json.loads(original.read_text()) == json.loads(f.body), f.rel_path

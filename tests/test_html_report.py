@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageChops
 
-from judges.hard.board import build_board
+from judges.hard.scoreboard import build_board
 from judges.hard.rulesets import load_ruleset
 from judges.hard.strict import floor_rules
 from judges.hard.tables import HEADLINE_COLUMN, fmt_rate

@@ -468,7 +468,7 @@ def test_soft_outcome_from_reference_verdicts_calls_no_model():
         task, op, seed = cell.split("/")
         rec = parse_runresult(json.loads((root / cell / "runresult.json").read_text()), cell)
         hard = rows[(task, op, int(seed.removeprefix("seed")))]["union"]
-        verdict = cache.get_or_judge((cell, variant), lambda: judge_cell(exploding, rec, "note", variant))
+        verdict = cache.get_or_judge((cell, variant), lambda rec=rec, variant=variant: judge_cell(exploding, rec, "note", variant))
         outcomes[(cell, variant)] = soft_outcome(hard, verdict)
     assert cache.misses == 0 and len(outcomes) == len(cache)
     # The published judged set is the union-false cells, and every reference verdict says noticed.

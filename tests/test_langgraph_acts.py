@@ -10,7 +10,7 @@ from judges.hard.acts import flag_lines, mapping_acts
 from judges.hard.rulesets import load_ruleset
 from operators import Fault
 from sabot import tasks
-from sabot.protocols import Protocols
+from sabot.parse_rules import Protocols
 from sabot.recorder import Recorder
 
 TASK = "T1"

@@ -12,7 +12,7 @@ import dagster as dg
 import pytest
 from dagster_duckdb import DuckDBResource
 
-from sabot.protocols import anchored
+from sabot.parse_rules import anchored
 from sabot.store.db import connect
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.definitions import build_definitions
@@ -97,7 +97,7 @@ def test_every_baseline_passes_on_every_task(wave2):
 def test_the_instrument_check_finds_no_disagreement(fixture, request):
     """A simulated wave's headline: the stored verdicts against the intent log, under every ruleset read."""
     _, store_path = request.getfixturevalue(fixture)
-    from sabot.store.board import read_report
+    from sabot.store.published import read_report
 
     with connect(store_path, read_only=True) as con:
         docs = json.loads(read_report(con, fixture, "instrument", "json"))
@@ -158,7 +158,7 @@ def test_replaying_a_demo_slice_sends_nothing_and_reproduces_every_record(demo, 
     provider where nothing listens, so any call a replay made (to it, or to a scripted model it
     started) would end the run in RUN_ERROR and change its record. Runs execute in processes of
     their own, so the guard is the environment they inherit, not a patch of this process."""
-    from sabot.store.board import read_report
+    from sabot.store.published import read_report
     from sabot_assets.wave_jobs import Slice
 
     _, store_path = demo

@@ -78,6 +78,10 @@ def test_built_ins_are_plug_ins():
     fault = operators.make_fault("O4", {"O4": {"seam": "model_config"}}, "weak-model")
     assert type(fault).__name__ == "ModelDowngrade" and fault.model_for("worker", "strong") == "weak-model"
     assert tasks.passes("T1", "/nonexistent") is False
+    # A team's project runner is a plug-in too: the built-in runner reaches it only through the registry.
+    from adapters.byo.runner import run_project
+
+    assert plugins.lookup("runner", "project") is run_project
 
 
 def test_a_new_operator_needs_only_its_own_module(scratch_module, tmp_path):

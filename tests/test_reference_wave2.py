@@ -56,7 +56,7 @@ def test_clean_baseline_base_rates_match_the_published_t3_slice(scored_wave2):
     """The anchor-collision review publishes T3 clean fires per row: langgraph/default is 0 of 5 for every operator."""
     import json
 
-    from sabot.store.board import read_report
+    from sabot.store.published import read_report
 
     with connect(scored_wave2.store_path, read_only=True) as con:
         board = json.loads(read_report(con, "public_wave2", "v0.2.0", "board.json"))

@@ -1,8 +1,7 @@
 """The §2 funnel as the spec defines it, the §7 band, and when a median may be printed."""
 
-import pytest
 
-from judges.hard.board import median_entry
+from judges.hard.scoreboard import median_entry
 from judges.hard.funnel import band, funnel, missing_rows, with_soft
 from judges.hard.tables import fmt_rate, section2_markdown
 

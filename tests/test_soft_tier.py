@@ -8,7 +8,7 @@ import pytest
 from dagster_duckdb import DuckDBResource
 
 from judges.soft.cache import soft_outcome
-from sabot.store.board import read_report
+from sabot.store.published import read_report
 from sabot.store.db import connect, transaction
 from sabot.store.judging import read_judgements, write_judgements
 from sabot_assets.corpus_jobs import import_corpus, score_corpus

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from sabot.trace import TraceError, parse_runresult, to_runresult
+from sabot.recorder import Recorder
+from sabot.trace import EventKind, TraceError, parse_runresult, to_runresult
 from tests.conftest import CORPUS, require_corpus
 
 
@@ -34,3 +35,15 @@ def test_a_boolean_is_not_a_seq():
            "trace": {"config": "d", "events": [], "framework": "f", "operator": None, "run_id": "r", "schema_version": 1, "seed": 11, "task": "T1"}}
     with pytest.raises(TraceError, match="x.json: injection_seq: expected int or NoneType, got bool"):
         parse_runresult(obj, "x.json")
+
+
+def test_event_kinds_are_the_reference_strings():
+    require_corpus()
+    kinds = {e["kind"] for path in (CORPUS / "harness" / "runs").rglob("*runresult.json")
+             for e in json.loads(path.read_text())["trace"]["events"]}
+    assert kinds <= set(EventKind) and EventKind.GUARDRAIL_EVENT == "guardrail-event"
+    recorder = Recorder()
+    recorder.record("worker", EventKind.AGENT_MSG, text="hi")
+    assert type(recorder.events[0].kind) is str and recorder.events[0].kind == "agent-msg"  # stored as it always was
+    with pytest.raises(ValueError, match="guardrail_event"):
+        recorder.record("critic", "guardrail_event", act="reject")  # a misspelt kind is refused where it is recorded

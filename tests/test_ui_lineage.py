@@ -13,7 +13,6 @@ scripted model, then one cell against an endpoint where nothing listens (RUN_ERR
 `SABOT_UI_SCREENSHOTS=DIR` keeps the screenshots (a cell's verdict, a number's cells, the failed cell).
 """
 
-import json
 import os
 import signal
 import subprocess

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import dagster as dg
 import pytest
 
-from sabot.store.board import read_report
+from sabot.store.published import read_report
 from sabot.store.db import connect
 from sabot.store.judging import read_judgements
 from sabot.store.lineage import number_cells

@@ -18,9 +18,9 @@ from pathlib import Path
 from adapters.byo.errors import TeamCodeError
 from adapters.byo.runner import FRAMEWORKS, build, execute, importable, pipeline_process
 from adapters.byo.tools import tool_objects
-from adapters.runner import INFRASTRUCTURE_ERRORS
+from adapters.outcome import INFRASTRUCTURE_ERRORS
 from sabot.projects import SURFACE_NAMES, Project, ProjectError
-from sabot.trace import RunRecord
+from sabot.trace import EventKind, RunRecord
 
 UNREACHABLE = "http://127.0.0.1:9/v1"  # the endpoint while only building: nothing listens (no call is expected)
 
@@ -52,7 +52,7 @@ class CheckReport:
 def baseline_line(record: RunRecord, project: Project) -> str:
     """One baseline's outcome as the team needs it: passed or FAILED, with the pass criterion's words."""
     criterion = record.extra.get("pass_criterion") or {}
-    crashed = next((e.payload.get("error") for e in record.events if e.kind == "pipeline-error"), None)
+    crashed = next((e.payload.get("error") for e in record.events if e.kind == EventKind.PIPELINE_ERROR), None)
     verdict = "passed" if record.task_passed else "FAILED"
     line = f"  baseline seed {record.seed}: {verdict}; pass criterion {_criterion_name(project)}: {criterion.get('output') or 'no output'}"
     return line + (f"\n    {crashed}" if crashed else "")

@@ -23,6 +23,7 @@ import httpx
 from adapters.byo.seams import SeamFault
 from adapters.http_reply import send_reply
 from sabot.recorder import Recorder
+from sabot.trace import EventKind
 
 log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())
@@ -57,7 +58,7 @@ class FaultLayer:
             self.fault.model_reply(agent, served)  # an O4 landing is recorded before the reply it served
         with self.lock:
             if status == 200:
-                self.recorder.record(agent, "agent-msg", model_id=served, text=text)
+                self.recorder.record(agent, EventKind.AGENT_MSG, model_id=served, text=text)
             self.exchanges.append({"n": len(self.exchanges) + 1, "path": path, "agent": agent, "request": sent,
                                    "reply": reply, "model": served, "status": status})
 

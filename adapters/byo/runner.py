@@ -28,12 +28,12 @@ from adapters.byo.seams import SeamFault
 from adapters.byo.surfaces import Acts
 from adapters.byo.tools import WrappedTools
 from adapters.endpoint import provider_from_env
-from adapters.runner import INFRASTRUCTURE_ERRORS, RunOutcome
+from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome
 from adapters.scripted.server import Reply, ScriptedModelServer, ToolCall
 from sabot.plugins import resolve_path
 from sabot.projects import Project, ProjectError
 from sabot.recorder import Recorder
-from sabot.trace import RunRecord
+from sabot.trace import EventKind, RunRecord
 
 FRAMEWORKS = {"langgraph": langgraph_run, "crewai": crewai_run, "autogen": autogen_run}  # each: run(), parts()
 PROXY_KEY = "sk-sabot-fault-proxy"  # what the pipeline holds; a provider key never leaves the proxy
@@ -210,12 +210,12 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
                 double.raise_if_failed()  # the double's own bug, not the endpoint's
             raise
         except Exception as exc:  # the team's pipeline crashed: a failed run, not an act (no mapping names it)
-            recorder.record(where.node, "pipeline-error", error=str(team_code_error("the pipeline", exc, project.root))[:2000])
+            recorder.record(where.node, EventKind.PIPELINE_ERROR, error=str(team_code_error("the pipeline", exc, project.root))[:2000])
             output = {"error": f"{type(exc).__name__}: {exc}"}
         if double is not None:
             double.raise_if_failed()
         result = apply_pass_criterion(project, output, run_dir)
-    recorder.record("emit", "verdict", task_passed=result.passed)
+    recorder.record("emit", EventKind.VERDICT, task_passed=result.passed)
     injection = {**fault.summary(), "why_not": fault.why_not(tools.seen, layer.agents_seen),
                  "tools_wrapped": sorted(tools.names), "agents_seen": sorted(layer.agents_seen)}
     return recorder.record_of(

@@ -19,6 +19,7 @@ import threading
 
 from sabot.projects import duration_of
 from sabot.recorder import Recorder
+from sabot.trace import EventKind
 
 
 class SeamFault:
@@ -58,7 +59,7 @@ class SeamFault:
             self.attempts += 1
             reply = self.spec["claim"]
             self._acted(f"{name} was not run; its caller received the claim {reply!r}")
-            self.recorder.record(agent, "tool-call", tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=reply)
+            self.recorder.record(agent, EventKind.TOOL_CALL, tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=reply)
             return reply
         result = run()
         text = result if isinstance(result, str) else None
@@ -67,9 +68,9 @@ class SeamFault:
             perturbed = self._perturb_text(text)
             if perturbed is not None:
                 self._acted(f"{name} returned the perturbed result to its caller")
-                self.recorder.record(agent, "tool-call", tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=perturbed)
+                self.recorder.record(agent, EventKind.TOOL_CALL, tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=perturbed)
                 return perturbed
-        self.recorder.record(agent, "tool-call", tool=name, injected=False, args=_jsonable(args), output=_jsonable(result))
+        self.recorder.record(agent, EventKind.TOOL_CALL, tool=name, injected=False, args=_jsonable(args), output=_jsonable(result))
         return result
 
     def _perturb_text(self, text: str) -> str | None:
@@ -95,7 +96,7 @@ class SeamFault:
             altered, changed = _replace_in_messages(body, self.spec["find"], self.spec["replace"], everywhere=self.duration == "persists")
             if changed:
                 self._acted(f"a request of {agent} was forwarded with {self.spec['find']!r} replaced")
-                self.recorder.record(agent, "tool-call", tool="model_endpoint", injected=True, operator=self.operator,
+                self.recorder.record(agent, EventKind.TOOL_CALL, tool="model_endpoint", injected=True, operator=self.operator,
                                      field="request", output=self.spec["replace"])
                 return altered
             return body
@@ -107,7 +108,7 @@ class SeamFault:
                 if served_model == self.spec["model"] and not self.served_target:
                     self.served_target = self.landed = True
                     self.evidence.append(f"{agent}'s call was served by {served_model}")
-                    self.recorder.record(agent, "tool-call", tool="model_endpoint", injected=True, operator=self.operator,
+                    self.recorder.record(agent, EventKind.TOOL_CALL, tool="model_endpoint", injected=True, operator=self.operator,
                                          field="model", output=served_model)
 
     # -- the verdict on landing ---------------------------------------------------------------

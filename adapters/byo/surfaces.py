@@ -7,6 +7,7 @@ entry's index, so `sabot explain` shows which registered surface produced it.
 import re
 
 from sabot.recorder import Recorder
+from sabot.trace import EventKind
 
 
 class Acts:
@@ -19,7 +20,7 @@ class Acts:
     def act(self, index: int, surface: dict, reason) -> None:
         component = (surface.get("component") or surface.get("node") or surface.get("agent") or surface.get("task")
                      or surface.get("from") or surface["surface"])
-        self.recorder.record(component, "guardrail-event", act=surface["act"], component=component,
+        self.recorder.record(component, EventKind.GUARDRAIL_EVENT, act=surface["act"], component=component,
                              reason=None if reason is None else str(reason), surface=surface["surface"], mapping_entry=index)
 
 

@@ -7,7 +7,7 @@ simulator intended is visible to these functions.
 
 from dataclasses import dataclass
 
-from sabot.protocols import anchored, rule_matches
+from sabot.parse_rules import anchored, rule_matches
 from sabot.trace import RunRecord
 
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from judges.hard.strict import StrictRule
 from sabot.model_ids import MODEL_IDS, served_pattern
-from sabot.protocols import FlagsRule
+from sabot.parse_rules import FlagsRule
 
 RETRY_REASON_RULES = ("any", "references_anomaly")
 REACTED_RULES = ("equals_detected", "corrective_after_detection")
@@ -67,9 +67,9 @@ def _choice(value, allowed, where):
 def scorer_source_hash() -> str:
     """Hash of the scorer's code: a change to any rule function changes every ruleset hash."""
     from judges.hard import acts, cell, strict  # the modules whose code decides a verdict
-    from sabot import protocols
+    from sabot import parse_rules
 
-    source = "".join(inspect.getsource(m) for m in (acts, cell, strict, protocols)) + inspect.getsource(Ruleset)
+    source = "".join(inspect.getsource(m) for m in (acts, cell, strict, parse_rules)) + inspect.getsource(Ruleset)
     return hashlib.sha256(source.encode()).hexdigest()
 
 

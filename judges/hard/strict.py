@@ -12,7 +12,7 @@ Every rule here comes from a ruleset's `uses` (FLAGS rule, anchors, strict class
 from collections import Counter
 from dataclasses import dataclass
 
-from sabot.protocols import anchored
+from sabot.parse_rules import anchored
 
 @dataclass(frozen=True)
 class StrictRule:
@@ -43,7 +43,7 @@ class FloorRules:
     """The rules of a board's strict floor and base rates, and the ruleset they were taken from."""
 
     source: str  # ruleset version
-    flags: object  # sabot.protocols.FlagsRule
+    flags: object  # sabot.parse_rules.FlagsRule
     strict: StrictRule
     anchor_sets: dict  # task -> operator -> registered anchors
 

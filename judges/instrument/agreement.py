@@ -23,7 +23,7 @@ not simulated: a detection they alone explain is its own count, neither agreemen
 from collections import defaultdict
 from dataclasses import dataclass
 
-from sabot.protocols import anchored
+from sabot.parse_rules import anchored
 
 DETERMINISTIC = frozenset({"validator", "contract-guardrail"})
 SIMULATED_CHECKS = frozenset({"reviewer", "crewai_guardrail"})

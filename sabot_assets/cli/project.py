@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from sabot_assets.cli.common import guarded
+from sabot.trace import EventKind
 
 SCAFFOLDS = Path(__file__).resolve().parents[2] / "adapters" / "byo" / "scaffold"  # one folder per framework
 SCAFFOLD_FRAMEWORKS = ("langgraph", "crewai", "autogen")  # sabot.projects.FRAMEWORKS, without importing it for --help
@@ -30,7 +31,7 @@ def adopt_project(ctx, target: str) -> str:
 
 def _completed(record) -> bool:
     """The run reached its end: no RUN_ERROR, and the team's pipeline did not crash."""
-    return record.error is None and not any(e.kind == "pipeline-error" for e in record.events)
+    return record.error is None and not any(e.kind == EventKind.PIPELINE_ERROR for e in record.events)
 
 
 def project_lines(store_path, wave, project) -> list[str]:

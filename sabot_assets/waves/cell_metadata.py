@@ -19,11 +19,12 @@ import dagster as dg
 from judges.hard.tables import HEADLINE_COLUMN
 from sabot.runroot import Attempt
 from sabot.registry import WaveDef
+from sabot.trace import EventKind
 from sabot_assets.constants import RERUN_TAG
 from sabot_assets.waves.ui_links import explain_cell_command, partition_url
 from sabot_assets.waves.ui_text import shortened
 
-OWN_CHECK_KINDS = ("guardrail-event", "verdict")  # the event kinds the mappings read acts from
+OWN_CHECK_KINDS = (EventKind.GUARDRAIL_EVENT, EventKind.VERDICT)  # the event kinds the mappings read acts from
 QUOTE_CHARS = 60  # a quote cell of a metadata table (it must fit the panel): longer ones are shortened with a marker
 RUN_ERROR_KEY = "RUN_ERROR reason"
 

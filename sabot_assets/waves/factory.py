@@ -10,7 +10,7 @@ import dagster as dg
 
 from judges.hard.rulesets import load_ruleset
 from sabot.registry import Registry, WaveDef
-from sabot_assets.waves.board import build_board_assets
+from sabot_assets.waves.scoreboard_assets import build_board_assets
 from sabot_assets.waves.instrument import build_instrument_check
 from sabot_assets.waves.preregistration import build_preregistration
 from sabot_assets.waves.judging import build_judging_assets

@@ -13,13 +13,13 @@ from dagster_duckdb import DuckDBResource
 from judges.instrument import agreement
 from judges.instrument.report import agreement_markdown
 from sabot.registry import WaveDef
-from sabot.store.board import write_report
+from sabot.store.published import write_report
 from sabot.store.instrument import read_intents, read_wave_acts
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import COST_TAG
 from sabot_assets.resources import store_connection
-from sabot_assets.waves.board import report_link, reports_dir
+from sabot_assets.waves.scoreboard_assets import report_link, reports_dir
 from sabot_assets.waves.ui_text import summary
 
 

@@ -25,7 +25,7 @@ from judges.stats import cohen_kappa, kappa_confidence
 from sabot import tasks
 from sabot.matrix import Cell
 from sabot.registry import Registry, WaveDef
-from sabot.store.board import read_report, write_report
+from sabot.store.published import read_report, write_report
 from sabot.store.db import transaction
 from sabot.store.judging import read_judgements, write_judgements
 from sabot.store.runs import read_runs
@@ -82,7 +82,7 @@ def _cached(con, wave: WaveDef, cells: list[Cell], run_id: str) -> list[dict]:
         [wave.name],
     ).fetchall()
     out = []
-    for kind, op, probe, path, body in rows:
+    for _kind, op, probe, path, body in rows:
         if (op, probe) in keys:
             verdict = load_reference_verdict(json.loads(body), path)
             out.append(_row(wave.name, keys[(op, probe)], verdict, run_id))

@@ -12,6 +12,7 @@ from judges.hard.strict import FloorRules, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, wilson
 from sabot.projects import PROJECT_BOARD_NOTE, ProjectRegistry
+from sabot.trace import EventKind
 
 
 def fingerprint(rows) -> str:
@@ -55,7 +56,7 @@ def baseline_replans(baselines) -> dict:
         entry = out.setdefault(f"{run.framework}/{run.config}", [0, 0])
         entry[1] += 1
         entry[0] += any(
-            e.kind == "guardrail-event" and e.payload.get("act") == "retry_with_reason" and e.payload.get("component") == "MagenticOneOrchestrator"
+            e.kind == EventKind.GUARDRAIL_EVENT and e.payload.get("act") == "retry_with_reason" and e.payload.get("component") == "MagenticOneOrchestrator"
             for e in run.events
         )
     return out

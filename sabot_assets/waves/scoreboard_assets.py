@@ -15,14 +15,14 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from judges.hard.board import build_board
+from judges.hard.scoreboard import build_board
 from judges.hard.strict import floor_rules
 from judges.hard.report import render_markdown
 from judges.report.html import render_html
 from judges.hard.tables import HEADLINE_COLUMN, columns_for, fmt_pct, fmt_rate, markdown_table
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 from sabot.registry import Registry, WaveDef
-from sabot.store.board import read_report, write_board, write_report
+from sabot.store.published import read_report, write_board, write_report
 from sabot.store.db import transaction
 from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sabot.protocols import Protocols, anchored
+from sabot.parse_rules import Protocols, anchored
 
 
 @pytest.fixture(scope="module")

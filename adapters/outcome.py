@@ -1,0 +1,30 @@
+"""What every runner shares, in a leaf module: a run's outcome and the errors that mean the endpoint,
+not the pipeline, failed. The built-in runner (`adapters.runner`) and a team's project runner
+(`adapters.byo.runner`, a plug-in) both import it; neither imports the other."""
+
+from dataclasses import dataclass
+
+from sabot.trace import RunRecord
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    record: RunRecord
+    intent: list  # what the scripted model decided and why (empty against a real provider)
+
+
+def infrastructure_errors() -> tuple[type[BaseException], ...]:
+    """The errors that mean the endpoint, not the pipeline, failed: a RUN_ERROR, never a miss.
+
+    Built on first use: importing the OpenAI client costs over a second, and the asset definitions
+    (which import the runner) are loaded by every command, scoring ones included."""
+    import httpx
+    import openai
+
+    return (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError, httpx.HTTPError, ConnectionError, TimeoutError)
+
+
+def __getattr__(name: str):
+    if name == "INFRASTRUCTURE_ERRORS":  # the name runners import (PEP 562: resolved on import)
+        return infrastructure_errors()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
