@@ -165,7 +165,7 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
     if getattr(registry, "project", None) is not None:  # a team's own pipeline (sabot.projects)
         from adapters.byo.runner import run_project
 
-        return run_project(spec, registry.project, work_root)
+        return run_project(spec, registry.project, work_root, registry=registry, replay=replay, call_policy=call_policy)
     error, failed_exchanges, calls = None, [], []
     prices = PriceTable.from_registry(registry)
     provider = provider_from_env("", "")
