@@ -192,3 +192,61 @@ def test_the_pipeline_process_holds_no_provider_key(waves):
         assert not any(KEY in value for value in environ.values())
         assert "SABOT_MODEL_API_KEY" not in environ and "SABOT_MODEL_BASE_URL" not in environ
         assert environ["OPENAI_BASE_URL"].startswith("http://127.0.0.1:") and environ["OPENAI_API_KEY"] != KEY
+
+
+HANG = ("\n\nimport subprocess as _subprocess, time as _time\n"
+        "_build_graph = build_graph\n\n\n"
+        "def build_graph():  # the test's hang: a helper process started, then no return\n"
+        "    helper = _subprocess.Popen(['sleep', '600'])\n"
+        "    with open('helper.pid', 'w') as out:\n"
+        "        out.write(str(helper.pid))\n"
+        "    _time.sleep(600)\n"
+        "    return _build_graph()\n")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def test_a_pipeline_that_hangs_is_stopped_at_the_wall_limit_naming_its_file(tmp_path):
+    """The wall limit is the call policy's registered run_wall_limit_seconds (here overridden to 3 s):
+    the pipeline's whole process group is killed, and the error names where in the project it hung."""
+    import time
+
+    from adapters.byo.runner import run_project
+    from adapters.gateway import CallPolicy
+    from adapters.runner import RunSpec
+
+    copy = tmp_path / "hung_desk"
+    shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "refund_desk.py").write_text((copy / "refund_desk.py").read_text() + HANG)
+    policy = CallPolicy.from_doc({**QUICK_POLICY, "run_wall_limit_seconds": 3, "limits": {}}, "a 3 s wall limit")
+    started = time.monotonic()
+    outcome = run_project(RunSpec("refund_desk", 1, "langgraph", "own", "refund", None, 1), Project.load(copy), tmp_path / "runs", call_policy=policy)
+    took = time.monotonic() - started
+    error = outcome.record.error
+    assert error and "ran past the run's wall limit of 3 s" in error and "refund_desk:build_graph (refund_desk.py)" in error, error
+    assert "it was at refund_desk.py:" in error and "in build_graph" in error  # where, from the hung process's own stack
+    assert took < 30 and "attempt" not in error  # stopped once, not retried: it would hang again
+    helper = int((tmp_path / "runs" / outcome.record.run_id / "helper.pid").read_text())
+    assert _gone(helper)  # what the pipeline started ended with it
+
+
+def test_a_projects_code_and_its_fault_durations_are_part_of_a_runs_identity(monkeypatch):
+    from adapters.run_attempt import current_identity
+    from sabot import projects
+    from sabot.runroot import Identity
+
+    registry = ProjectRegistry(Project.load(ROOT / "examples" / "refund_desk"))
+    now = current_identity(registry, "runner-v1", 1)
+    assert set(now.code) == {"pipeline", "test double", "pass criterion", "fault durations"}
+    assert list(now.code["pass criterion"]) == ["refund_checks.py"] and "refund_desk.py" in now.code["pipeline"]
+    before = Identity(**{k: v for k, v in now.as_dict().items() if k != "code"})  # a run stored before code was identity
+    assert now != before and now.change_from(before) == "stored before the project's code was part of a run's identity"
+    monkeypatch.setitem(projects.DEFAULT_DURATION, "tool", "once")
+    changed = current_identity(registry, "runner-v1", 1)
+    assert changed != now and changed.change_from(now) == "default fault durations changed (model persists, tool once)"
+    assert Identity(**json.loads(json.dumps(now.as_dict()))) == now  # as attempt.json stores and reads it back
