@@ -39,7 +39,7 @@ from adapters.byo.proxy import AGENT_HEADER, UNATTRIBUTED, FaultLayer, FaultProx
 from adapters.byo.seams import SeamFault
 from adapters.byo.surfaces import Acts
 from adapters.byo.tools import WrappedTools
-from adapters.endpoint import provider_from_env
+from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV, provider_from_env
 from adapters.gateway import GATEWAY_KEY, CallPolicy, ModelGateway, Upstream
 from adapters.gateway.policy import POLICY_DOC
 from adapters.runner import INFRASTRUCTURE_ERRORS, RunOutcome
@@ -95,11 +95,14 @@ def importable(project: Project):
 
 @contextlib.contextmanager
 def pipeline_env(project: Project, run_dir: Path, base_url: str):
-    """The process state a run needs: cwd and HOME in the run's directory,
-    and the OpenAI SDK pointed at the proxy. Everything is restored afterwards."""
-    saved_env = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "HOME")}
+    """The process state a run needs: cwd and HOME in the run's directory, the OpenAI SDK pointed at
+    the fault layer, and the provider's settings out of sight (`project check` builds the factory in
+    its own process). Everything is restored afterwards."""
+    saved_env = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "HOME", API_KEY_ENV, BASE_URL_ENV)}
     saved_cwd = os.getcwd()
     (run_dir / "home").mkdir(parents=True, exist_ok=True)
+    for hidden in (API_KEY_ENV, BASE_URL_ENV):
+        os.environ.pop(hidden, None)
     os.environ.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": PROXY_KEY, "HOME": str(run_dir / "home")})
     os.chdir(run_dir)
     try:

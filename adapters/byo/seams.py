@@ -8,7 +8,9 @@ The operator's spec comes from the project's registered `operators.json`:
 How long it acts is the entry's `duration` (`sabot.projects.DEFAULT_DURATION` per seam): "once", on
 the first call it can act on, or "persists", on every call of the tool and every request of the
 agent that carries the text it alters (so a framework that re-sends the unaltered history, or a
-retry that calls the tool again, meets the same fault). A model swap always persists. What
+retry that calls the tool again, meets the same fault). A model swap always persists, and lands
+when the endpoint reports serving the target's family: the id itself or a dated snapshot of it
+(`gpt-5.6-luna-2026-07-01`; `sabot.model_ids`, data/standard/model_ids.v1.json). What
 actually reached the pipeline is recorded; `landed` is decided from that evidence alone, and
 `why_not` says why a fault did not land, which the scorer turns into an INJECTION_UNVERIFIED
 exclusion, never a miss.
