@@ -14,6 +14,7 @@ that scanned its own memory could find it. Code that must not be trusted that fa
 """
 
 import faulthandler
+import gc
 import os
 import pickle
 import re
@@ -55,10 +56,12 @@ def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, se
     WallLimitExceeded, naming the innermost frame of the child inside `root`."""
     read_end, write_end = os.pipe()
     stack = tempfile.TemporaryFile()
+    gc.freeze()  # the child's collector then never walks (and so copies) the heap it shares with this process
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_end)
         _child(work, write_end, stack.fileno(), secrets)
+    gc.unfreeze()
     os.close(write_end)
     received = bytearray()
     reader = threading.Thread(target=_drain, args=(read_end, received), daemon=True)

@@ -21,6 +21,7 @@ running it again would fail the same way.
 
 import contextlib
 import functools
+import importlib
 import io
 import json
 import os
@@ -56,6 +57,8 @@ PROXY_KEY = "sk-sabot-fault-proxy"  # what the pipeline holds; a provider key ne
 DOUBLE_KEY = "sk-test-double"
 SIMULATION = "simulation (the project's own test double on 127.0.0.1)"
 PASS_TIMEOUT = 60
+# What every framework's OpenAI client imports lazily on its first call (~0.8 s; adapters.pool preloads the same).
+CLIENT_MODULES = ("openai.resources", "httpcore", "anyio._backends._asyncio")
 SHOWN_OUTPUT = 2000  # characters of a pass criterion's output kept in the record
 
 
@@ -270,6 +273,15 @@ def _in_pipeline_process(project: Project, operator: str | None, spec: dict | No
     return {"events": recorder.stamped(), "fault": fault.state(), "tools_seen": set(tools.seen), "tools_wrapped": sorted(tools.names), "pass": result}
 
 
+def warm(framework: str) -> None:
+    """Import the framework in the run's own process, once, so the pipeline's forked process finds it loaded."""
+    for name in (*getattr(FRAMEWORKS[framework], "WARM", ()), *CLIENT_MODULES):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # the pipeline's own import will name what is missing
+            pass
+
+
 def _source_of(project: Project, target: str) -> str:
     """The project file a "module:function" target lives in, for messages."""
     found = project.module_file(target)
@@ -327,6 +339,7 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         if spent is not None:
             stack.callback(lambda: spent.extend(gateway.exchanges))
         proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
+        warm(project.framework)
         work = functools.partial(_in_pipeline_process, project, operator, spec, seed, run_dir, proxy.base_url)
         try:
             child = _confined_result(project, work, policy, (provider.api_key,) if provider else ())
