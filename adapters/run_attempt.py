@@ -15,10 +15,14 @@ from sabot.runroot import Identity
 
 
 def current_identity(registry, runner_version: str, protocol: int) -> Identity:
-    """What a run made now would be made with: runner code version, endpoint, model ids, protocol."""
+    """What a run made now would be made with: runner code version, endpoint, model ids, protocol
+    (and for a project, the hashes of its code)."""
     models = registry.doc("standard/models.v0.1.1.json")
     pipeline, downgrade = models["pipeline_model"], models["o4_downgrade_model"]
     endpoint = provider_from_env(pipeline, downgrade) or scripted("", pipeline, downgrade)
+    project = getattr(registry, "project", None)
+    if project is not None:  # a team's pipeline: its own code is part of what a stored run was made with
+        return Identity(runner_version, endpoint.label, pipeline, downgrade, protocol, project.code_hashes())
     return Identity(runner_version, endpoint.label, pipeline, downgrade, protocol)
 
 

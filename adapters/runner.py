@@ -144,7 +144,7 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
     With `replay`, every model call is answered from that recording and nothing is sent anywhere; a
     call it lacks raises ReplayMiss (the replay stops, naming the cell and the call)."""
     if getattr(registry, "project", None) is not None:  # a team's own pipeline (sabot.projects)
-        return plugins.lookup("runner", "project")(spec, registry.project, work_root)
+        return plugins.lookup("runner", "project")(spec, registry.project, work_root, registry=registry, replay=replay, call_policy=call_policy)
     error, failed_exchanges, calls = None, [], []
     prices = PriceTable.from_registry(registry)
     provider = provider_from_env("", "")

@@ -196,6 +196,31 @@ class Project:
         spec = self.operators.get(operator, {})
         return tuple(spec.get("anchors", [v for v in (spec.get("replace"),) if v]))
 
+    # -- the code a run executes: part of a stored run's identity ---------------------------
+
+    def module_file(self, target: str) -> Path | None:
+        """The file in the project folder of a "module:function" target (a module or a package)."""
+        parts = target.partition(":")[0].split(".")
+        for path in (self.root.joinpath(*parts).with_suffix(".py"), self.root.joinpath(*parts, "__init__.py")):
+            if path.is_file():
+                return path
+        return None
+
+    def code_hashes(self) -> dict[str, dict[str, str]]:
+        """What of the team's code a run executes, by role, as {file: sha256}: the test double's and
+        the pass criterion's modules (a command's files in the folder), and every other Python file
+        of the folder as the pipeline's; with the default fault durations the operators resolve to.
+        A stored run is reused only while all of it is unchanged (`sabot.runroot.Identity.code`)."""
+        roles = {"test double": [self.module_file(self.doc["responder"])] if "responder" in self.doc else []}
+        check = self.doc["task"]["pass"]
+        roles["pass criterion"] = ([self.module_file(check)] if isinstance(check, str)
+                                   else [self.root / a for a in check["command"] if (self.root / a).is_file()])
+        claimed = {p.resolve() for files in roles.values() for p in files if p}
+        roles["pipeline"] = [p for p in sorted(self.root.rglob("*.py")) if p.resolve() not in claimed and not _outside_code(p, self.root)]
+        hashes = {role: {p.relative_to(self.root).as_posix(): sha256_bytes(p.read_bytes()) for p in files if p} for role, files in roles.items()}
+        hashes["fault durations"] = dict(DEFAULT_DURATION)
+        return hashes
+
     # -- registration: mapping first, then the data; never edited in place ------------------
 
     @property
@@ -240,6 +265,31 @@ class Project:
         doc = {"project": self.name, "order": list(self.shas), "files": dict(self.shas)}
         self.lock_path.write_text(json.dumps(doc, indent=1) + "\n")
         return added
+
+
+def _outside_code(path: Path, root: Path) -> bool:
+    """A file under the folder that is not the team's pipeline code: its registration, a virtualenv, caches."""
+    parts = path.relative_to(root).parts[:-1]
+    return any(p == PROJECT_DIR or p.startswith(".") or p in ("__pycache__", "site-packages", "venv", "node_modules") for p in parts)
+
+
+def code_change(stored: dict, now: dict) -> str:
+    """Why code hashes differ, for the CLI: "pass criterion my_checks.py changed; pipeline x.py added"."""
+    if not stored:
+        return "stored before the project's code was part of a run's identity"
+    reasons = []
+    for role in dict.fromkeys([*now, *stored]):
+        old, new = stored.get(role) or {}, now.get(role) or {}
+        if role == "fault durations":
+            if old != new:
+                reasons.append(f"default fault durations changed ({', '.join(f'{k} {v}' for k, v in sorted(new.items()))})")
+            continue
+        changed = sorted(f for f in old if f in new and old[f] != new[f])
+        added, removed = sorted(set(new) - set(old)), sorted(set(old) - set(new))
+        for files, verb in ((changed, "changed"), (added, "added"), (removed, "removed")):
+            if files:
+                reasons.append(f"{role} {', '.join(files)} {verb}")
+    return "; ".join(reasons) or "the project's code changed"
 
 
 def standard_mapping(project: Project, base: dict) -> dict:

@@ -17,7 +17,7 @@ An attempt directory without attempt.json is a run that never finished (killed):
 import datetime as dt
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sabot.corpus import BASELINE_DIR
@@ -46,10 +46,25 @@ class Identity:
     pipeline_model: str
     downgrade_model: str
     protocol: int
+    # A project's run: the hashes of the team's code it executed, by role (`Project.code_hashes`);
+    # empty for built-in runs, whose code is the runner version.
+    code: dict = field(default_factory=dict, hash=False)
 
     def as_dict(self) -> dict:
-        return {"runner_version": self.runner_version, "endpoint": self.endpoint, "pipeline_model": self.pipeline_model,
-                "downgrade_model": self.downgrade_model, "protocol": self.protocol}
+        doc = {"runner_version": self.runner_version, "endpoint": self.endpoint, "pipeline_model": self.pipeline_model,
+               "downgrade_model": self.downgrade_model, "protocol": self.protocol}
+        return {**doc, "code": self.code} if self.code else doc
+
+    def change_from(self, stored: "Identity") -> str:
+        """Why a run stored with `stored` is not reused under this identity (for the CLI)."""
+        from sabot.projects import code_change
+
+        moved = [name for name in ("runner_version", "endpoint", "pipeline_model", "downgrade_model", "protocol")
+                 if getattr(self, name) != getattr(stored, name)]
+        reasons = [f"{name.replace('_', ' ')} {getattr(stored, name)} -> {getattr(self, name)}" for name in moved]
+        if self.code != stored.code:
+            reasons.append(code_change(stored.code, self.code))
+        return "; ".join(reasons)
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,15 @@ def runs_to_launch(registry: Registry, store_path: Path, chosen: Selected, rerun
     return [probe for slot in slots if slot not in reuse for probe in (slot[1],)]
 
 
+def rerun_reasons(registry: Registry, store_path: Path, chosen: Selected) -> dict[str, int]:
+    """Why the slice's stored complete runs will run again rather than be reused: reason -> slots."""
+    from adapters.run_attempt import current_identity
+    from sabot_assets.waves.live_runs import rerun_reasons as reasons_in, run_root_beside
+
+    identity = current_identity(registry, RUNNER_VERSION, chosen.wave.protocol)
+    return reasons_in(run_root_beside(store_path), chosen.wave.name, chosen.slots(), identity)
+
+
 def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, wave_name: str, frameworks=None,
              progress=iter, selection: Slice | None = None, rerun: bool = False, replay: bool = False,
              spend_ceiling: float | None = None) -> WaveRun:

@@ -39,13 +39,17 @@ def test_with_a_provider_set_the_run_goes_to_the_provider(tmp_path, monkeypatch)
 
 def test_a_dead_provider_is_a_run_error_naming_it(tmp_path, monkeypatch):
     from adapters.byo.runner import run_project
+    from adapters.gateway import CallPolicy
     from adapters.runner import RunSpec
 
     monkeypatch.setenv("SABOT_MODEL_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: nothing listens
     monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-x")
     project = Project.load(REFUND_DESK)
     spec = RunSpec("refund_desk", 1, "langgraph", "own", "refund", None, 1)
-    outcome = run_project(spec, project, tmp_path)
+    quick = CallPolicy.from_doc({"retry": {"max_attempts": 2, "max_total_seconds": 2, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.1,
+                                           "jitter_seconds": 0.01, "max_retry_after_seconds": 1, "retry_on_status": [503]},
+                                 "call_timeout_seconds": 2, "run_wall_limit_seconds": 60, "limits": {}}, "a quick test policy")
+    outcome = run_project(spec, project, tmp_path, call_policy=quick)  # the gateway's call policy: retried, then the run's retry-once
     assert outcome.record.error and "127.0.0.1:9" in outcome.record.error and "attempt 2" in outcome.record.error
 
 

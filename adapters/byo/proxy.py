@@ -1,16 +1,18 @@
-"""The model-endpoint seam: an OpenAI-compatible, fault-injecting proxy in front of the team's provider.
+"""The model-endpoint seam: the fault layer, an OpenAI-compatible hop in front of the run's model gateway.
 
-The team's pipeline is pointed at this proxy through the OpenAI SDK's own environment
-(OPENAI_BASE_URL, OPENAI_API_KEY), so no line of its code changes. Each request is attributed to
-an agent by its system prompt (the project's `agents`), passed through the run's fault (a model
-swapped for one agent, a message or context altered as the model sees it), and forwarded unchanged
-otherwise to the upstream: the project's own test double on 127.0.0.1, or the provider named by
-SABOT_MODEL_BASE_URL. The upstream's reply is relayed byte for byte; what it says served the call
-(`model`) and what it answered are recorded as the agent's message, so landing is judged from what
-actually reached the pipeline. The provider key stays in this process and is never recorded.
+The team's pipeline is pointed here through the OpenAI SDK's own environment (OPENAI_BASE_URL,
+OPENAI_API_KEY holding a placeholder), so no line of its code changes. Each request is attributed
+to an agent by its system prompt (the project's `agents`), passed through the run's fault (a model
+swapped for one agent, a message or context altered as the model sees it), and handed to the run's
+model gateway (adapters/gateway), exactly as a built-in pipeline's calls are: the gateway applies
+the call policy, the endpoint's rate limiter, usage capture, the record of every exchange and replay,
+and it alone holds the provider key. The gateway's reply is relayed byte for byte; what it says
+served the call (`model`) and what it answered are recorded as the agent's message, so landing is
+judged from what actually reached the pipeline.
 
-Kept separate from any forwarding gateway on purpose: `FaultLayer` (agent attribution, the fault,
-the recording) is the part a gateway would host; `FaultProxy` is only its HTTP carrier.
+`FaultLayer` (agent attribution, the fault, the recording) is what this hop adds; `FaultProxy` is
+only its HTTP carrier. The agent a request was attributed to travels to the gateway in the
+`X-Sabot-Agent` header, which the gateway records with the exchange (never part of its replay key).
 """
 
 import json
@@ -28,6 +30,7 @@ from sabot.trace import EventKind
 log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())
 UNATTRIBUTED = "model"
+AGENT_HEADER = "X-Sabot-Agent"
 
 
 class FaultLayer:
@@ -36,7 +39,6 @@ class FaultLayer:
     def __init__(self, agents: dict[str, str], fault: SeamFault, recorder: Recorder):
         self.agents, self.fault, self.recorder = agents, fault, recorder
         self.lock = threading.Lock()
-        self.exchanges: list[dict] = []
         self.agents_seen: set[str] = set()
 
     def agent_of(self, body: dict) -> str:
@@ -56,11 +58,9 @@ class FaultLayer:
         served, text = _served(reply)
         if status == 200:
             self.fault.model_reply(agent, served)  # an O4 landing is recorded before the reply it served
-        with self.lock:
-            if status == 200:
+        if status == 200:
+            with self.lock:
                 self.recorder.record(agent, EventKind.AGENT_MSG, model_id=served, text=text)
-            self.exchanges.append({"n": len(self.exchanges) + 1, "path": path, "agent": agent, "request": sent,
-                                   "reply": reply, "model": served, "status": status})
 
 
 def _text(content) -> str:
@@ -122,11 +122,11 @@ class _Handler(BaseHTTPRequestHandler):
         chat = self.command == "POST" and route.rstrip("/") == "/chat/completions" and body is not None
         agent, sent = proxy.layer.before(body) if chat else (UNATTRIBUTED, body)
         url = proxy.upstream.rstrip("/") + route
-        headers = {"Authorization": f"Bearer {proxy.upstream_key}", "Content-Type": "application/json"}
+        headers = {"Authorization": f"Bearer {proxy.upstream_key}", "Content-Type": "application/json", AGENT_HEADER: agent}
         try:
             response = proxy.client.request(self.command, url, json=sent if self.command == "POST" else None, headers=headers)
         except httpx.HTTPError as exc:
-            message = f"upstream {proxy.upstream} unreachable: {type(exc).__name__}: {exc}"
+            message = f"the model gateway at {proxy.upstream} did not answer: {type(exc).__name__}: {exc}"
             payload = json.dumps({"error": {"message": message, "type": "server_error"}}).encode()
             if chat:
                 proxy.layer.after(agent, path, sent, 502, {"error": message})
@@ -157,12 +157,13 @@ class _Server(ThreadingHTTPServer):
 
 
 class FaultProxy:
-    """`with FaultProxy(upstream, key, layer) as proxy:` serves `proxy.base_url` on 127.0.0.1."""
+    """`with FaultProxy(gateway_url, gateway_key, layer) as proxy:` serves `proxy.base_url` on 127.0.0.1.
+    `timeout` must outlast the gateway's whole budget for one call (`CallPolicy.client_timeout`)."""
 
     def __init__(self, upstream: str, upstream_key: str, layer: FaultLayer, host: str = "127.0.0.1", port: int = 0, timeout: float = 120.0):
         self.upstream, self.upstream_key, self.layer = upstream, upstream_key, layer
         self.host, self.port = host, port
-        self.client = httpx.Client(timeout=timeout)
+        self.client = httpx.Client(timeout=timeout, trust_env=False)  # the gateway is on loopback: never via a proxy
         self._httpd = self._thread = None
 
     def __enter__(self) -> "FaultProxy":

@@ -1,45 +1,64 @@
 """One run of a team's own pipeline: its factory, its test double or its provider, one fault at a seam.
 
-Per run: a fresh working directory (also the pipeline's cwd) and HOME; the project's test double
-served on 127.0.0.1 (or the provider from SABOT_MODEL_BASE_URL + SABOT_MODEL_API_KEY); the
-fault-injecting proxy in front of it, handed to the pipeline through OPENAI_BASE_URL; the tool
-objects wrapped by name. The pipeline never learns it is under test, and ground truth (the
-operators' notes, the pass criterion) stays with the harness.
+One run path, the built-in runs' (adapters/runner.py): the pipeline's model calls go pipeline ->
+fault layer (adapters/byo/proxy.py: agent attribution, the model-seam fault) -> the run's model
+gateway (adapters/gateway: call policy, rate limiter, usage and spend, record and replay, the key)
+-> upstream: the project's test double on 127.0.0.1, or the provider from SABOT_MODEL_BASE_URL +
+SABOT_MODEL_API_KEY. An O4 swap lands when the endpoint reports serving the target's model family
+(the id or a dated snapshot of it, data/standard/model_ids.v1.json).
 
-A failure of the team's own code (the factory, the test double, the pass criterion) is a
-`TeamCodeError` naming the file, line and error: the run is a RUN_ERROR at once, since running
-the same code again would fail the same way.
+The team's code (factory, pipeline, tools, pass criterion) runs in a process of its own
+(adapters/byo/confine.py): a fresh working directory (its cwd) and HOME, no provider key or URL in
+its environment, the OpenAI SDK pointed at the fault layer with a placeholder key, and the call
+policy's run wall limit. The tool objects are wrapped by name there. The pipeline never learns it
+is under test; the pass criterion runs after it returned, on its output.
+
+A failure of the team's own code (the factory, the test double, the pass criterion, a hang past the
+wall limit) is a `TeamCodeError` naming the file, line and error, and a call the endpoint refused
+(a wrong key, an unknown model) is an `EndpointRefused`: the run is a RUN_ERROR at once, since
+running it again would fail the same way.
 """
 
 import contextlib
+import functools
+import importlib
 import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.byo import autogen_run, crewai_run, langgraph_run
+from adapters.byo.confine import ChildDied, ChildFailed, WallLimitExceeded, run_confined
 from adapters.byo.errors import TeamCodeError, team_code_error
-from adapters.byo.proxy import FaultLayer, FaultProxy
+from adapters.byo.proxy import AGENT_HEADER, UNATTRIBUTED, FaultLayer, FaultProxy
 from adapters.byo.seams import SeamFault
 from adapters.byo.surfaces import Acts
 from adapters.byo.tools import WrappedTools
-from adapters.endpoint import provider_from_env
+from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV, provider_from_env
+from adapters.gateway import GATEWAY_KEY, CallPolicy, ModelGateway, Upstream
+from adapters.gateway.policy import POLICY_DOC
 from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome
 from adapters.scripted.server import Reply, ScriptedModelServer, ToolCall
+from sabot.model_ids import served_as
 from sabot.plugins import resolve_path
+from sabot.pricing import PriceTable, call_rows, totals
 from sabot.projects import Project, ProjectError
 from sabot.recorder import Recorder
 from sabot.trace import EventKind, RunRecord
 
 FRAMEWORKS = {"langgraph": langgraph_run, "crewai": crewai_run, "autogen": autogen_run}  # each: run(), parts()
-PROXY_KEY = "sk-sabot-fault-proxy"  # what the pipeline holds; a provider key never leaves the proxy
+PROXY_KEY = "sk-sabot-fault-proxy"  # what the pipeline holds; a provider key never leaves the gateway
 DOUBLE_KEY = "sk-test-double"
 SIMULATION = "simulation (the project's own test double on 127.0.0.1)"
 PASS_TIMEOUT = 60
+# What every framework's OpenAI client imports lazily on its first call (~0.8 s; adapters.pool preloads the same).
+CLIENT_MODULES = ("openai.resources", "httpcore", "anyio._backends._asyncio")
 SHOWN_OUTPUT = 2000  # characters of a pass criterion's output kept in the record
 
 
@@ -79,11 +98,14 @@ def importable(project: Project):
 
 @contextlib.contextmanager
 def pipeline_env(project: Project, run_dir: Path, base_url: str):
-    """The process state a run needs: cwd and HOME in the run's directory,
-    and the OpenAI SDK pointed at the proxy. Everything is restored afterwards."""
-    saved_env = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "HOME")}
+    """The process state a run needs: cwd and HOME in the run's directory, the OpenAI SDK pointed at
+    the fault layer, and the provider's settings out of sight (`project check` builds the factory in
+    its own process). Everything is restored afterwards."""
+    saved_env = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "HOME", API_KEY_ENV, BASE_URL_ENV)}
     saved_cwd = os.getcwd()
     (run_dir / "home").mkdir(parents=True, exist_ok=True)
+    for hidden in (API_KEY_ENV, BASE_URL_ENV):
+        os.environ.pop(hidden, None)
     os.environ.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": PROXY_KEY, "HOME": str(run_dir / "home")})
     os.chdir(run_dir)
     try:
@@ -180,66 +202,212 @@ def pipeline_process(project: Project, run_dir: Path, base_url: str):
         yield
 
 
-def execute(project: Project, operator: str | None, seed: int, run_id: str, run_dir: Path, offline: bool = False):
-    """The record of one run (`offline`: on the test double even when a provider is set);
-    infrastructure errors and TeamCodeError propagate (the caller classifies them)."""
-    recorder, where = Recorder(), _Where()
-    fault = SeamFault(operator, project.operators.get(operator) if operator else None, recorder)
-    layer = FaultLayer(project.doc["agents"], fault, recorder)
-    provider, double = None if offline else provider_from_env("", ""), None
+class StampedRecorder(Recorder):
+    """A recorder whose events carry the monotonic clock (one clock for every process on the host),
+    so the events of the pipeline's process and of the fault layer's merge in the order they happened."""
+
+    def __init__(self):
+        super().__init__()
+        self.stamps: list[int] = []
+        self._lock = threading.Lock()
+
+    def record(self, agent: str, kind: str, **payload) -> int:
+        with self._lock:
+            self.stamps.append(time.monotonic_ns())
+            return super().record(agent, kind, **payload)
+
+    def stamped(self) -> list[tuple[int, str, str, dict]]:
+        return [(t, e.agent, e.kind, e.payload) for t, e in zip(self.stamps, self.events)]
+
+
+def merged(*logs: list[tuple[int, str, str, dict]]) -> Recorder:
+    """One recorder holding every log's events in clock order (ties: the earlier log first)."""
+    out = Recorder()
+    ordered = sorted(((t, i, j, agent, kind, payload) for i, log in enumerate(logs) for j, (t, agent, kind, payload) in enumerate(log)))
+    for *_, agent, kind, payload in ordered:
+        out.record(agent, kind, **payload)
+    return out
+
+
+class EndpointRefused(Exception):
+    """The endpoint answered a model call with an error the call policy does not retry (a wrong key,
+    an unknown model, a refused request): the run failed, and running it again would fail the same way."""
+
+
+def endpoint_refusal(exchanges: list[dict], label: str) -> EndpointRefused | None:
+    """The first call the gateway handed back failed (after its retries), as the run's error."""
+    for x in exchanges:
+        if x.get("status") != 200:
+            reply = x.get("reply")
+            detail = (reply.get("error") or {}).get("message") if isinstance(reply, dict) and isinstance(reply.get("error"), dict) else reply
+            return EndpointRefused(f"{label} answered model call {x.get('n')} with status {x.get('status')}: {str(detail)[:300]}")
+    return None
+
+
+def project_registry(project: Project):
+    """The registry a project's run reads its call policy, prices and model-id families from."""
+    from sabot.projects import ProjectRegistry
+
+    return ProjectRegistry(project)
+
+
+def _in_pipeline_process(project: Project, operator: str | None, spec: dict | None, seed: int, run_dir: Path, base_url: str) -> dict:
+    """Everything the team's code does in one run, in the pipeline's own process (adapters.byo.confine):
+    build the factory, wrap the tools, run the pipeline against `base_url`, apply the pass criterion."""
+    recorder, where = StampedRecorder(), _Where()
+    fault = SeamFault(operator, spec, recorder)
     with contextlib.ExitStack() as stack:
         stack.enter_context(importable(project))
-        if provider is None and "responder" not in project.doc:
-            raise ProjectError(f"{project.name}: no test double (project.json: responder) and no provider "
-                               f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls")
-        if provider is None:
-            double = _Double(project, seed)
-            server = stack.enter_context(ScriptedModelServer(double))
-            upstream, key, label = server.base_url, DOUBLE_KEY, SIMULATION
-        else:
-            upstream, key, label = provider.base_url, provider.api_key, provider.label
-        proxy = stack.enter_context(FaultProxy(upstream, key, layer))
-        stack.enter_context(pipeline_process(project, run_dir, proxy.base_url))
+        stack.enter_context(pipeline_process(project, run_dir, base_url))
         pipeline, module = build(project)
         tools = WrappedTools(pipeline, module, fault, lambda: where.node)
         stack.callback(tools.restore)
         try:
             output = FRAMEWORKS[project.framework].run(pipeline, project.doc["task"]["inputs"], Acts(project.mapping["surfaces"], recorder), where)
-        except INFRASTRUCTURE_ERRORS:
-            if double is not None:
-                double.raise_if_failed()  # the double's own bug, not the endpoint's
-            raise
+        except INFRASTRUCTURE_ERRORS as exc:  # the endpoint's failure: the gateway in the parent knows its cause
+            return {"infrastructure": f"{type(exc).__name__}: {exc}"}
         except Exception as exc:  # the team's pipeline crashed: a failed run, not an act (no mapping names it)
             recorder.record(where.node, EventKind.PIPELINE_ERROR, error=str(team_code_error("the pipeline", exc, project.root))[:2000])
             output = {"error": f"{type(exc).__name__}: {exc}"}
+        result = apply_pass_criterion(project, output, run_dir)
+    return {"events": recorder.stamped(), "fault": fault.state(), "tools_seen": set(tools.seen), "tools_wrapped": sorted(tools.names), "pass": result}
+
+
+def warm(framework: str) -> None:
+    """Import the framework in the run's own process, once, so the pipeline's forked process finds it loaded."""
+    for name in (*getattr(FRAMEWORKS[framework], "WARM", ()), *CLIENT_MODULES):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # the pipeline's own import will name what is missing
+            pass
+
+
+def _source_of(project: Project, target: str) -> str:
+    """The project file a "module:function" target lives in, for messages."""
+    found = project.module_file(target)
+    return found.relative_to(project.root).as_posix() if found else target
+
+
+def _confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...]) -> dict:
+    """The pipeline process's result; its failures as the errors the runner classifies."""
+    wall = policy.run_wall_limit_seconds
+    try:
+        return run_confined(work, wall, project.root, secrets)
+    except WallLimitExceeded as exc:
+        where = f"; it was at {exc.where}" if exc.where else ""
+        raise TeamCodeError(f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}) ran past the run's "
+                            f"wall limit of {wall:g} s (run_wall_limit_seconds, {POLICY_DOC}) and was stopped{where}") from None
+    except ChildDied as exc:
+        raise TeamCodeError(f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}): {exc}") from None
+    except ChildFailed as exc:
+        if exc.kind == "TeamCodeError":
+            raise TeamCodeError(exc.message) from None
+        if exc.kind == "ProjectError":
+            raise ProjectError(exc.message) from None
+        raise RuntimeError(f"the harness failed in the pipeline's process: {exc}\n{exc.trace}") from None
+
+
+def execute(project: Project, operator: str | None, seed: int, run_id: str, run_dir: Path, offline: bool = False,
+            registry=None, replay=None, call_policy: CallPolicy | None = None, spent: list | None = None):
+    """The record of one run (`offline`: on the test double even when a provider is set; `replay`: a
+    Recording answering every model call, nothing sent). Its model calls go pipeline -> fault layer ->
+    model gateway -> upstream, as a built-in run's do; every exchange the gateway made is appended to
+    `spent`, whatever the run's end. Infrastructure errors, EndpointRefused, TeamCodeError and
+    ReplayMiss propagate (the caller classifies them)."""
+    registry = registry if registry is not None else project_registry(project)
+    policy = call_policy or CallPolicy.load(registry)
+    spec = project.operators.get(operator) if operator else None
+    recorder = StampedRecorder()
+    fault = SeamFault(operator, spec, recorder, serves_target=lambda served: served_as(registry, "o4_downgrade_model", served))
+    layer = FaultLayer(project.doc["agents"], fault, recorder)
+    provider = None if offline or replay is not None else provider_from_env("", "")
+    double = None
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(importable(project))  # the test double is the team's module too
+        if replay is not None:
+            upstream, label = None, replay.endpoint_label
+        elif provider is not None:
+            upstream, label = Upstream(provider.base_url, provider.api_key, provider.label, scripted=False), provider.label
+        elif "responder" in project.doc:
+            double = _Double(project, seed)
+            server = stack.enter_context(ScriptedModelServer(double))
+            upstream, label = Upstream(server.base_url, DOUBLE_KEY, SIMULATION, scripted=True), SIMULATION
+        else:
+            raise ProjectError(f"{project.name}: no test double (project.json: responder) and no provider "
+                               f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls")
+        gateway = stack.enter_context(ModelGateway(upstream, policy, run_id, replay.exchanges if replay is not None else None))
+        if spent is not None:
+            stack.callback(lambda: spent.extend(gateway.exchanges))
+        proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
+        warm(project.framework)
+        work = functools.partial(_in_pipeline_process, project, operator, spec, seed, run_dir, proxy.base_url)
+        try:
+            child = _confined_result(project, work, policy, (provider.api_key,) if provider else ())
+        except TeamCodeError:
+            if double is not None:
+                double.raise_if_failed()  # the double's own bug is the cause of what followed
+            raise
         if double is not None:
             double.raise_if_failed()
-        result = apply_pass_criterion(project, output, run_dir)
-    recorder.record("emit", EventKind.VERDICT, task_passed=result.passed)
-    injection = {**fault.summary(), "why_not": fault.why_not(tools.seen, layer.agents_seen),
-                 "tools_wrapped": sorted(tools.names), "agents_seen": sorted(layer.agents_seen)}
-    return recorder.record_of(
+        gateway.raise_for_calls()  # a spent call budget or a replay miss is the cause, whatever the pipeline made of it
+        refused = endpoint_refusal(gateway.exchanges, label)
+        if refused is not None:
+            raise refused
+        if "infrastructure" in child:
+            raise ConnectionError(f"the pipeline's model client failed: {child['infrastructure']}")
+        exchanges = [{**x, "agent": (x.get("headers") or {}).get(AGENT_HEADER.lower(), UNATTRIBUTED)} for x in gateway.exchanges]
+    if fault.seam == "tool":  # the tool seam is in the pipeline's process: what it did comes back as data
+        fault.adopt(child["fault"])
+    result = child["pass"]
+    events = merged(recorder.stamped(), child["events"])
+    events.record("emit", "verdict", task_passed=result.passed)
+    injection = {**fault.summary(), "why_not": fault.why_not(child["tools_seen"], layer.agents_seen),
+                 "tools_wrapped": child["tools_wrapped"], "agents_seen": sorted(layer.agents_seen)}
+    return events.record_of(
         run_id=run_id, framework=project.framework, config=project.config, task=project.task_id, operator=operator, seed=seed,
         injection_verified=bool(operator) and fault.landed, task_passed=result.passed, error=None,
-        extra={"endpoint": label, "exchanges": layer.exchanges, "protocol": 1, "project": project.name, "injection": injection,
+        extra={"endpoint": label, "exchanges": exchanges, "protocol": 1, "project": project.name, "injection": injection,
                "pass_criterion": {"passed": result.passed, "output": result.output}},
     )
 
 
-def run_project(spec, project: Project, work_root: Path):
+def run_project(spec, project: Project, work_root: Path, registry=None, replay=None, call_policy: CallPolicy | None = None):
     """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised).
-    A failure of the team's code or folder is recorded as RUN_ERROR at once, naming it."""
-    error = None
+    A failure of the team's code or folder, or a call the endpoint refused, is recorded as RUN_ERROR
+    at once, naming it. Every attempt's calls are priced into the record's usage, as a built-in run's."""
+    registry = registry if registry is not None else project_registry(project)
+    prices = PriceTable.from_registry(registry)
+    error, failed_exchanges, calls = None, [], []
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)
         run_dir.mkdir(parents=True)
+        spent: list = []
         try:
-            return RunOutcome(execute(project, spec.operator, spec.seed, spec.run_id, run_dir), [])
+            record = execute(project, spec.operator, spec.seed, spec.run_id, run_dir, registry=registry, replay=replay,
+                             call_policy=call_policy, spent=spent)
+            record.extra["usage"] = usage_of_calls(calls + call_rows(spent, prices, attempt), prices)
+            return RunOutcome(record, [])
         except INFRASTRUCTURE_ERRORS as exc:
             error = f"attempt {attempt}: {type(exc).__name__}: {exc}"
-        except (TeamCodeError, ProjectError) as exc:
+            failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
+            calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too
+        except (TeamCodeError, ProjectError, EndpointRefused) as exc:
             error = str(exc)
+            calls += call_rows(spent, prices, attempt)
             break
-    record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error)
+    extra = {"exchanges": failed_exchanges} if failed_exchanges else {}
+    extra["endpoint"] = replay.endpoint_label if replay is not None else _endpoint_label()
+    extra["usage"] = usage_of_calls(calls, prices)
+    record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error, extra=extra)
     return RunOutcome(record, [])
+
+
+def _endpoint_label() -> str:
+    provider = provider_from_env("", "")
+    return provider.label if provider else SIMULATION
+
+
+def usage_of_calls(rows: list[dict], prices: PriceTable) -> dict:
+    """The run's model usage and cost, every attempt's calls included (what a built-in run records)."""
+    return {**totals(rows, prices.source), "per_call": rows}

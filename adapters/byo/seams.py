@@ -8,7 +8,9 @@ The operator's spec comes from the project's registered `operators.json`:
 How long it acts is the entry's `duration` (`sabot.projects.DEFAULT_DURATION` per seam): "once", on
 the first call it can act on, or "persists", on every call of the tool and every request of the
 agent that carries the text it alters (so a framework that re-sends the unaltered history, or a
-retry that calls the tool again, meets the same fault). A model swap always persists. What
+retry that calls the tool again, meets the same fault). A model swap always persists, and lands
+when the endpoint reports serving the target's family: the id itself or a dated snapshot of it
+(`gpt-5.6-luna-2026-07-01`; `sabot.model_ids`, data/standard/model_ids.v1.json). What
 actually reached the pipeline is recorded; `landed` is decided from that evidence alone, and
 `why_not` says why a fault did not land, which the scorer turns into an INJECTION_UNVERIFIED
 exclusion, never a miss.
@@ -16,15 +18,26 @@ exclusion, never a miss.
 
 import copy
 import threading
+from collections.abc import Callable
 
 from sabot.projects import duration_of
 from sabot.recorder import Recorder
 from sabot.trace import EventKind
 
 
+def exactly(target: str | None) -> Callable[[str | None], bool]:
+    """The served-id test when no registry is at hand: the id itself, nothing else."""
+    return lambda served: served is not None and served == target
+
+
 class SeamFault:
-    def __init__(self, operator: str | None, spec: dict | None, recorder: Recorder):
+    """`serves_target(served_id)`: whether an id the endpoint reported is the O4 target's model,
+    by family (the pin or a dated snapshot of it, `sabot.model_ids`); exact when not given."""
+
+    def __init__(self, operator: str | None, spec: dict | None, recorder: Recorder,
+                 serves_target: Callable[[str | None], bool] | None = None):
         self.operator, self.spec, self.recorder = operator, spec or {}, recorder
+        self.serves_target = serves_target or exactly(self.spec.get("model"))
         self.seam = self.spec.get("seam")
         self.duration = duration_of(self.spec) if self.seam else None
         self.lock = threading.Lock()
@@ -41,6 +54,16 @@ class SeamFault:
         self.landed = True
         self.acted += 1
         self.evidence.append(f"{evidence} (act {self.acted}, {self.duration})")
+
+    STATE = ("attempts", "acted", "evidence", "landed", "served_target")
+
+    def state(self) -> dict:
+        """What the fault did, as data: handed from the process that hosted its seam to the run's record."""
+        return {name: getattr(self, name) for name in self.STATE}
+
+    def adopt(self, state: dict) -> None:
+        for name in self.STATE:
+            setattr(self, name, state[name])
 
     def summary(self) -> dict:
         """The fault's part of the cell's evidence: its seam, how long it acts, what it did."""
@@ -105,7 +128,7 @@ class SeamFault:
         """What the endpoint said served a swapped call: the O4 landing evidence (SPEC §10.7.2)."""
         if self.seam == "model" and "model" in self.spec and self.spec.get("agent") == agent:
             with self.lock:
-                if served_model == self.spec["model"] and not self.served_target:
+                if self.serves_target(served_model) and not self.served_target:
                     self.served_target = self.landed = True
                     self.evidence.append(f"{agent}'s call was served by {served_model}")
                     self.recorder.record(agent, EventKind.TOOL_CALL, tool="model_endpoint", injected=True, operator=self.operator,

@@ -347,8 +347,11 @@ class ScriptedModelServer:
     """An OpenAI-compatible HTTP server whose answers come from a responder callable."""
 
     def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0,
-                 models: tuple[str, ...] = (), latency: Latency | None = None):
+                 models: tuple[str, ...] = (), latency: Latency | None = None, dated: str | None = None):
         self.responder = responder
+        # `dated` ("2026-07-01"): report each served id as that dated snapshot, as providers do
+        # (gpt-5.6-luna served as gpt-5.6-luna-2026-07-01).
+        self.dated = dated
         self.latency = latency or Latency()
         self.host = host
         self.port = port
@@ -448,6 +451,8 @@ class ScriptedModelServer:
             return Outcome(400, error_body(400, "request body must be a JSON object"))
         reply = self._ask_responder(request, path)
         model = reply.model or request.get("model") or "scripted"
+        if self.dated:
+            model = f"{model}-{self.dated}"
         self._remember_models(request.get("model"), model)
         if reply.status != 200:
             return Outcome(reply.status, error_body(reply.status, reply.error or "scripted error"), model=model, headers=reply.headers)

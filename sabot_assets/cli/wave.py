@@ -31,7 +31,9 @@ def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out
     """Run a registered live wave (e.g. `demo`) or a project folder (a team's own pipeline), score it, print it.
 
     A cell whose stored run is complete at the same runner version, endpoint, model ids and
-    protocol is reused, not run again (unless --rerun). Exit status 1 when cells ended in RUN_ERROR.
+    protocol (for a project folder: and the same pipeline, test double and pass-criterion code) is
+    reused, not run again (unless --rerun); the cells that run again say why. Exit status 1 when
+    cells ended in RUN_ERROR.
     """
     from sabot_assets.wave_jobs import Slice
 
@@ -63,12 +65,15 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if concurrency:
         set_pool_limit(instance, concurrency)
     click.echo(f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)")
+    if not (rerun or replay):
+        _say_why_stored_runs_rerun(ctx, name, selection)
     ceiling = None if replay else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
     result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay, ceiling)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
     tally = result.tally
-    click.echo(f"{name}: runs: {tally.ran} run, {tally.reused} reused (stored, same runner, endpoint, models and protocol), "
+    click.echo(f"{name}: runs: {tally.ran} run, {tally.reused} reused (stored, same runner, endpoint, models and protocol"
+               f"{', and same project code' if getattr(ctx.registry, 'project', None) else ''}), "
                f"{tally.carved_out} carved out; RUN_ERROR: {len(tally.run_errors)}")
     wave_def = ctx.registry.wave(name)
     doc = score_document(STORE_PATH, wave_def, wave_def.headline_ruleset)
@@ -85,6 +90,15 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
         raise SystemExit(1)
     if tally.not_launched:
         raise SystemExit(1)
+
+
+def _say_why_stored_runs_rerun(ctx: Context, name: str, selection) -> None:
+    """A stored run that is not reused says why: "3 cell(s) rerun: pass criterion my_checks.py changed"."""
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.wave_jobs import rerun_reasons, select
+
+    for reason, count in sorted(rerun_reasons(ctx.registry, STORE_PATH, select(ctx.registry, name, selection)).items()):
+        click.echo(f"{name}: {count} cell(s) rerun: {reason}")
 
 
 def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float | None, endpoint_label: str) -> float | None:

@@ -75,6 +75,21 @@ def reusable_attempts(run_root: Path, wave: str, slots, identity) -> dict:
     return out
 
 
+def rerun_reasons(run_root: Path, wave: str, slots, identity) -> dict[str, int]:
+    """Why stored runs will not be reused: reason -> how many slots, for each slot whose latest
+    complete attempt was made with another identity (e.g. "pass criterion my_checks.py changed")."""
+    reasons: dict[str, int] = {}
+    for operator, probe in slots:
+        for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
+            attempt = runroot.read_attempt(run_root, directory)
+            if attempt.outcome == "complete":
+                if attempt.identity != identity:
+                    reason = identity.change_from(attempt.identity)
+                    reasons[reason] = reasons.get(reason, 0) + 1
+                break
+    return reasons
+
+
 class Settle:
     """What happens to each finished (or reused) attempt in the parent: ingest it into the store,
     log its line, report its partition. An executor running attempts elsewhere calls `finished`

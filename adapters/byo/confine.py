@@ -1,0 +1,146 @@
+"""The process a team's pipeline runs in: forked from the run, without the provider's key, on a wall limit.
+
+The run's own process hosts the model gateway (which alone holds the provider key) and the fault
+layer in front of it; the team's code (factory, pipeline, tools, pass criterion) runs in a child
+forked from it, in a session of its own, whose environment has the credentials removed and the
+OpenAI SDK pointed at the fault layer with a placeholder key. Its result comes back as data over a
+pipe. Past the wall limit the child's whole process group is killed; its Python stack, dumped by
+faulthandler just before, names where in the project's code it was.
+
+What this is not: a memory boundary. The child is a fork, so its address space starts as a copy of
+the run's; the key is in no variable, argument or environment entry it is handed, but a pipeline
+that scanned its own memory could find it. Code that must not be trusted that far runs behind
+`sabot.sandbox` instead.
+"""
+
+import faulthandler
+import gc
+import os
+import pickle
+import re
+import signal
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV
+
+STACK_GRACE_SECONDS = 0.5  # for faulthandler to write the hung child's stack before it is killed
+FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<name>\S+)')
+
+
+class WallLimitExceeded(TimeoutError):
+    """The child ran past its wall limit and was killed; `where` is its innermost frame in `root` (if any)."""
+
+    def __init__(self, seconds: float, where: str | None):
+        super().__init__(f"ran past its wall limit of {seconds:g} s")
+        self.seconds, self.where = seconds, where
+
+
+class ChildDied(RuntimeError):
+    """The child ended without handing back a result (killed by a signal, or os._exit from its code)."""
+
+
+def scrubbed_environment(environ: dict, secrets: tuple[str, ...]) -> dict:
+    """The environment without the provider's settings or any entry whose value holds a secret."""
+    return {k: v for k, v in environ.items()
+            if k not in (API_KEY_ENV, BASE_URL_ENV) and not any(s and s in v for s in secrets)}
+
+
+def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, secrets: tuple[str, ...] = ()):
+    """`work()` in a forked child with the secrets gone from its environment; its (picklable) return
+    value, or its exception re-raised here as `ChildFailed` text. Past `wall_seconds`:
+    WallLimitExceeded, naming the innermost frame of the child inside `root`."""
+    read_end, write_end = os.pipe()
+    stack = tempfile.TemporaryFile()
+    gc.freeze()  # the child's collector then never walks (and so copies) the heap it shares with this process
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_end)
+        _child(work, write_end, stack.fileno(), secrets)
+    gc.unfreeze()
+    os.close(write_end)
+    received = bytearray()
+    reader = threading.Thread(target=_drain, args=(read_end, received), daemon=True)
+    reader.start()
+    reader.join(wall_seconds)
+    try:
+        if reader.is_alive():  # hung: its stack first, then the whole process group
+            where = _stack_of(pid, stack, root)
+            _kill_group(pid)
+            reader.join(5)
+            raise WallLimitExceeded(wall_seconds, where)
+        _kill_group(pid)  # whatever the pipeline left running in its session ends with it
+    finally:
+        os.waitpid(pid, 0)
+        stack.close()
+    if not received:
+        raise ChildDied("the pipeline's process ended without a result (killed, or it exited on its own)")
+    status, value = pickle.loads(bytes(received))
+    if status == "error":
+        raise ChildFailed(value)
+    return value
+
+
+class ChildFailed(Exception):
+    """An exception in the child, as (type name, message, traceback text): it crossed a process boundary."""
+
+    def __init__(self, detail: tuple[str, str, str]):
+        super().__init__(f"{detail[0]}: {detail[1]}")
+        self.kind, self.message, self.trace = detail
+
+
+def _child(work: Callable[[], object], write_end: int, stack_fd: int, secrets: tuple[str, ...]) -> None:
+    code = 0
+    try:
+        os.setsid()  # its own process group: the wall limit kills whatever it started too
+        faulthandler.register(signal.SIGUSR1, file=stack_fd, all_threads=True)
+        clean = scrubbed_environment(dict(os.environ), secrets)
+        os.environ.clear()
+        os.environ.update(clean)
+        try:
+            payload = ("ok", work())
+        except BaseException as exc:  # handed back as text: a live exception does not cross processes
+            payload = ("error", (type(exc).__name__, str(exc), "".join(traceback.format_exception(exc))[-8000:]))
+        try:
+            data = pickle.dumps(payload)
+        except Exception as exc:
+            data = pickle.dumps(("error", ("PicklingError", f"the run's result could not be handed back: {exc}", "")))
+        with os.fdopen(write_end, "wb") as out:
+            out.write(data)
+    except BaseException:
+        code = 70
+    finally:
+        os._exit(code)  # no atexit handlers, no flushing of the parent's buffers a second time
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    with os.fdopen(fd, "rb") as source:
+        while chunk := source.read(1 << 16):
+            into.extend(chunk)
+
+
+def _stack_of(pid: int, stack, root: Path) -> str | None:
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        return None
+    time.sleep(STACK_GRACE_SECONDS)
+    stack.seek(0)
+    text = stack.read().decode("utf-8", errors="replace")
+    root = Path(root).resolve()
+    for match in FRAME.finditer(text):  # faulthandler lists the most recent call first
+        path = Path(match["file"])
+        if path.is_absolute() and path.resolve().is_relative_to(root) and "site-packages" not in path.parts:
+            return f"{path.resolve().relative_to(root).as_posix()}:{match['line']} in {match['name']}"
+    return None
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,252 @@
+"""A team's pipeline on the built-in run path: pipeline -> fault layer -> model gateway -> provider.
+
+Each example project (LangGraph, AutoGen, CrewAI) is copied with its model ids set to the registered
+pins, and run as `sabot wave run` against a stand-in provider on 127.0.0.1 (the project's own test
+double behind the scripted server, reporting usage and dated ids like gpt-5.6-luna-2026-07-01).
+One wave per project, one seed, the baseline and O4; then, in order: a `--replay` against a dead
+endpoint, a `--rerun` against a provider refusing the key (401), and a run after the pass criterion
+changed. Everything is a real wave into the session's store.
+"""
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from adapters.byo.runner import as_reply, importable
+from adapters.gateway.exchange import usage_of
+from adapters.scripted.server import Reply, ScriptedModelServer
+from sabot.plugins import resolve_path
+from sabot.pricing import PriceTable
+from sabot.projects import Project, ProjectRegistry
+from sabot.store.db import connect
+from sabot.store.runs import scored_attempts
+from sabot.store.verdicts import read_verdicts
+from sabot_assets.cli import main
+from sabot_assets.constants import STORE_PATH
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = {"langgraph": "refund_desk", "autogen": "oncall_triage", "crewai": "supplier_vetting"}
+PINS = {"-large": "gpt-5.6-terra", "-mini": "gpt-5.6-luna"}  # the examples' own tiers, renamed to priced pins
+DATED = "2026-07-01"
+KEY = "sk-provider-secret-4711"
+QUICK_POLICY = {"retry": {"max_attempts": 2, "max_total_seconds": 5, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.1,
+                          "jitter_seconds": 0.01, "max_retry_after_seconds": 1, "retry_on_status": [429, 500, 502, 503, 504]},
+                "call_timeout_seconds": 10}
+ENV_PROBE = ("\n\n# Added by the test: what the pipeline's own process holds in its environment, written where it runs.\n"
+             "import json as _json, os as _os\n"
+             "with open('pipeline-environ.json', 'w') as _out:\n"
+             "    _json.dump(dict(_os.environ), _out)\n")
+
+
+class Provider:
+    """The stand-in provider: the project's test double, answering with dated ids and usage; or
+    refusing every call as a wrong key does (401), or dead (503 to everything)."""
+
+    def __init__(self, project: Project):
+        with importable(project):
+            self.double = resolve_path(project.doc["responder"])(1)
+        self.mode = "serve"
+        self.server = ScriptedModelServer(self.respond, dated=DATED)
+
+    def respond(self, request: dict) -> Reply:
+        if self.mode == "refuse":
+            return Reply(status=401, error="Incorrect API key provided")
+        if self.mode == "dead":
+            return Reply(status=503, error="nobody is here")
+        return as_reply(self.double(request))
+
+
+def copy_example(name: str, tmp: Path) -> Path:
+    """The example under a name of its own, its models the registered pins, an environment probe in
+    its pipeline module, registered anew."""
+    copy = tmp / f"path_{name}"
+    shutil.copytree(ROOT / "examples" / name, copy, ignore=shutil.ignore_patterns("__pycache__", "registry.lock.json"))
+    for path in [*copy.glob("*.py"), copy / "sabot" / "operators.json"]:
+        text = path.read_text()
+        for suffix, pin in PINS.items():
+            text = text.replace(f'"{_tier(name)}{suffix}"', f'"{pin}"')
+        path.write_text(text)
+    doc = json.loads((copy / "sabot" / "project.json").read_text())
+    doc["name"] = copy.name
+    (copy / "sabot" / "project.json").write_text(json.dumps(doc, indent=1))
+    factory = Project.load(copy).module_file(doc["pipeline"])
+    factory.write_text(factory.read_text() + ENV_PROBE)
+    Project.load(copy).write_lock()
+    return copy
+
+
+def _tier(name: str) -> str:
+    return {"refund_desk": "refund-desk", "oncall_triage": "oncall", "supplier_vetting": "vetting"}[name]
+
+
+@dataclass
+class Waves:
+    project: Project
+    provider_exchanges: list
+    outputs: dict = field(default_factory=dict)
+    codes: dict = field(default_factory=dict)
+    verdicts: dict = field(default_factory=dict)
+    scored: dict = field(default_factory=dict)
+    spend: dict = field(default_factory=dict)
+    records: dict = field(default_factory=dict)
+    sent: dict = field(default_factory=dict)
+    environs: list = field(default_factory=list)
+
+
+def _state(project: Project) -> tuple[dict, dict, dict]:
+    """(verdicts by cell, scored attempt and outcome by slot, model_calls sums) of the project's wave."""
+    registry = ProjectRegistry(project)
+    wave = registry.wave(project.name)
+    slots = [(op, p.key) for op in ("", *wave.operators) for p in wave.probes() if p.seed == 1]
+    with connect(STORE_PATH, read_only=True) as con:
+        verdicts = {(v["operator"], v["probe"]): {k: v[k] for k in ("status", "excluded", "detected_hard", "reacted", "recovered", "missing")}
+                    for v in read_verdicts(con, wave.name, wave.headline_ruleset) if v["seed"] == 1}
+        scored = {slot: a for slot, a in scored_attempts(con, wave.name, slots).items()}
+        calls, cost = con.execute("SELECT count(*), sum(cost_usd) FROM model_calls WHERE wave = ?", [wave.name]).fetchone()
+    return verdicts, scored, {"calls": calls, "cost_usd": cost}
+
+
+@pytest.fixture(scope="module", params=list(EXAMPLES), ids=list(EXAMPLES))
+def waves(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(request.param)
+    copy = copy_example(EXAMPLES[request.param], tmp)
+    project = Project.load(copy)
+    (tmp / "policy.json").write_text(json.dumps(QUICK_POLICY))
+    provider = Provider(project)
+    wave = ["wave", "run", str(copy), "--seed", "1", "--operator", "O4"]
+    with pytest.MonkeyPatch.context() as mp, provider.server:
+        mp.setenv("SABOT_MODEL_BASE_URL", provider.server.base_url)
+        mp.setenv("SABOT_MODEL_API_KEY", KEY)
+        mp.setenv("SABOT_CALL_POLICY", str(tmp / "policy.json"))
+        out = Waves(project, [])
+
+        def step(name: str, *extra: str) -> None:
+            before = len(provider.server.exchanges)
+            done = CliRunner().invoke(main, wave + list(extra))
+            out.outputs[name], out.codes[name] = done.output, done.exit_code
+            out.sent[name] = len(provider.server.exchanges) - before
+            out.verdicts[name], out.scored[name], out.spend[name] = _state(project)
+
+        step("provider")
+        out.provider_exchanges = list(provider.server.exchanges)
+        out.environs = [json.loads(p.read_text()) for p in (STORE_PATH.parent / "runs" / project.name).rglob("pipeline-environ.json")]
+        provider.mode = "dead"
+        step("replay", "--replay")
+        provider.mode = "refuse"
+        step("refused", "--rerun")
+        provider.mode = "serve"
+        check = project.module_file(project.doc["task"]["pass"])
+        check.write_text(check.read_text() + "\n# reviewed: the amount is compared to the cent\n")
+        step("criterion changed")
+    yield out
+
+
+def test_spend_is_the_sum_of_the_priced_calls_the_provider_served(waves):
+    assert waves.codes["provider"] == 0, waves.outputs["provider"]
+    prices = PriceTable.from_registry(ProjectRegistry(waves.project))
+    served = [x for x in waves.provider_exchanges if x["status"] == 200]
+    expected = sum(prices.cost(x["model"], usage_of(x["reply"])) for x in served)
+    assert served and all(x["model"].endswith(f"-{DATED}") for x in served)  # the provider reported dated ids
+    assert waves.spend["provider"]["calls"] == len(waves.provider_exchanges)  # every call in the ledger, none priced at 0
+    assert expected > 0 and waves.spend["provider"]["cost_usd"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_o4_lands_when_the_provider_reports_a_dated_id_of_the_target(waves):
+    o4 = [v for (op, _), v in waves.verdicts["provider"].items() if op == "O4"]
+    assert o4 and all(v["status"] == "valid" for v in o4), o4  # not INJECTION_UNVERIFIED
+    records = [a.record for (op, _), a in waves.scored["provider"].items() if op == "O4"]
+    assert all(r.injection_verified and "gpt-5.6-luna-2026-07-01" in r.served_model_ids() for r in records)
+
+
+def test_a_replay_sends_nothing_and_reproduces_the_verdicts(waves):
+    assert waves.codes["replay"] == 0, waves.outputs["replay"]
+    assert waves.sent["replay"] == 0  # the endpoint was dead and was never asked
+    assert waves.verdicts["replay"] == waves.verdicts["provider"]
+    assert all(a.number > waves.scored["provider"][slot].number for slot, a in waves.scored["replay"].items())  # re-executed, not reused
+
+
+def test_a_refused_key_is_a_run_error_and_never_supersedes_the_stored_good_run(waves):
+    assert waves.codes["refused"] == 1 and "401" in waves.outputs["refused"], waves.outputs["refused"]
+    assert "RUN_ERROR: 2" in waves.outputs["refused"]
+    assert waves.sent["refused"] >= 2 and "attempt 2" not in waves.outputs["refused"]  # refused calls are not retried
+    before, after = waves.scored["replay"], waves.scored["refused"]
+    assert {slot: (a.number, a.outcome) for slot, a in after.items()} == {slot: (a.number, a.outcome) for slot, a in before.items()}
+    assert waves.verdicts["refused"] == waves.verdicts["provider"]
+
+
+def test_a_changed_pass_criterion_reruns_the_stored_cells_and_says_why(waves):
+    output = waves.outputs["criterion changed"]
+    check = waves.project.module_file(waves.project.doc["task"]["pass"]).name
+    assert waves.codes["criterion changed"] == 0, output
+    assert f"2 cell(s) rerun: pass criterion {check} changed" in output
+    assert "runs: 2 run, 0 reused" in output
+
+
+def test_the_pipeline_process_holds_no_provider_key(waves):
+    assert len(waves.environs) >= 2  # written from inside the pipeline, once per run
+    for environ in waves.environs:
+        assert not any(KEY in value for value in environ.values())
+        assert "SABOT_MODEL_API_KEY" not in environ and "SABOT_MODEL_BASE_URL" not in environ
+        assert environ["OPENAI_BASE_URL"].startswith("http://127.0.0.1:") and environ["OPENAI_API_KEY"] != KEY
+
+
+HANG = ("\n\nimport subprocess as _subprocess, time as _time\n"
+        "_build_graph = build_graph\n\n\n"
+        "def build_graph():  # the test's hang: a helper process started, then no return\n"
+        "    helper = _subprocess.Popen(['sleep', '600'])\n"
+        "    with open('helper.pid', 'w') as out:\n"
+        "        out.write(str(helper.pid))\n"
+        "    _time.sleep(600)\n"
+        "    return _build_graph()\n")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def test_a_pipeline_that_hangs_is_stopped_at_the_wall_limit_naming_its_file(tmp_path):
+    """The wall limit is the call policy's registered run_wall_limit_seconds (here overridden to 3 s):
+    the pipeline's whole process group is killed, and the error names where in the project it hung."""
+    import time
+
+    from adapters.byo.runner import run_project
+    from adapters.gateway import CallPolicy
+    from adapters.runner import RunSpec
+
+    copy = tmp_path / "hung_desk"
+    shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "refund_desk.py").write_text((copy / "refund_desk.py").read_text() + HANG)
+    policy = CallPolicy.from_doc({**QUICK_POLICY, "run_wall_limit_seconds": 3, "limits": {}}, "a 3 s wall limit")
+    started = time.monotonic()
+    outcome = run_project(RunSpec("refund_desk", 1, "langgraph", "own", "refund", None, 1), Project.load(copy), tmp_path / "runs", call_policy=policy)
+    took = time.monotonic() - started
+    error = outcome.record.error
+    assert error and "ran past the run's wall limit of 3 s" in error and "refund_desk:build_graph (refund_desk.py)" in error, error
+    assert "it was at refund_desk.py:" in error and "in build_graph" in error  # where, from the hung process's own stack
+    assert took < 30 and "attempt" not in error  # stopped once, not retried: it would hang again
+    helper = int((tmp_path / "runs" / outcome.record.run_id / "helper.pid").read_text())
+    assert _gone(helper)  # what the pipeline started ended with it
+
+
+def test_a_projects_code_and_its_fault_durations_are_part_of_a_runs_identity(monkeypatch):
+    from adapters.run_attempt import current_identity
+    from sabot import projects
+    from sabot.runroot import Identity
+
+    registry = ProjectRegistry(Project.load(ROOT / "examples" / "refund_desk"))
+    now = current_identity(registry, "runner-v1", 1)
+    assert set(now.code) == {"pipeline", "test double", "pass criterion", "fault durations"}
+    assert list(now.code["pass criterion"]) == ["refund_checks.py"] and "refund_desk.py" in now.code["pipeline"]
+    before = Identity(**{k: v for k, v in now.as_dict().items() if k != "code"})  # a run stored before code was identity
+    assert now != before and now.change_from(before) == "stored before the project's code was part of a run's identity"
+    monkeypatch.setitem(projects.DEFAULT_DURATION, "tool", "once")
+    changed = current_identity(registry, "runner-v1", 1)
+    assert changed != now and changed.change_from(now) == "default fault durations changed (model persists, tool once)"
+    assert Identity(**json.loads(json.dumps(now.as_dict()))) == now  # as attempt.json stores and reads it back
