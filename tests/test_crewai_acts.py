@@ -274,7 +274,7 @@ from sabot.registry import Registry
 runner.PIPELINES["crewai"] = CrewAIPipeline
 record = runner.run(runner.RunSpec("t", 2, "crewai", "guardrail", "T1", "O1", 11), Registry(), sys.argv[1]).record
 assert record.error is None, record.error
-print("RUN-DONE")
+print("RUN-DONE", time.monotonic())  # CLOCK_MONOTONIC is one clock for every process on the host
 """
 
 
@@ -282,11 +282,12 @@ def test_process_exits_promptly_without_telemetry_env(tmp_path):
     """The adapter itself switches CrewAI's telemetry off: no CREWAI_*/OTEL_* needed in the parent env."""
     env = {k: v for k, v in os.environ.items() if k not in CREWAI_ENV and k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY")}
     env["HOME"] = str(tmp_path / "home")
-    start = time.monotonic()
     done = subprocess.run([sys.executable, "-c", EXIT_PROBE, str(tmp_path / "runs")], cwd=PROJECT, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=60)
-    elapsed = time.monotonic() - start
+    exited = time.monotonic()
     assert done.returncode == 0, done.stderr[-2000:]
     assert "RUN-DONE" in done.stdout and "FOREIGN-CONNECT" not in done.stderr
     assert "telemetry.crewai.com" not in done.stderr and "Tracing Preference" not in done.stdout
-    assert elapsed < 15, f"process took {elapsed:.1f}s (telemetry exit hang?)"
+    # From the run's end to the process's exit: the imports before it take what the machine's load makes them.
+    ran = float(done.stdout.split("RUN-DONE", 1)[1].split()[0])
+    assert exited - ran < 10, f"the process took {exited - ran:.1f}s to exit after its run (telemetry exit hang?)"

@@ -35,12 +35,6 @@ def demo(registry, tmp_path_factory):
     yield from live_wave(registry, tmp_path_factory, "demo")
 
 
-@pytest.fixture(scope="module")
-def wave2(registry, tmp_path_factory):
-    """The full LangGraph rows of wave 2: 2 configs x 6 operators x 5 tasks x 5 seeds + 50 baselines."""
-    yield from live_wave(registry, tmp_path_factory, "wave2", ["langgraph"])
-
-
 def intents(store_path, wave):
     with connect(store_path, read_only=True) as con:
         rows = con.execute("SELECT operator, probe, intent FROM simulator_intent WHERE wave = ?", [wave]).fetchall()
@@ -58,12 +52,14 @@ def test_the_demo_wave_scores_all_six_rows(demo):
     assert all(r["excluded"] != "INJECTION_UNVERIFIED" for r in rows)
 
 
-@pytest.mark.parametrize("fixture", ["demo", "wave2"])
-def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(fixture, request, registry):
-    _, store_path = request.getfixturevalue(fixture)
-    logs = intents(store_path, fixture)
+def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(demo, registry):
+    check_scorer_agrees_with_the_intent_log(demo[1], "demo", registry, at_least=80)
+
+
+def check_scorer_agrees_with_the_intent_log(store_path, wave: str, registry, at_least: int) -> None:
+    logs = intents(store_path, wave)
     with connect(store_path, read_only=True) as con:
-        rows = [r for r in read_verdicts(con, fixture, "v0.2.0") if r["status"] == "valid"]
+        rows = [r for r in read_verdicts(con, wave, "v0.2.0") if r["status"] == "valid"]
     checked = 0
     for r in rows:
         if r["operator"] == "O6":  # every review happens before the write it would have to catch
@@ -80,33 +76,25 @@ def test_scorer_agrees_with_the_intent_log_where_it_is_unambiguous(fixture, requ
         if r["config"] == "default" and not acted and not reported:
             assert not r["detected_hard"], r
         checked += 1
-    assert checked >= (80 if fixture == "demo" else 200)
+    assert checked >= at_least
 
 
-def test_every_baseline_passes_on_every_task(wave2):
-    """The README's claim, on the rows this fixture runs: 10/10 baselines per task (2 configs x 5 seeds)."""
-    _, store_path = wave2
-    with connect(store_path, read_only=True) as con:
-        rates = con.execute(
-            "SELECT task, sum(task_passed::INT), count(*) FROM runs WHERE wave = 'wave2' AND operator = '' GROUP BY task ORDER BY task"
-        ).fetchall()
-    assert rates == [(t, 10, 10) for t in ("T1", "T2", "T3", "T4", "T5")], rates
+def test_the_instrument_check_finds_no_disagreement(demo):
+    check_the_instrument_check_finds_no_disagreement(demo[1], "demo", at_least=80)
 
 
-@pytest.mark.parametrize("fixture", ["demo", "wave2"])
-def test_the_instrument_check_finds_no_disagreement(fixture, request):
+def check_the_instrument_check_finds_no_disagreement(store_path, wave: str, at_least: int) -> None:
     """A simulated wave's headline: the stored verdicts against the intent log, under every ruleset read."""
-    _, store_path = request.getfixturevalue(fixture)
     from sabot.store.published import read_report
 
     with connect(store_path, read_only=True) as con:
-        docs = json.loads(read_report(con, fixture, "instrument", "json"))
+        docs = json.loads(read_report(con, wave, "instrument", "json"))
     assert set(docs) == {"v0.1.3", "v0.2.0", "v0.2.1"}
     for version, doc in docs.items():
         assert doc["disagreements"] == [], (version, doc["disagreements"][:5])
         assert doc["cells_without_log"] == []
         decided = doc["total"]["detection"]["agree"] + doc["total"]["detection"]["deterministic"]
-        assert decided >= (80 if fixture == "demo" else 200)
+        assert decided >= at_least
         assert doc["total"]["recovery"]["agree"] > 0
 
 
