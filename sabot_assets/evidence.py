@@ -14,6 +14,7 @@ A bundle (`export_bundle`) is a directory:
     harness/runs/<wave>/...            the runs and verdicts in the reference corpus layout
     rules/                             the registered data files and their lock
     seals.json                         per run file: the attempt it came from and that attempt's seal
+                                       (an imported run: the landed file and its hash, body verbatim)
     evidence/judgements.json           the soft tier's verdicts the boards read
     published/<ruleset>/cells.json     the published cell verdicts
     published/<ruleset>/board.json     the published scoreboard
@@ -196,6 +197,14 @@ def _check_landed(con, wave: str, rows) -> None:
             raise VerifyError(f"store: {path}: its landed file is missing or does not hash to {sha[:12]}")
         if parse_runresult(json.loads(landed[path][1]), path) != parse_runresult(json.loads(record), path):
             raise VerifyError(f"store: runs.record of {path}: differs from its landed file")
+    # fetchall: DuckDB refuses to register a frame (read_runs) beside an unfinished result
+    imported = con.execute("SELECT corpus_root FROM corpus_imports WHERE wave = ? ORDER BY imported_at DESC LIMIT 1", [wave]).fetchall()
+    root = Path(imported[0][0]) if imported else None
+    if root is not None and root.is_dir():  # the corpus it came from is still here: it must be what was landed
+        for path, (sha, _body) in sorted(landed.items()):
+            source = root / path
+            if source.is_file() and hashlib.sha256(source.read_bytes()).hexdigest() != sha:
+                raise VerifyError(f"{source}: differs from the file landed in the store at import (sha256 {sha[:12]})")
 
 
 def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> Published:
@@ -246,27 +255,23 @@ def _write(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True, default=str) + "\n")
 
 
-def export_bundle(registry: Registry, store_path: Path, wave_name: str, directory: Path) -> Verified:
+def export_bundle(registry: Registry, store_path: Path, wave_name: str, directory: Path, reference_ruleset: str | None = None) -> Verified:
     """Write a wave's bundle into `directory` (new or empty), after verifying the wave in the store:
-    only a wave that verifies is exported."""
+    only a wave that verifies is exported. `reference_ruleset`: the ruleset of the reference
+    layout's cellverdict.json files (default: the headline); every ruleset is published."""
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise VerifyError(f"{directory}: not empty; a bundle is written into a new or empty directory")
-    verified = verify_wave(registry, store_path, wave_name)
     wave = registry.wave(wave_name)
-    if wave.source != "live":
-        raise VerifyError(f"wave {wave.name}: bundles are made of live waves' sealed attempts; an imported corpus is its own bundle")
+    if reference_ruleset and reference_ruleset not in wave.readings:
+        raise VerifyError(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {reference_ruleset!r}")
+    registry.require_registered()
     pub = published_in_store(registry, Path(store_path), wave)
+    cells = rederive(registry, pub)
     run_root = run_root_beside(store_path)
     with connect(store_path, read_only=True) as con:
-        export_wave(con, wave, wave.headline_ruleset, directory)
-    seals = {}
-    for (operator, probe_key), run in sorted(pub.runs.items()):
-        if run.status == "present":
-            ref = cell_dir(directory, f"{RUNS_DIR}/{wave.name}", Probe.parse(probe_key), operator or None) / runroot.run_file_name(operator or None)
-            attempt_dir = Path(run_root) / Path(run.source_path).parent
-            seals[ref.relative_to(directory).as_posix()] = {"attempt": run.source_path, "seal": json.loads((attempt_dir / seal.SEAL_FILE).read_text())}
-    _write(directory / "seals.json", seals)
+        export_wave(con, wave, reference_ruleset or wave.headline_ruleset, directory)
+    _write(directory / "seals.json", _seals(con_path=Path(store_path), run_root=run_root, wave=wave, pub=pub, directory=directory))
     for rel in [*registry.files, LOCK_NAME]:
         target = directory / "rules" / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -277,11 +282,33 @@ def export_bundle(registry: Registry, store_path: Path, wave_name: str, director
         _write(directory / "published" / v / "board.json", pub.boards[v])
         (directory / "published" / v / "report.md").write_text(pub.reports[v])
     (directory / "published" / "report.html").write_text(pub.html)
-    _write(directory / "published" / "wave.json", {"wave": wave.name, "label": pub.label, "missing": pub.missing, "kappa": pub.kappa})
+    absent = [[op, probe, r.source_path] for (op, probe), r in sorted(pub.runs.items()) if r.status != "present"]
+    _write(directory / "published" / "wave.json", {"wave": wave.name, "label": pub.label, "missing": pub.missing, "kappa": pub.kappa, "absent": absent})
     files = {p.relative_to(directory).as_posix(): _file_sha(p) for p in sorted(directory.rglob("*")) if p.is_file()}
     _write(directory / MANIFEST, {"format": BUNDLE_FORMAT, "wave": wave.name, "headline_ruleset": wave.headline_ruleset,
                                   "rulesets": list(wave.readings), "files": files})
-    return Verified(verified.wave, verified.runs, verified.cells, verified.rulesets, _file_sha(directory / MANIFEST))
+    return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings), _file_sha(directory / MANIFEST))
+
+
+def _seals(con_path: Path, run_root: Path, wave: WaveDef, pub: Published, directory: Path) -> dict:
+    """Per run file of the bundle, what vouches for it: a live run's attempt and its seal; an
+    imported run's landed file and hash (its body is written verbatim over the re-serialized export,
+    so it still hashes to what was imported)."""
+    seals = {}
+    with connect(con_path, read_only=True) as con:
+        landed = {p: body for p, body in con.execute("SELECT rel_path, body FROM corpus_files WHERE wave = ?", [wave.name]).fetchall()}
+    for (operator, probe_key), run in sorted(pub.runs.items()):
+        if run.status != "present":
+            continue
+        ref = cell_dir(directory, f"{RUNS_DIR}/{wave.name}", Probe.parse(probe_key), operator or None) / runroot.run_file_name(operator or None)
+        rel = ref.relative_to(directory).as_posix()
+        if wave.source == "live":
+            attempt_dir = Path(run_root) / Path(run.source_path).parent
+            seals[rel] = {"attempt": run.source_path, "seal": json.loads((attempt_dir / seal.SEAL_FILE).read_text())}
+        else:
+            ref.write_bytes(landed[run.source_path].encode())
+            seals[rel] = {"landed": run.source_path, "sha256": run.source_sha256}
+    return seals
 
 
 def _file_sha(path: Path) -> str:
@@ -321,21 +348,27 @@ def published_in_bundle(registry: Registry, directory: Path, manifest: dict) -> 
     runs, baselines = {}, []
     for rel, entry in sorted(seals.items()):
         raw = (directory / rel).read_bytes()
-        sealed = entry["seal"]["files"].get(Path(rel).name)
+        live = "seal" in entry
+        sealed = entry["seal"]["files"].get(Path(rel).name) if live else entry.get("sha256")
         if hashlib.sha256(raw).hexdigest() != sealed:
-            raise VerifyError(f"bundle {rel}: differs from its seal (attempt {entry['attempt']})")
+            raise VerifyError(f"bundle {rel}: differs from its seal (attempt {entry['attempt']})" if live
+                              else f"bundle {rel}: differs from the file landed at import ({entry.get('landed')})")
         try:
             record = parse_runresult(json.loads(raw), rel)
         except (TraceError, ValueError) as exc:
             raise VerifyError(f"bundle {rel}: {exc}") from exc
-        runs[(record.operator or "", Probe(record.framework, record.config, record.task, record.seed).key)] = StoredRun("present", record, entry["attempt"], sealed)
+        runs[(record.operator or "", Probe(record.framework, record.config, record.task, record.seed).key)] = StoredRun(
+            "present", record, entry["attempt"] if live else entry["landed"], sealed)
         if not record.operator:
             baselines.append(record)
     baselines.sort(key=lambda r: Probe(r.framework, r.config, r.task, r.seed).key)
     facts = _read_json(directory, "published/wave.json")
+    for operator, probe, source_path in facts.get("absent", []):
+        runs[(operator, probe)] = StoredRun("absent", None, source_path, None)
     judged = {(j["operator"], j["probe"]): j for j in _read_json(directory, "evidence/judgements.json")}
     return Published(
-        wave=wave, runs=runs, baselines=baselines, judged=judged, label=_label_of(runs), missing=facts["missing"], kappa=facts["kappa"],
+        wave=wave, runs=runs, baselines=baselines, judged=judged, label=_label_of(runs) if wave.source == "live" else wave.label,
+        missing=facts["missing"], kappa=facts["kappa"],
         cells={v: _read_json(directory, f"published/{v}/cells.json") for v in wave.readings},
         boards={v: _read_json(directory, f"published/{v}/board.json") for v in wave.readings},
         reports={v: (directory / f"published/{v}/report.md").read_text() for v in wave.readings},
