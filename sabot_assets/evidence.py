@@ -208,6 +208,8 @@ def _check_landed(con, wave: str, rows) -> None:
 
 
 def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> Published:
+    if not Path(store_path).is_file():
+        raise VerifyError(f"store {store_path}: no such store (a bundle is verified by its directory)")
     run_root = run_root_beside(store_path)
     with connect(store_path, read_only=True) as con:
         rows = con.execute("SELECT operator, probe, status, record, source_path, source_sha256, attempt FROM runs WHERE wave = ? ORDER BY probe, operator",

@@ -21,7 +21,10 @@ def _verify(target: str):
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.evidence import MANIFEST, verify_bundle, verify_wave
 
-    if (Path(target) / MANIFEST).is_file():
-        click.echo(verify_bundle(Path(target)).line())
+    ctx = Context()
+    bundle = Path(target)
+    # A bundle is a directory with its manifest; one without, unless it names a wave, is refused naming it.
+    if (bundle / MANIFEST).is_file() or (bundle.is_dir() and target not in ctx.registry.wave_names()):
+        click.echo(verify_bundle(bundle).line())
     else:
-        click.echo(verify_wave(Context().registry, STORE_PATH, target).line())
+        click.echo(verify_wave(ctx.registry, STORE_PATH, target).line())
