@@ -394,4 +394,4 @@ def verify_bundle(directory: Path) -> Verified:
     registry.require_registered()
     pub = published_in_bundle(registry, directory, manifest)
     cells = rederive(registry, pub)
-    return Verified(pub.wave.name, len(pub.runs), cells, tuple(pub.wave.readings), _file_sha(directory / MANIFEST))
+    return Verified(pub.wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(pub.wave.readings), _file_sha(directory / MANIFEST))
