@@ -145,6 +145,8 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
         settle.locked = exc
         context.log.warning(f"{asset}: {exc}")
     reuse = {} if rerun else reusable_attempts(run_root, wave.name, [slot_of[t] for t in runnable], identity, settle.refused)
+    for reason in sorted(set(settle.refused.values())):  # shown as found; the step fails naming them at the end
+        context.log.error(f"{asset}: refused {reason}")
     to_run, replays = {}, {}
     for target in targets:
         if target not in runnable:
