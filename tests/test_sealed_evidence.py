@@ -130,3 +130,18 @@ def test_an_edited_stored_reply_is_refused_by_replay_before_any_call(store_copy,
     verdicts, attempts = _verdicts(store_copy)
     assert verdicts == before[0]  # the baseline replayed (its recording is intact) as a new, equal attempt; the cell did not
     assert [a for a in attempts if a[0] == "O1"] == [a for a in before[1] if a[0] == "O1"]
+
+
+def test_verify_names_an_edited_stored_verdict_and_an_edited_stored_board(store_copy, registry):
+    store = store_copy / "sabot.duckdb"
+    with connect(store) as con:
+        con.execute("UPDATE cell_verdicts SET detected_hard = NOT detected_hard WHERE ruleset = 'v0.2.0' AND operator = 'O1'")
+    with pytest.raises(VerifyError, match=r"store: cell_verdicts of ruleset v0.2.0: cell O1\|langgraph.default.T1.s11: .detected_hard \(published"):
+        verify_wave(registry, store, "demo")
+    with connect(store) as con:
+        con.execute("UPDATE cell_verdicts SET detected_hard = NOT detected_hard WHERE ruleset = 'v0.2.0' AND operator = 'O1'")
+        board = json.loads(con.execute("SELECT body FROM reports WHERE wave = 'demo' AND ruleset = 'v0.2.1' AND format = 'board.json'").fetchall()[0][0])
+        board["cells"]["valid"] += 1
+        con.execute("UPDATE reports SET body = ? WHERE wave = 'demo' AND ruleset = 'v0.2.1' AND format = 'board.json'", [json.dumps(board)])
+    with pytest.raises(VerifyError, match=r"store: board.json of ruleset v0.2.1: .cells.valid \(published"):
+        verify_wave(registry, store, "demo")
