@@ -121,6 +121,8 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
             gateway.raise_for_calls()  # the call that failed is the cause, whatever the framework made of it
             raise
         gateway.raise_for_calls()  # a failure a framework swallowed still fails the run
+        if replay is not None:
+            gateway.raise_for_unused()  # every recorded exchange used, none left over
         exchanges = list(gateway.exchanges)
     served = {e.payload.get("model_id") for e in recorder.events if e.kind == EventKind.AGENT_MSG}
     # O4: wave 1's instrument recorded the swap as landed at set-up (no probe, v0.1.3); from wave 2 the

@@ -9,9 +9,13 @@ needs only the directory:
         intent.json                                what the scripted model decided (never scored)
         attempt.json                               outcome and identity; written last: its
                                                    presence means the attempt finished
+        seal.json                                  the SHA-256 of the three files above, under the
+                                                   store's key (`sabot.seal`); written before attempt.json
 
 Attempt numbers are allocated with an exclusive mkdir, so concurrent workers never share one.
 An attempt directory without attempt.json is a run that never finished (killed): it is ignored.
+A finished attempt is read back only if its seal verifies (`read_attempt`): an edited file, a
+hand-placed attempt or one moved to another slot raises SealError naming the directory.
 """
 
 import datetime as dt
@@ -22,6 +26,7 @@ from pathlib import Path
 
 from sabot.corpus import BASELINE_DIR
 from sabot.matrix import Probe
+from sabot import seal
 from sabot.registry import sha256_bytes
 from sabot.trace import RunRecord, TraceError, parse_runresult, to_runresult
 
@@ -120,29 +125,45 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def write_attempt(directory: Path, wave: str, record: RunRecord, outcome: str, identity: Identity, intent: list,
                   dagster_run_id: str, started_at: str) -> Path:
-    """Write a finished attempt: record and intent first, attempt.json last (the finish marker)."""
+    """Write a finished attempt: record and intent first, then its seal, attempt.json last (the
+    finish marker), so a finished attempt always has its seal. The seal's key is the store's, found
+    from the run root this directory is in (`sabot.seal.key_path`)."""
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown outcome {outcome!r}; outcomes: {', '.join(OUTCOMES)}")
     directory = Path(directory)
-    _write_atomic(directory / run_file_name(record.operator), json.dumps(to_runresult(record), ensure_ascii=False, indent=1, sort_keys=True) + "\n")
-    _write_atomic(directory / INTENT_FILE, json.dumps(intent, ensure_ascii=False) + "\n")
+    root = directory.parents[6]  # <root>/<wave>/<framework>/<config>/<task>/<operator>/seed<N>/attempt-<k>
+    run_file = run_file_name(record.operator)
+    texts = {run_file: run_file_text(to_runresult(record)), INTENT_FILE: json.dumps(intent, ensure_ascii=False) + "\n"}
+    for name, text in texts.items():
+        _write_atomic(directory / name, text)
     meta = {"wave": wave, "outcome": outcome, "identity": identity.as_dict(), "dagster_run_id": dagster_run_id,
             "started_at": started_at, "finished_at": _now()}
-    _write_atomic(directory / META_FILE, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    texts[META_FILE] = json.dumps(meta, indent=1, sort_keys=True) + "\n"
+    hashes = {name: sha256_bytes(text.encode()) for name, text in texts.items()}
+    seal.write_seal(directory, directory.relative_to(root).as_posix(), hashes, seal.store_key(root))
+    _write_atomic(directory / META_FILE, texts[META_FILE])
     return directory
+
+
+def run_file_text(runresult: dict) -> str:
+    """A run file's bytes, as written to the run root: a stored record re-serialized this way hashes
+    to its `source_sha256`, which is how a stored record is checked against its sealed file."""
+    return json.dumps(runresult, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
 
 
 def started_now() -> str:
     return _now()
 
 
-def read_attempt(root: Path, directory: Path) -> Attempt:
-    """Read and validate a finished attempt; a malformed one raises TraceError naming the file."""
+def read_attempt(root: Path, directory: Path, key: bytes | None = None) -> Attempt:
+    """Read and validate a finished attempt: one that is not sealed, or differs from its seal, raises
+    SealError; a malformed one raises TraceError naming the file."""
     root, directory = Path(root), Path(directory)
     rel = directory.relative_to(root)
     source = rel.as_posix()
     if len(rel.parts) != 7 or not rel.parts[6].startswith("attempt-"):
         raise TraceError(source, "path", "not <wave>/<framework>/<config>/<task>/<operator>/seed<N>/attempt-<k>")
+    sealed = seal.verify(root, directory, key)
     wave, framework, config, task, op_dir, seed_dir, _ = rel.parts
     operator = None if op_dir == BASELINE_DIR else op_dir
     try:
@@ -153,6 +174,8 @@ def read_attempt(root: Path, directory: Path) -> Attempt:
         intent = json.loads(intent_path.read_text()) if intent_path.exists() else []
     except (OSError, json.JSONDecodeError) as exc:
         raise TraceError(source, "attempt", f"unreadable ({exc})") from exc
+    if sha256_bytes(raw) != sealed.files.get(run_file_name(operator)):  # changed between the check and this read
+        raise seal.SealError(f"attempt {source}: {run_file_name(operator)} differs from its seal")
     record = parse_runresult(obj, f"{source}/{run_file_name(operator)}")
     probe = Probe(framework, config, task, int(seed_dir.removeprefix("seed")))
     for name, want in (("framework", framework), ("config", config), ("task", task), ("operator", operator), ("seed", probe.seed)):

@@ -40,3 +40,26 @@ def test_export_then_reimport_is_lossless(scored_wave2, registry, tmp_path):
     for f in judge_files:
         original = CORPUS / f.rel_path.replace("harness/runs/public_wave2/", "harness/runs/wave2/")
         assert json.loads(original.read_text()) == json.loads(f.body), f.rel_path
+
+
+def test_an_imported_wave_verifies_from_its_landed_files_and_refuses_an_edited_one(scored_wave2, registry, tmp_path):
+    """`sabot verify` of an imported corpus: every run is its landed file (stored verbatim at import),
+    every verdict, board and report re-derives, in the store and in its bundle. A landed file edited
+    in a copy of the store is named."""
+    import shutil
+
+    import pytest
+
+    from sabot_assets.evidence import VerifyError, export_bundle, verify_bundle, verify_wave
+
+    verified = verify_wave(registry, scored_wave2.store_path, "public_wave2")
+    assert verified.runs == 163 and verified.cells == 150 * len(registry.wave("public_wave2").readings)
+    bundled = export_bundle(registry, scored_wave2.store_path, "public_wave2", tmp_path / "bundle")
+    assert verify_bundle(tmp_path / "bundle") == bundled  # the landed bodies, verbatim: their hashes are the imported ones
+    copy = tmp_path / "sabot.duckdb"
+    shutil.copyfile(scored_wave2.store_path, copy)
+    with connect(copy) as con:
+        path = con.execute("SELECT rel_path FROM corpus_files WHERE wave = 'public_wave2' AND kind = 'fault' ORDER BY rel_path LIMIT 1").fetchall()[0][0]
+        con.execute("UPDATE corpus_files SET body = body || ' ' WHERE rel_path = ?", [path])  # one byte more
+    with pytest.raises(VerifyError, match=rf"store: {path}: its landed file is missing or does not hash to"):
+        verify_wave(registry, copy, "public_wave2")

@@ -205,6 +205,22 @@ def test_a_request_missing_from_the_recording_fails_loudly_naming_cell_and_call(
         run(SPEC, registry, tmp_path / "replay", replay=missing, call_policy=fast_policy())
 
 
+def test_a_recorded_exchange_the_replay_never_asks_for_fails_naming_cell_and_call(registry, tmp_path):
+    """Every recorded exchange is used exactly once: one left over means the run did not go as
+    recorded (e.g. a reply edited so the pipeline stops earlier), never a quiet success."""
+    from adapters.gateway import ReplayMiss
+    from adapters.runner import Recording
+
+    record, recording = recorded_run(registry, tmp_path)
+    last = recording.exchanges[-1]
+    extra = {**last, "n": len(recording.exchanges) + 1, "key": "f" * 64, "request": {**last["request"], "model": "gpt-extra"}}
+    padded = Recording([*recording.exchanges, extra], recording.endpoint_label, recording.intent)
+    with pytest.raises(ReplayMiss, match=rf"replay of {SPEC.run_id}: recorded call {extra['n']} \(POST /chat/completions, model gpt-extra, "
+                                         rf"request key ffffffffffffffff\) was never asked for"):
+        run(SPEC, registry, tmp_path / "replay", replay=padded, call_policy=fast_policy())
+    assert run(SPEC, registry, tmp_path / "again", replay=recording, call_policy=fast_policy()).record == record  # the exact recording replays
+
+
 def test_a_failed_exchange_replays_as_the_same_failure(registry, tmp_path, monkeypatch):
     from adapters.runner import Recording
 

@@ -172,3 +172,39 @@ def test_replaying_a_demo_slice_sends_nothing_and_reproduces_every_record(demo, 
         replayed = con.execute("SELECT count(*) FROM attempts WHERE wave = 'demo' AND probe LIKE '%.T1.%' AND attempt = 2").fetchone()[0]
     assert replayed == len(slice_runs)  # a new attempt each, equal to the first
     assert intents(store_path, "demo") == intent_before
+
+
+# -- export and verify (after the replay above: the bundle holds the replayed attempts' seals) -------
+
+
+def test_the_demo_wave_exports_a_bundle_that_verifies_elsewhere_and_fails_on_one_edited_byte(demo, tmp_path):
+    """`sabot wave export`, then `sabot verify` of the bundle moved to a fresh directory, with no store
+    and no reachable model: it re-derives every verdict, board and report. One byte edited: exit 1
+    naming the file."""
+    import os
+    import shutil
+    import subprocess
+
+    from tests.conftest import PROJECT
+
+    _, store_path = demo
+    sabot = str(PROJECT / ".venv/bin/sabot")
+    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_VAR", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
+    exported = subprocess.run([sabot, "wave", "export", "demo", str(tmp_path / "bundle")], env={**env, "SABOT_DB": str(store_path)},
+                              capture_output=True, text=True, timeout=600)
+    assert exported.returncode == 0, exported.stderr
+    manifest_sha = exported.stdout.split("manifest sha256 ")[1].split()[0]
+    elsewhere = tmp_path / "elsewhere" / "bundle"
+    shutil.copytree(tmp_path / "bundle", elsewhere)
+    offline = {**env, "SABOT_VAR": str(tmp_path / "no-store"), "SABOT_DB": str(tmp_path / "no-store" / "none.duckdb"),
+               "SABOT_MODEL_BASE_URL": "http://127.0.0.1:3598/v1", "SABOT_MODEL_API_KEY": "sk-verify-must-not-call"}
+    verified = subprocess.run([sabot, "verify", str(elsewhere)], env=offline, capture_output=True, text=True, timeout=600)
+    assert verified.returncode == 0, verified.stderr
+    assert f"demo: verified: {6 * 5 * 7 - 15} sealed run(s)" in verified.stdout and manifest_sha in verified.stdout
+    assert not (tmp_path / "no-store" / "none.duckdb").exists()
+    board = elsewhere / "published" / "v0.2.0" / "board.json"
+    edited = bytearray(board.read_bytes())
+    edited[len(edited) // 2] ^= 0x01
+    board.write_bytes(bytes(edited))
+    failed = subprocess.run([sabot, "verify", str(elsewhere)], env=offline, capture_output=True, text=True, timeout=600)
+    assert failed.returncode == 1 and "bundle published/v0.2.0/board.json: differs from the manifest" in failed.stderr

@@ -150,6 +150,18 @@ class ModelGateway:
         if self.failure:
             raise CallBudgetSpent(self.failure, list(self.exchanges))
 
+    def raise_for_unused(self) -> None:
+        """After a replayed run that finished: a recorded exchange it never asked for means the run
+        did not go as recorded, a replay failure naming the call (as an extra call is)."""
+        unused = sorted((e for queue in self._book.values() for e in queue), key=lambda e: e.get("n") or 0)
+        if not unused:
+            return
+        first, request = unused[0], unused[0].get("request")
+        model = request.get("model") if isinstance(request, dict) else None
+        more = f", nor {len(unused) - 1} more recorded call(s)" if len(unused) > 1 else ""
+        raise ReplayMiss(f"replay of {self.cell}: recorded call {first.get('n')} ({first.get('method')} {route_of(first.get('path') or '')}, "
+                         f"model {model}, request key {first['key'][:16]}) was never asked for{more}; the run did not go as recorded")
+
     # -- one call -----------------------------------------------------------
 
     def handle(self, method: str, path: str, headers, raw: bytes) -> tuple[int, str, bytes]:

@@ -12,6 +12,7 @@ from sabot_assets.cli.corpus import corpus
 from sabot_assets.cli.explain import explain, predictions
 from sabot_assets.cli.project import init, project
 from sabot_assets.cli.registry import registry
+from sabot_assets.cli.verify import verify
 from sabot_assets.cli.wave import wave
 
 
@@ -36,5 +37,5 @@ def main():
     """Sabot on Dagster: plant faults, score what the pipelines' own checks caught."""
 
 
-for command in (registry, corpus, wave, explain, predictions, init, project):
+for command in (registry, corpus, wave, verify, explain, predictions, init, project):
     main.add_command(command)

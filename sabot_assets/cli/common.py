@@ -45,13 +45,15 @@ def guarded(fn, *args):
     from sabot.budget import BudgetError
     from sabot.corpus import CorpusError
     from sabot.registry import RegistryError
+    from sabot.seal import SealError
     from sabot.store.db import StoreLocked
     from sabot.trace import TraceError
+    from sabot_assets.evidence import VerifyError
     from sabot_assets.materialize import MaterializationError
 
     try:
         return fn(*args)
-    except (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked) as exc:
+    except (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, VerifyError) as exc:
         raise click.ClickException(str(exc)) from exc
 
 

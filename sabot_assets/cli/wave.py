@@ -165,14 +165,19 @@ def _rescore(ctx: Context, name: str, ruleset: str | None, json_out: Path | None
 @wave.command("export")
 @click.argument("name")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--ruleset", default=None, help="Ruleset of the cellverdict.json files (default: the wave's headline).")
+@click.option("--ruleset", default=None, help="Ruleset of the cellverdict.json files (default: the wave's headline); the bundle publishes every ruleset.")
 def wave_export(name, directory, ruleset):
-    """Write a wave's runs and verdicts in the reference corpus layout under DIRECTORY/harness/runs/NAME."""
-    from sabot.corpus_export import export_wave
-    from sabot.store.db import connect
-    from sabot_assets.constants import STORE_PATH
+    """Write a wave's bundle into DIRECTORY (new or empty): its runs and verdicts in the reference
+    corpus layout under harness/runs/NAME, the registered rules, the runs' seals, the published
+    verdicts, boards and reports, and a manifest of every file's SHA-256. The wave is verified
+    first; `sabot verify DIRECTORY` re-derives it anywhere, with no model call."""
+    guarded(_export, Context(), name, directory, ruleset)
 
-    wave_def = Context().registry.wave(name)
-    with connect(STORE_PATH, read_only=True) as con:
-        written = export_wave(con, wave_def, ruleset or wave_def.headline_ruleset, directory)
-    click.echo(f"{name}: wrote {len(written)} file(s) under {directory}/harness/runs/{name}")
+
+def _export(ctx: Context, name: str, directory: Path, ruleset: str | None):
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.evidence import export_bundle
+
+    exported = export_bundle(ctx.registry, STORE_PATH, name, directory, ruleset)
+    click.echo(f"{name}: wrote a bundle of {exported.runs} sealed run(s) and {exported.cells} cell verdict(s) to {directory}; "
+               f"manifest sha256 {exported.manifest_sha256}")

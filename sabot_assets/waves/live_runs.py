@@ -30,7 +30,9 @@ from adapters.runner import Recording, RunSpec
 from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, WaveDef
+from sabot.seal import SealError
 from sabot.store.db import StoreLocked, append_manifest
+from sabot.trace import TraceError
 from sabot.store.recordings import read_recording
 from sabot.store.runs import ingest_attempt
 from sabot.store.spend import rates_of, spend_at
@@ -52,22 +54,37 @@ def run_root_beside(store_path) -> Path:
     return Path(store_path).parent / "runroot"
 
 
-def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str) -> int:
-    """Ingest every finished attempt of these slots that the store does not hold yet."""
+def sealed_attempt(run_root: Path, directory: Path, refused: dict | None = None):
+    """The attempt in `directory` if it is sealed and unmodified; else None, with the one-line
+    reason recorded in `refused` (directory -> reason). A refused attempt is never ingested,
+    reused or replayed."""
+    try:
+        return runroot.read_attempt(run_root, directory)
+    except (SealError, TraceError) as exc:
+        if refused is not None:
+            refused[str(directory)] = str(exc)
+        return None
+
+
+def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str, refused: dict | None = None) -> int:
+    """Ingest every finished, sealed attempt of these slots that the store does not hold yet."""
     done = 0
     for operator, probe in slots:
         for directory in runroot.finished_attempts(run_root, wave, probe, operator):
-            done += ingest_attempt(con, runroot.read_attempt(run_root, directory), dagster_run_id)
+            attempt = sealed_attempt(run_root, directory, refused)
+            done += ingest_attempt(con, attempt, dagster_run_id) if attempt else 0
     return done
 
 
-def reusable_attempts(run_root: Path, wave: str, slots, identity) -> dict:
-    """slot -> its stored run (latest complete attempt) where that run was made with `identity`.
+def reusable_attempts(run_root: Path, wave: str, slots, identity, refused: dict | None = None) -> dict:
+    """slot -> its stored run (latest complete sealed attempt) where that run was made with `identity`.
     Read from the run root, so a held store lock cannot force a paid run to be repeated."""
     out = {}
     for operator, probe in slots:
         for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
-            attempt = runroot.read_attempt(run_root, directory)
+            attempt = sealed_attempt(run_root, directory, refused)
+            if attempt is None:
+                continue
             if attempt.outcome == "complete":
                 if attempt.identity == identity:
                     out[(operator, probe)] = attempt
@@ -97,7 +114,7 @@ class Settle:
 
     def __init__(self, context, store: DuckDBResource, asset: str, run_root: Path):
         self.context, self.store, self.asset, self.run_root = context, store, asset, run_root
-        self.errors, self.waiting, self.locked = {}, [], None
+        self.errors, self.waiting, self.locked, self.refused = {}, [], None, {}
         self.tally = {"reused": 0, "ran": 0, "carved out": 0}
 
     def carved_out(self, key: str, wave: WaveDef) -> None:
@@ -105,7 +122,10 @@ class Settle:
         self.context.log_event(dg.AssetMaterialization(self.context.asset_key, partition=key, metadata=carved_out_metadata(wave)))
 
     def finished(self, key: str, directory: Path, reused: bool = False, seconds: float | None = None):
-        attempt = runroot.read_attempt(self.run_root, directory)
+        attempt = sealed_attempt(self.run_root, directory, self.refused)
+        if attempt is None:  # not evidence: no materialization, the step fails naming it
+            self.context.log.error(f"{self.asset} {key}: refused: {self.refused[str(directory)]}")
+            return None
         self.tally["reused" if reused else "ran"] += 1
         try:
             with store_connection(self.store) as con:
@@ -133,13 +153,15 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     settle = Settle(context, store, asset, run_root)
     try:
         with store_connection(store) as con:  # finished runs a lock or a crash left behind
-            swept = ingest_pending(con, run_root, wave.name, [slot_of[t] for t in runnable], context.run_id)
+            swept = ingest_pending(con, run_root, wave.name, [slot_of[t] for t in runnable], context.run_id, settle.refused)
         if swept:
             context.log.info(f"{asset}: ingested {swept} finished attempt(s) from the run root ({run_root})")
     except StoreLocked as exc:
         settle.locked = exc
         context.log.warning(f"{asset}: {exc}")
-    reuse = {} if rerun else reusable_attempts(run_root, wave.name, [slot_of[t] for t in runnable], identity)
+    reuse = {} if rerun else reusable_attempts(run_root, wave.name, [slot_of[t] for t in runnable], identity, settle.refused)
+    for reason in sorted(set(settle.refused.values())):  # shown as found; the step fails naming them at the end
+        context.log.error(f"{asset}: refused {reason}")
     to_run, replays = {}, {}
     for target in targets:
         if target not in runnable:
@@ -161,7 +183,7 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed, may_launch=breaker.may_launch):
         launched += 1
         finished = settle.finished(to_run[spec].key, directory, seconds=seconds)
-        breaker.add(((finished.record.extra or {}).get("usage") or {}).get("cost_usd"), spec)
+        breaker.add(((finished.record.extra or {}).get("usage") or {}).get("cost_usd") if finished else None, spec)
     if launched < len(to_run):  # the breaker stopped launching: those cells stay missing, never RUN_ERROR
         context.log.info(f"{asset}: spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling; "
                             f"{len(to_run) - launched} run(s) not launched, left missing for a later wave run")
@@ -176,6 +198,7 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
                                 {"protocol": wave.protocol, **tally, "run errors": len(errors)})
         except StoreLocked as exc:
             settle.locked = exc
+    _refuse_if_needed(asset, settle.refused)
     _fail_if_needed(asset, errors, settle.waiting, settle.locked, tally)
 
 
@@ -195,8 +218,17 @@ def _breaker(context, store: DuckDBResource, identity, replaying: bool):
 
 def _recording(store: DuckDBResource, wave: WaveDef, spec: RunSpec, probe: Probe) -> Recording:
     with store_connection(store) as con:
-        stored = read_recording(con, wave.name, spec.operator, probe.key, spec.run_id)
+        stored = read_recording(con, wave.name, spec.operator, probe.key, spec.run_id, run_root_of(store))
     return Recording(stored.exchanges, stored.endpoint_label, stored.intent)
+
+
+def _refuse_if_needed(asset: str, refused: dict) -> None:
+    """Attempts that are not sealed, or differ from their seal, stop the wave naming them: they were
+    neither ingested nor reused, and stay in the run root for someone to look at (or remove)."""
+    if refused:
+        lines = sorted(set(refused.values()))
+        raise dg.Failure(description=f"{asset}: refused {lines[0]}" + (f" (and {len(lines) - 1} more)\n" + "\n".join(lines[1:]) if len(lines) > 1 else ""),
+                         metadata={"refused attempts": dg.MetadataValue.json(refused)}, allow_retries=False)
 
 
 def _fail_if_needed(asset: str, errors: dict, waiting: list, locked, tally: dict) -> None:

@@ -1,0 +1,397 @@
+"""`sabot verify`: every published number of a wave re-derived from its sealed evidence and the
+registered rules, and compared with what the store (or a bundle) says; and `sabot wave export`'s
+bundle, which carries what that needs to another machine, with no model call.
+
+What is re-derived: each scored run checked against its seal; each cell verdict, under every
+ruleset the wave reads, from those runs (`judges.hard`); each scoreboard from those verdicts, the
+clean baselines and the stored judge verdicts (the soft tier's rulings are evidence here, as a model
+call cannot be repeated offline); each Markdown report and the HTML page from those boards. The
+first difference raises VerifyError naming what differs and where.
+
+A bundle (`export_bundle`) is a directory:
+
+    manifest.json                      format, wave, rulesets, and the SHA-256 of every other file
+    harness/runs/<wave>/...            the runs and verdicts in the reference corpus layout
+    rules/                             the registered data files and their lock
+    seals.json                         per run file: the attempt it came from and that attempt's seal
+                                       (an imported run: the landed file and its hash, body verbatim)
+    evidence/judgements.json           the soft tier's verdicts the boards read
+    published/<ruleset>/cells.json     the published cell verdicts
+    published/<ruleset>/board.json     the published scoreboard
+    published/<ruleset>/report.md      the published report; published/report.html, published/wave.json
+
+Outside the store, a seal's HMAC cannot be checked (the key stays with the store): a bundle shows
+that its numbers follow from its runs and rules and that its runs are the sealed ones it names; the
+manifest's own SHA-256, printed by both commands, is what a reader compares with the published one.
+"""
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judges.hard.board import build_board
+from judges.hard.report import render_markdown
+from judges.hard.rulesets import load_ruleset
+from judges.hard.strict import floor_rules
+from judges.report.html import render_html
+from sabot import runroot, seal
+from sabot.corpus_export import RUNS_DIR, cell_dir, export_wave
+from sabot.matrix import Cell, Probe
+from sabot.registry import LOCK_NAME, Registry, WaveDef
+from sabot.store.board import read_report
+from sabot.store.db import connect
+from sabot.store.judging import read_judgements
+from sabot.store.landing import latest_import
+from sabot.store.runs import StoredRun, read_baselines, read_runs
+from sabot.store.verdicts import read_verdicts
+from sabot.trace import TraceError, parse_runresult
+from sabot_assets.waves.board import conformance_label, expected_rows, footnotes, with_cell_links
+from sabot_assets.waves.live_runs import run_root_beside
+from sabot_assets.waves.verdicts import verdict_rows
+
+MANIFEST, BUNDLE_FORMAT = "manifest.json", "sabot-bundle/1"
+IGNORED_FIELDS = ("wave", "dagster_run_id")  # where and when a verdict was stored, not what it says
+
+
+class VerifyError(ValueError):
+    """The first published number, or piece of evidence, that does not follow from the rest."""
+
+
+@dataclass
+class Published:
+    """A wave's evidence and what was published from it, read from a store or a bundle."""
+
+    wave: WaveDef
+    runs: dict  # (operator or '', probe) -> StoredRun, every run checked against its seal
+    baselines: list
+    judged: dict  # (operator, probe) -> judge verdict row (prompt variant 0)
+    label: str
+    missing: list
+    kappa: dict | None
+    cells: dict  # ruleset -> published verdict rows
+    boards: dict  # ruleset -> published board
+    reports: dict  # ruleset -> published Markdown
+    html: str | None
+    where: dict = field(default_factory=dict)  # what names each published piece in an error ({v}: the ruleset)
+
+
+@dataclass(frozen=True)
+class Verified:
+    wave: str
+    runs: int
+    cells: int
+    rulesets: tuple
+    manifest_sha256: str | None = None
+
+    def line(self) -> str:
+        bundle = f"; bundle manifest sha256 {self.manifest_sha256}" if self.manifest_sha256 else ""
+        return (f"{self.wave}: verified: {self.runs} sealed run(s), {self.cells} cell verdict(s) under {', '.join(self.rulesets)}, "
+                f"every scoreboard and report re-derived and equal{bundle}")
+
+
+# -- re-deriving ----------------------------------------------------------------------------------
+
+
+def first_difference(published, derived, path: str = "") -> str | None:
+    """Where two JSON values first differ, as a path (None when equal)."""
+    if isinstance(published, dict) and isinstance(derived, dict):
+        for key in sorted(set(published) | set(derived), key=str):
+            if key not in published or key not in derived:
+                return f"{path}.{key} ({'only published' if key in published else 'only re-derived'})"
+            found = first_difference(published[key], derived[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(published, list) and isinstance(derived, list):
+        if len(published) != len(derived):
+            return f"{path} ({len(published)} published, {len(derived)} re-derived)"
+        return next((d for i, (a, b) in enumerate(zip(published, derived)) if (d := first_difference(a, b, f"{path}[{i}]"))), None)
+    return None if published == derived else f"{path} (published {published!r}, re-derived {derived!r})"
+
+
+def _json(obj):
+    return json.loads(json.dumps(obj, sort_keys=True, default=str))
+
+
+def rederive(registry: Registry, pub: Published) -> int:
+    """Raise VerifyError at the first published verdict, board or report that its evidence and the
+    registered rules do not give; return the number of cell verdicts checked."""
+    wave = pub.wave
+    rulesets = [load_ruleset(registry, v) for v in wave.readings]
+    boards = {}
+    for ruleset in rulesets:
+        v = ruleset.version
+        rows = []
+        for stored in pub.cells.get(v, []):
+            cell = Cell(stored["operator"], Probe(stored["framework"], stored["config"], stored["task"], int(stored["seed"])))
+            derived, _ = verdict_rows(wave, ruleset, cell, pub.runs.get((cell.operator, cell.probe.key)), pub.runs.get(("", cell.probe.key)), "")
+            diff = first_difference(_json({k: x for k, x in stored.items() if k not in IGNORED_FIELDS}),
+                                    _json({k: x for k, x in derived.items() if k not in IGNORED_FIELDS and k in stored}))
+            if diff:
+                raise VerifyError(f"{pub.where['cells'].format(v=v)}: cell {cell.key}: {diff}")
+            rows.append(stored)
+        rows += _run_error_rows(wave, ruleset, pub, {(r["operator"], r["probe"]) for r in rows})
+        board = build_board(registry, v, rows, pub.baselines, wave.operators, pub.judged, pub.label, expected_rows(wave),
+                            floor=floor_rules(ruleset, rulesets))
+        diff = first_difference(_json(pub.boards.get(v)), _json(board))
+        if diff:
+            raise VerifyError(f"{pub.where['board'].format(v=v)}: {diff}")
+        boards[v] = with_cell_links(wave, v, _json(board))
+        markdown = render_markdown(wave.name, pub.label, boards[v], pub.missing, v == wave.headline_ruleset, pub.kappa)
+        if markdown != pub.reports.get(v):
+            raise VerifyError(f"{pub.where['report'].format(v=v)}: {_first_line_difference(pub.reports.get(v), markdown)}")
+    if pub.html is not None:
+        html = render_html(wave.name, pub.label, boards, wave.headline_ruleset, pub.missing, footnotes(registry, rulesets, pub.label))
+        if html != pub.html:
+            raise VerifyError(f"{pub.where['html']}: {_first_line_difference(pub.html, html)}")
+    return sum(len(c) for c in pub.cells.values())
+
+
+def _run_error_rows(wave: WaveDef, ruleset, pub: Published, scored: set) -> list[dict]:
+    """As the scoreboard does: fault runs with no stored verdict that are RUN_ERROR are itemized."""
+    if wave.source != "live":
+        return []
+    rows = []
+    for (operator, probe), run in sorted(pub.runs.items()):
+        if operator and (operator, probe) not in scored and run.status == "present":
+            row, _ = verdict_rows(wave, ruleset, Cell(operator, Probe.parse(probe)), run, pub.runs.get(("", probe)), "")
+            rows += [row] if row["excluded"] == "RUN_ERROR" else []
+    return rows
+
+
+def _first_line_difference(published: str | None, derived: str) -> str:
+    if published is None:
+        return "not published"
+    for n, (a, b) in enumerate(zip(published.splitlines(), derived.splitlines()), 1):
+        if a != b:
+            return f"line {n} differs (published {a[:80]!r}, re-derived {b[:80]!r})"
+    return f"published {len(published.splitlines())} lines, re-derived {len(derived.splitlines())}"
+
+
+# -- a wave in the store --------------------------------------------------------------------------
+
+
+def check_sealed_run(run_root: Path, source_path: str, source_sha256: str, record_json: str) -> None:
+    """A stored live run is its sealed run file: the store's record hashes to `source_sha256`, and
+    the attempt's seal (checked under the store's key) holds that hash."""
+    found = seal.sha256_text(runroot.run_file_text(json.loads(record_json)))
+    if found != source_sha256:
+        raise VerifyError(f"store: runs.record of {source_path}: differs from the file it was ingested from (sha256 {found[:12]}, ingested {source_sha256[:12]})")
+    try:
+        sealed = seal.verify(run_root, Path(run_root) / Path(source_path).parent)
+    except seal.SealError as exc:
+        raise VerifyError(str(exc)) from exc
+    if sealed.files.get(Path(source_path).name) != source_sha256:
+        raise VerifyError(f"store: runs.source_sha256 of {source_path}: not the hash its seal holds")
+
+
+def _check_landed(con, wave: str, rows) -> None:
+    """An imported run is the landed file it was parsed from (the corpus file, stored verbatim)."""
+    landed = {p: (sha, body) for p, sha, body in con.execute("SELECT rel_path, sha256, body FROM corpus_files WHERE wave = ?", [wave]).fetchall()}
+    for _op, _probe, status, record, path, sha, _attempt in rows:
+        if status != "present":
+            continue
+        if path not in landed or landed[path][0] != sha or hashlib.sha256(landed[path][1].encode()).hexdigest() != sha:
+            raise VerifyError(f"store: {path}: its landed file is missing or does not hash to {sha[:12]}")
+        if parse_runresult(json.loads(landed[path][1]), path) != parse_runresult(json.loads(record), path):
+            raise VerifyError(f"store: runs.record of {path}: differs from its landed file")
+    # fetchall: DuckDB refuses to register a frame (read_runs) beside an unfinished result
+    imported = con.execute("SELECT corpus_root FROM corpus_imports WHERE wave = ? ORDER BY imported_at DESC LIMIT 1", [wave]).fetchall()
+    root = Path(imported[0][0]) if imported else None
+    if root is not None and root.is_dir():  # the corpus it came from is still here: it must be what was landed
+        for path, (sha, _body) in sorted(landed.items()):
+            source = root / path
+            if source.is_file() and hashlib.sha256(source.read_bytes()).hexdigest() != sha:
+                raise VerifyError(f"{source}: differs from the file landed in the store at import (sha256 {sha[:12]})")
+
+
+def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> Published:
+    if not Path(store_path).is_file():
+        raise VerifyError(f"store {store_path}: no such store (a bundle is verified by its directory)")
+    run_root = run_root_beside(store_path)
+    with connect(store_path, read_only=True) as con:
+        rows = con.execute("SELECT operator, probe, status, record, source_path, source_sha256, attempt FROM runs WHERE wave = ? ORDER BY probe, operator",
+                           [wave.name]).fetchall()
+        if not rows:
+            raise VerifyError(f"store {store_path}: wave {wave.name} has no stored runs")
+        if wave.source == "live":
+            for _op, _probe, status, record, path, sha, attempt in rows:
+                if status == "present":
+                    if attempt is None:
+                        raise VerifyError(f"store: {path}: a live run that is not a sealed attempt")
+                    check_sealed_run(run_root, path, sha, record)
+        else:
+            _check_landed(con, wave.name, rows)
+        runs = read_runs(con, wave.name, [(op, probe) for op, probe, *_ in rows])
+        imported = latest_import(con, wave.name)
+        kappa = read_report(con, wave.name, "soft", "kappa.json")
+        return Published(
+            wave=wave, runs=runs, baselines=read_baselines(con, wave.name),
+            judged={(op, probe): v for (op, probe, _), v in read_judgements(con, wave.name, variant=0).items()},
+            label=conformance_label(con, wave), missing=imported["missing"] if imported else [],
+            kappa=json.loads(kappa) if kappa else None,
+            cells={v: read_verdicts(con, wave.name, v) for v in wave.readings},
+            boards={v: json.loads(b) for v in wave.readings if (b := read_report(con, wave.name, v, "board.json"))},
+            reports={v: read_report(con, wave.name, v, "md") for v in wave.readings},
+            html=read_report(con, wave.name, wave.headline_ruleset, "html"),
+            where={"cells": "store: cell_verdicts of ruleset {v}", "board": "store: board.json of ruleset {v}",
+                   "report": "store: Markdown report of ruleset {v}", "html": "store: HTML report"},
+        )
+
+
+def verify_wave(registry: Registry, store_path: Path, wave_name: str) -> Verified:
+    registry.require_registered()
+    wave = registry.wave(wave_name)
+    pub = published_in_store(registry, Path(store_path), wave)
+    cells = rederive(registry, pub)
+    return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings))
+
+
+# -- a bundle -------------------------------------------------------------------------------------
+
+
+def _write(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True, default=str) + "\n")
+
+
+def export_bundle(registry: Registry, store_path: Path, wave_name: str, directory: Path, reference_ruleset: str | None = None) -> Verified:
+    """Write a wave's bundle into `directory` (new or empty), after verifying the wave in the store:
+    only a wave that verifies is exported. `reference_ruleset`: the ruleset of the reference
+    layout's cellverdict.json files (default: the headline); every ruleset is published."""
+    directory = Path(directory)
+    if directory.exists() and any(directory.iterdir()):
+        raise VerifyError(f"{directory}: not empty; a bundle is written into a new or empty directory")
+    wave = registry.wave(wave_name)
+    if reference_ruleset and reference_ruleset not in wave.readings:
+        raise VerifyError(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {reference_ruleset!r}")
+    registry.require_registered()
+    pub = published_in_store(registry, Path(store_path), wave)
+    cells = rederive(registry, pub)
+    run_root = run_root_beside(store_path)
+    with connect(store_path, read_only=True) as con:
+        export_wave(con, wave, reference_ruleset or wave.headline_ruleset, directory)
+    _write(directory / "seals.json", _seals(con_path=Path(store_path), run_root=run_root, wave=wave, pub=pub, directory=directory))
+    for rel in [*registry.files, LOCK_NAME]:
+        target = directory / "rules" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(registry.root / rel, target)
+    _write(directory / "evidence" / "judgements.json", [v for _, v in sorted(pub.judged.items())])
+    for v in wave.readings:
+        _write(directory / "published" / v / "cells.json", pub.cells[v])
+        _write(directory / "published" / v / "board.json", pub.boards[v])
+        (directory / "published" / v / "report.md").write_text(pub.reports[v])
+    (directory / "published" / "report.html").write_text(pub.html)
+    absent = [[op, probe, r.source_path] for (op, probe), r in sorted(pub.runs.items()) if r.status != "present"]
+    _write(directory / "published" / "wave.json", {"wave": wave.name, "label": pub.label, "missing": pub.missing, "kappa": pub.kappa, "absent": absent})
+    files = {p.relative_to(directory).as_posix(): _file_sha(p) for p in sorted(directory.rglob("*")) if p.is_file()}
+    _write(directory / MANIFEST, {"format": BUNDLE_FORMAT, "wave": wave.name, "headline_ruleset": wave.headline_ruleset,
+                                  "rulesets": list(wave.readings), "files": files})
+    return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings), _file_sha(directory / MANIFEST))
+
+
+def _seals(con_path: Path, run_root: Path, wave: WaveDef, pub: Published, directory: Path) -> dict:
+    """Per run file of the bundle, what vouches for it: a live run's attempt and its seal; an
+    imported run's landed file and hash (its body is written verbatim over the re-serialized export,
+    so it still hashes to what was imported)."""
+    seals = {}
+    with connect(con_path, read_only=True) as con:
+        landed = {p: body for p, body in con.execute("SELECT rel_path, body FROM corpus_files WHERE wave = ?", [wave.name]).fetchall()}
+    for (operator, probe_key), run in sorted(pub.runs.items()):
+        if run.status != "present":
+            continue
+        ref = cell_dir(directory, f"{RUNS_DIR}/{wave.name}", Probe.parse(probe_key), operator or None) / runroot.run_file_name(operator or None)
+        rel = ref.relative_to(directory).as_posix()
+        if wave.source == "live":
+            attempt_dir = Path(run_root) / Path(run.source_path).parent
+            seals[rel] = {"attempt": run.source_path, "seal": json.loads((attempt_dir / seal.SEAL_FILE).read_text())}
+        else:
+            ref.write_bytes(landed[run.source_path].encode())
+            seals[rel] = {"landed": run.source_path, "sha256": run.source_sha256}
+    return seals
+
+
+def _file_sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_json(directory: Path, rel: str):
+    try:
+        return json.loads((directory / rel).read_text())
+    except (OSError, ValueError) as exc:
+        raise VerifyError(f"bundle {rel}: unreadable ({exc})") from exc
+
+
+def check_manifest(directory: Path) -> dict:
+    """Every file of the bundle is the one the manifest lists, and nothing else is there."""
+    manifest = _read_json(directory, MANIFEST)
+    if manifest.get("format") != BUNDLE_FORMAT:
+        raise VerifyError(f"bundle {MANIFEST}: format {manifest.get('format')!r}, expected {BUNDLE_FORMAT}")
+    listed = manifest.get("files") or {}
+    present = {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file() or p.is_symlink()} - {MANIFEST}
+    for rel in sorted(set(listed) | present):
+        path = directory / rel
+        if rel not in present:
+            raise VerifyError(f"bundle {rel}: listed in the manifest but missing")
+        if rel not in listed:
+            raise VerifyError(f"bundle {rel}: not listed in the manifest")
+        if path.is_symlink() or not path.is_file():
+            raise VerifyError(f"bundle {rel}: not a regular file")
+        if _file_sha(path) != listed[rel]:
+            raise VerifyError(f"bundle {rel}: differs from the manifest (sha256 {_file_sha(path)[:12]}, listed {listed[rel][:12]})")
+    return manifest
+
+
+def published_in_bundle(registry: Registry, directory: Path, manifest: dict) -> Published:
+    wave = registry.wave(manifest["wave"])
+    seals = _read_json(directory, "seals.json")
+    runs, baselines = {}, []
+    for rel, entry in sorted(seals.items()):
+        raw = (directory / rel).read_bytes()
+        live = "seal" in entry
+        sealed = entry["seal"]["files"].get(Path(rel).name) if live else entry.get("sha256")
+        if hashlib.sha256(raw).hexdigest() != sealed:
+            raise VerifyError(f"bundle {rel}: differs from its seal (attempt {entry['attempt']})" if live
+                              else f"bundle {rel}: differs from the file landed at import ({entry.get('landed')})")
+        try:
+            record = parse_runresult(json.loads(raw), rel)
+        except (TraceError, ValueError) as exc:
+            raise VerifyError(f"bundle {rel}: {exc}") from exc
+        runs[(record.operator or "", Probe(record.framework, record.config, record.task, record.seed).key)] = StoredRun(
+            "present", record, entry["attempt"] if live else entry["landed"], sealed)
+        if not record.operator:
+            baselines.append(record)
+    baselines.sort(key=lambda r: Probe(r.framework, r.config, r.task, r.seed).key)
+    facts = _read_json(directory, "published/wave.json")
+    for operator, probe, source_path in facts.get("absent", []):
+        runs[(operator, probe)] = StoredRun("absent", None, source_path, None)
+    judged = {(j["operator"], j["probe"]): j for j in _read_json(directory, "evidence/judgements.json")}
+    return Published(
+        wave=wave, runs=runs, baselines=baselines, judged=judged, label=_label_of(runs) if wave.source == "live" else wave.label,
+        missing=facts["missing"], kappa=facts["kappa"],
+        cells={v: _read_json(directory, f"published/{v}/cells.json") for v in wave.readings},
+        boards={v: _read_json(directory, f"published/{v}/board.json") for v in wave.readings},
+        reports={v: (directory / f"published/{v}/report.md").read_text() for v in wave.readings},
+        html=(directory / "published/report.html").read_text(),
+        where={"cells": "bundle published/{v}/cells.json", "board": "bundle published/{v}/board.json",
+               "report": "bundle published/{v}/report.md", "html": "bundle published/report.html"},
+    )
+
+
+def _label_of(runs: dict) -> str:
+    """As the store labels a live wave: simulation if any run used the scripted model."""
+    used = {(r.record.extra or {}).get("endpoint") for r in runs.values() if r.record}
+    used.discard(None)
+    return "simulation" if not used or any(e.startswith("simulation") for e in used) else "derived"
+
+
+def verify_bundle(directory: Path) -> Verified:
+    directory = Path(directory)
+    manifest = check_manifest(directory)
+    registry = Registry(directory / "rules")
+    registry.require_registered()
+    pub = published_in_bundle(registry, directory, manifest)
+    cells = rederive(registry, pub)
+    return Verified(pub.wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(pub.wave.readings), _file_sha(directory / MANIFEST))
