@@ -31,7 +31,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judges.hard.board import build_board
+from judges.hard.scoreboard import build_board
 from judges.hard.report import render_markdown
 from judges.hard.rulesets import load_ruleset
 from judges.hard.strict import floor_rules
@@ -40,14 +40,14 @@ from sabot import runroot, seal
 from sabot.corpus_export import RUNS_DIR, cell_dir, export_wave
 from sabot.matrix import Cell, Probe
 from sabot.registry import LOCK_NAME, Registry, WaveDef
-from sabot.store.board import read_report
+from sabot.store.published import read_report
 from sabot.store.db import connect
 from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import
 from sabot.store.runs import StoredRun, read_baselines, read_runs
 from sabot.store.verdicts import read_verdicts
 from sabot.trace import TraceError, parse_runresult
-from sabot_assets.waves.board import conformance_label, expected_rows, footnotes, with_cell_links
+from sabot_assets.waves.scoreboard_assets import conformance_label, expected_rows, footnotes, with_cell_links
 from sabot_assets.waves.live_runs import run_root_beside
 from sabot_assets.waves.verdicts import verdict_rows
 
