@@ -89,3 +89,10 @@ def audited_sockets():
 @pytest.fixture
 def socket_addresses():
     yield from audited_sockets()
+
+
+@pytest.fixture(autouse=True)
+def own_endpoint_state(tmp_path_factory, monkeypatch):
+    """Each test its own endpoint breakers and rate buckets: a dead endpoint one test counts failures
+    on must not open the same endpoint for the next test."""
+    monkeypatch.setenv("SABOT_LIMITER_DIR", str(tmp_path_factory.mktemp("limiter")))

@@ -155,7 +155,8 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
         breaker.add(((finished.record.extra or {}).get("usage") or {}).get("cost_usd"), spec)
     missing = len(to_run) - launched + len(settle.stopped)
     if closed.reason is not None or settle.stopped:  # the endpoint stopped the wave: missing cells, never RUN_ERROR
-        reason = (closed.reason or {}).get("message") or next(iter(settle.stopped.values()))
+        opened = closed.reason or (circuit.opened() if circuit is not None else None)
+        reason = (opened or {}).get("message") or next(iter(settle.stopped.values())).removeprefix("stopped: ")
         context.log.warning(f"{asset}: the endpoint stopped the wave: {reason}; {missing} run(s) left missing for a later wave run")
         context.log_event(dg.AssetObservation(context.asset_key, metadata={NOT_LAUNCHED_KEY: missing, STOPPED_KEY: reason}))
     elif launched < len(to_run):  # the breaker stopped launching: those cells stay missing, never RUN_ERROR
