@@ -16,6 +16,14 @@ Every pipeline's clients point here, so one seam serves every framework (and a u
 Upstream replies are read whole before the client sees a byte, so a failed stream is retried as a
 whole and never half-delivered. Once one call's budget is spent the run is infrastructure-failed:
 later calls are refused at once rather than spending more on a run that will be retried anyway.
+
+Every error answer is classified by the registered taxonomy (adapters/gateway/taxonomy.py): a
+retryable one is retried and counted on the endpoint's host-wide breaker (limiter.EndpointCircuit);
+an endpoint-fatal one (401, 403, quota) opens that breaker at once and stops the run
+(EndpointStopped: the cell stays missing); a cell-fatal one (404 model, 400, 422) fails the run
+(CellFailed: RUN_ERROR naming the model and the provider's message). A Retry-After pauses the
+endpoint for every process; past the policy's ceiling it stops the wave, naming the header. The key,
+and in an error body any Authorization value, is replaced before a reply is recorded or handed on.
 """
 
 from __future__ import annotations
