@@ -290,10 +290,12 @@ class ModelGateway:
         send_headers = {"Content-Type": "application/json", "Authorization": f"Bearer {upstream.api_key}",
                         "Accept": "application/json, text/event-stream"}
 
+        paused = [0.0]  # seconds spent sitting out Retry-After pauses: the provider's ask, not this call's budget
+
         def attempt() -> httpx.Response:
-            self._wait_for_endpoint(where, model)  # another process may have opened or paused it meanwhile
+            paused[0] += self._wait_for_endpoint(where, model)  # another process may have opened or paused it meanwhile
             t0 = time.monotonic()
-            timeout = policy.http_timeout(call_started + budget - t0)
+            timeout = policy.http_timeout(call_started + budget + paused[0] - t0)
             try:
                 response = self._client.request(method, url, content=content if method != "GET" else None,
                                                 headers=send_headers, timeout=timeout)
@@ -315,12 +317,16 @@ class ModelGateway:
                 if self.circuit is not None:
                     self.circuit.succeeded()
                 return response
-            return self._judge_error(response, entry, where, model)
+            try:
+                return self._judge_error(response, entry, where, model)
+            except _Retryable as exc:
+                paused[0] += exc.retry_after or 0.0  # the wait tenacity makes for it is not this call's budget either
+                raise
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Retryable),
             wait=self._wait,
-            stop=(tenacity.stop_after_attempt(policy.max_attempts) | tenacity.stop_before_delay(budget)),
+            stop=tenacity.stop_after_attempt(policy.max_attempts) | (lambda state: self._budget_spent(state, budget + paused[0])),
             sleep=time.sleep,
             reraise=True,
         )
@@ -347,6 +353,14 @@ class ModelGateway:
         if isinstance(reply, list):
             return response.status_code, ctype, render_sse(reply)
         return response.status_code, ctype, payload
+
+    @staticmethod
+    def _budget_spent(state: tenacity.RetryCallState, budget: float) -> bool:
+        """The call's budget is spent before the next attempt, unless that attempt waits on a Retry-After
+        (at most the ceiling: a longer one has stopped the wave already)."""
+        if getattr(state.outcome.exception() if state.outcome else None, "retry_after", None) is not None:
+            return False
+        return state.seconds_since_start + state.upcoming_sleep >= budget
 
     def _judge_error(self, response: httpx.Response, entry: dict, where: str, model: str | None) -> httpx.Response:
         """An error answer, by the registered taxonomy: retry it, stop the endpoint, or fail the cell."""
@@ -386,23 +400,24 @@ class ModelGateway:
         if opened:
             raise _Stop(ProviderFailure.from_dict(opened))
 
-    def _wait_for_endpoint(self, where: str, model: str | None) -> None:
+    def _wait_for_endpoint(self, where: str, model: str | None) -> float:
         """Refuse at once while the endpoint is open; sit out a pause a Retry-After asked for (never an
         immediate resend); stop when that pause is past the ceiling or the run's wall limit."""
         if self.circuit is None:
-            return
+            return 0.0
         opened = self.circuit.opened()
         if opened:
             raise _Stop(ProviderFailure.from_dict(opened))
         wait, header = self.circuit.paused_for()
         if wait <= 0:
-            return
+            return 0.0
         if wait > self.policy.max_retry_after_seconds or time.monotonic() + wait > self._deadline:
             failure = ProviderFailure("retry_after", 429, self.upstream.label, model,
                                       f"{where} asked for quiet with Retry-After: {header} ({wait:.0f} s left), past the ceiling of "
                                       f"{self.policy.max_retry_after_seconds:g} s or the run's wall limit")
             raise _Stop(self._trip(failure))
         time.sleep(wait)
+        return wait
 
     def _trip(self, failure: ProviderFailure) -> ProviderFailure:
         return ProviderFailure.from_dict(self.circuit.trip(failure.as_dict())) if self.circuit is not None else failure
