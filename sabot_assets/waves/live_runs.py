@@ -148,22 +148,15 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     circuit = None if replaying else provider_circuit(registry)
     closed = _EndpointGate(circuit)
     launched = 0
-    may_launch = lambda spec: closed(spec) and breaker.may_launch(spec)  # noqa: E731 - the endpoint first: an open one reserves nothing
+
+    def may_launch(spec) -> bool:  # the endpoint first: an open one reserves no spend
+        return closed(spec) and breaker.may_launch(spec)
+
     for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed, may_launch=may_launch):
         launched += 1
         finished = settle.finished(to_run[spec].key, directory, seconds=seconds)
         breaker.add(((finished.record.extra or {}).get("usage") or {}).get("cost_usd"), spec)
-    missing = len(to_run) - launched + len(settle.stopped)
-    if closed.reason is not None or settle.stopped:  # the endpoint stopped the wave: missing cells, never RUN_ERROR
-        opened = closed.reason or (circuit.opened() if circuit is not None else None)
-        reason = (opened or {}).get("message") or next(iter(settle.stopped.values())).removeprefix("stopped: ")
-        context.log.warning(f"{asset}: the endpoint stopped the wave: {reason}; {missing} run(s) left missing for a later wave run")
-        context.log_event(dg.AssetObservation(context.asset_key, metadata={NOT_LAUNCHED_KEY: missing, STOPPED_KEY: reason}))
-    elif launched < len(to_run):  # the breaker stopped launching: those cells stay missing, never RUN_ERROR
-        context.log.info(f"{asset}: spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling; "
-                            f"{len(to_run) - launched} run(s) not launched, left missing for a later wave run")
-        context.log_event(dg.AssetObservation(context.asset_key, metadata={
-            NOT_LAUNCHED_KEY: len(to_run) - launched, "spent (USD)": round(breaker.spent, 6), "ceiling (USD)": breaker.cap}))
+    _report_unlaunched(context, asset, len(to_run) - launched, settle.stopped, closed, circuit, breaker)
     tally, errors = settle.tally, settle.errors
     context.log.info(f"{asset}: {len(targets)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}")
     if not settle.locked:
@@ -174,6 +167,21 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
         except StoreLocked as exc:
             settle.locked = exc
     _fail_if_needed(asset, errors, settle.waiting, settle.locked, tally)
+
+
+def _report_unlaunched(context, asset: str, unlaunched: int, stopped: dict, closed, circuit, breaker) -> None:
+    """Why runs were never launched (or cut off), on the asset: they stay missing, never RUN_ERROR."""
+    if closed.reason is not None or stopped:  # the endpoint stopped the wave
+        missing = unlaunched + len(stopped)
+        opened = closed.reason or (circuit.opened() if circuit is not None else None)
+        reason = (opened or {}).get("message") or next(iter(stopped.values())).removeprefix("stopped: ")
+        context.log.warning(f"{asset}: the endpoint stopped the wave: {reason}; {missing} run(s) left missing for a later wave run")
+        context.log_event(dg.AssetObservation(context.asset_key, metadata={NOT_LAUNCHED_KEY: missing, STOPPED_KEY: reason}))
+    elif unlaunched:  # the spend breaker stopped launching
+        context.log.info(f"{asset}: spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling; "
+                         f"{unlaunched} run(s) not launched, left missing for a later wave run")
+        context.log_event(dg.AssetObservation(context.asset_key, metadata={
+            NOT_LAUNCHED_KEY: unlaunched, "spent (USD)": round(breaker.spent, 6), "ceiling (USD)": breaker.cap}))
 
 
 class _EndpointGate:
