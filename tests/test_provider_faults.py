@@ -19,6 +19,7 @@ from dagster_duckdb import DuckDBResource
 
 from sabot.store.db import connect
 from sabot_assets.definitions import build_definitions
+from sabot_assets.materialize import Block, WaveRunner
 from sabot_assets.wave_jobs import Slice, run_wave
 from tests.fault_provider import FaultProvider
 
@@ -39,9 +40,18 @@ class Store:
         self.defs = build_definitions(registry, DuckDBResource(database=str(self.path)))
 
     def wave(self, selection: Slice):
+        """The whole wave command: runs, verdicts, board."""
         started = time.monotonic()
         result = run_wave(self.registry, self.defs, self.instance, "demo", selection=selection)
         return result.tally, time.monotonic() - started
+
+    def runs(self, selection: Slice):
+        """Only the run assets of the slice (baselines, then fault runs): what a stop is about, seconds cheaper."""
+        runner = WaveRunner(self.defs, self.registry.wave("demo"), self.instance)
+        [framework], [config], [task] = selection.frameworks, selection.configs, selection.tasks
+        started = time.monotonic()
+        runner.runs(Block(framework, config, task, task))
+        return runner.tally, time.monotonic() - started
 
     def query(self, sql: str, *args):
         with connect(self.path, read_only=True) as con:
@@ -63,7 +73,7 @@ def store(registry, tmp_path_factory):
     policy.write_text(json.dumps(QUICK_POLICY))
     with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
         s = Store(registry, tmp, instance)
-        tally, _ = s.wave(T1)  # the scripted model: the good runs every failure below must keep
+        tally, _ = s.runs(T1)  # the scripted model: the good runs every failure below must keep
         assert (tally.ran, tally.run_errors, tally.stopped) == (SLOTS, {}, None)
         s.policy = policy
         yield s
@@ -92,7 +102,7 @@ def test_a_dead_or_hanging_endpoint_stops_the_wave_after_k_failures_keeping_the_
     good, before = store.scored("T1"), store.outcomes("T1")
     with FaultProvider(mode) as provider:
         provider_env(provider)
-        tally, seconds = store.wave(T1)
+        tally, seconds = store.runs(T1)
         calls = provider.calls
     assert tally.stopped and reason in tally.stopped and "3 failed attempts in a row" in tally.stopped, tally.stopped
     assert tally.run_errors == {} and tally.ran == 0 and tally.not_launched == SLOTS  # every cell missing, none RUN_ERROR
@@ -107,7 +117,7 @@ def test_a_dead_or_hanging_endpoint_stops_the_wave_after_k_failures_keeping_the_
 def test_a_refused_key_stops_the_wave_at_once_naming_status_and_endpoint(store, provider_env):
     with FaultProvider("401", key=KEY) as provider:
         provider_env(provider)
-        tally, _ = store.wave(T2)
+        tally, _ = store.runs(T2)
         calls = provider.calls
     assert calls == 1, "the first 401 stopped every further call"
     assert tally.stopped.startswith(f"provider {provider.base_url} (POST {provider.base_url}/chat/completions) answered 401: Incorrect API key")
@@ -120,7 +130,7 @@ def test_a_refused_key_stops_the_wave_at_once_naming_status_and_endpoint(store, 
 def test_a_quota_429_is_endpoint_fatal_not_retried(store, provider_env):
     with FaultProvider("quota") as provider:
         provider_env(provider)
-        tally, _ = store.wave(T2)
+        tally, _ = store.runs(T2)
         calls = provider.calls
     assert calls == 1 and "answered 429: You exceeded your current quota" in tally.stopped
     assert tally.run_errors == {} and store.scored("T2") == []
@@ -131,13 +141,13 @@ def test_a_long_retry_after_pauses_the_endpoint_for_every_caller_and_stops_namin
 
     with FaultProvider("retry-after", retry_after=120) as provider:
         provider_env(provider)
-        tally, _ = store.wave(T2)
+        tally, _ = store.runs(T2)
         assert provider.calls == 1 and "Retry-After: 120" in tally.stopped and "ceiling of 5 s" in tally.stopped
         circuit = EndpointCircuit(provider.base_url.rstrip("/"))
         wait, header = circuit.paused_for()
         assert 100 < wait <= 120 and header == "120"  # learnt by the host, for every process
         circuit.reset()  # what a new `sabot wave run` does: the open breaker closes, the pause holds
-        tally, _ = store.wave(T2)
+        tally, _ = store.runs(T2)
         assert provider.calls == 1, "no request before the 120 s are up"
         assert "Retry-After: 120" in tally.stopped
     assert tally.run_errors == {} and store.scored("T2") == []
@@ -186,7 +196,7 @@ def test_a_missing_downgrade_model_fails_only_the_o4_cells_and_spend_is_what_was
 def test_an_error_body_echoing_the_key_leaves_no_trace_of_it(store, provider_env):
     with FaultProvider("400-echo", key=KEY) as provider:
         provider_env(provider)
-        tally, _ = store.wave(Slice(("langgraph",), ("guardrail",), ("T1",)))
+        tally, _ = store.runs(Slice(("langgraph",), ("guardrail",), ("T1",)))
     [(key, error)] = tally.run_errors.items()  # the first call (the baseline's) was refused: that cell alone
     assert key == "langgraph.guardrail.T1.s11" and "answered 400" in error and "[redacted]" in error
     assert key_occurrences(store.tmp) == []
