@@ -11,6 +11,7 @@ from sabot.trace import RunRecord
 class RunOutcome:
     record: RunRecord
     intent: list  # what the scripted model decided and why (empty against a real provider)
+    stop: dict | None = None  # the endpoint may not be called (a ProviderFailure as a dict): the cell stays missing
 
 
 def infrastructure_errors() -> tuple[type[BaseException], ...]:

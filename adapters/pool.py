@@ -46,12 +46,49 @@ def _context():
     return ctx
 
 
+class RunFailed(RuntimeError):
+    """A run's process raised: its message, where it was raised and for which item, as plain text.
+
+    The child's own exception never crosses back: a client library's error may not unpickle in the
+    parent (openai's APIStatusError needs its response), and an exception that fails to unpickle
+    breaks the whole pool, taking every healthy run in flight down with it."""
+
+    def __init__(self, item: str, kind: str, message: str, where: str, trace: str = ""):
+        super().__init__(f"{item}: {kind}: {message}" + (f" (at {where})" if where else ""))
+        self.item, self.kind, self.message, self.where, self.trace = item, kind, message, where, trace
+
+    def __reduce__(self):
+        return type(self), (self.item, self.kind, self.message, self.where, self.trace)
+
+
+def _item_name(item) -> str:
+    return getattr(item, "run_id", None) or str(item)
+
+
+def _failure_of(item, exc: BaseException) -> RunFailed:
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    secrets = [os.environ.get(name) for name in ("SABOT_MODEL_API_KEY",)]
+    from adapters.gateway.taxonomy import Scrubber
+
+    scrub = Scrubber(*secrets)
+    trace = scrub.text("".join(traceback.format_exception(exc)))
+    return RunFailed(_item_name(item), type(exc).__name__, scrub.text(str(exc)) or repr(exc), where, trace)
+
+
 def _in_child(fn: Callable, item, environ: dict):
     # A forked child inherits the fork server's environment from when that started; the run must
     # see the caller's environment of now (endpoint switch, scripted latency, SABOT_* settings).
     os.environ.clear()
     os.environ.update(environ)
-    return fn(item)
+    try:
+        return fn(item)
+    except RunFailed:
+        raise
+    except Exception as exc:  # as text, never the live object (see RunFailed)
+        raise _failure_of(item, exc) from None
 
 
 def run_many(
@@ -90,6 +127,11 @@ def run_many(
                 item, started = in_flight.pop(future)
                 try:
                     result = future.result()
+                except RunFailed as exc:
+                    # Its text says it all; the remote traceback concurrent.futures chains on would
+                    # reach the user as an empty "_RemoteTraceback:" line (the trace is kept on it).
+                    exc.__cause__, exc.__suppress_context__ = None, True
+                    raise
                 except BrokenProcessPool as exc:
                     if on_crash is None:
                         raise
@@ -118,10 +160,26 @@ def crashed_run(spec: RunSpec, exc: BaseException) -> RunOutcome:
 
 
 def crashed_attempt(spec: RunSpec, exc: BaseException, run_root: Path, identity, dagster_run_id: str) -> Path:
-    """The attempt of a run whose process died, written (in the parent) as RUN_ERROR to the run root."""
+    """The attempt of a run whose process died, written (in the parent) as RUN_ERROR to the run root.
+
+    A dead worker breaks the whole pool, so every run in flight reports the crash, also one whose
+    child had already finished its attempt: that finished attempt is returned as it is, never
+    relabelled by what happened to another process."""
     from sabot import runroot
     from sabot.matrix import Probe
 
-    directory = runroot.allocate(Path(run_root), spec.wave, Probe(spec.framework, spec.config, spec.task, spec.seed), spec.operator)
+    probe = Probe(spec.framework, spec.config, spec.task, spec.seed)
+    for directory in reversed(runroot.finished_attempts(Path(run_root), spec.wave, probe, spec.operator)):
+        if _attempt_meta(directory).get("dagster_run_id") == dagster_run_id:
+            return directory
+        break
+    directory = runroot.allocate(Path(run_root), spec.wave, probe, spec.operator)
     record = crashed_run(spec, exc).record
     return runroot.write_attempt(directory, spec.wave, record, "run_error", identity, [], dagster_run_id, runroot.started_now())
+
+
+def _attempt_meta(directory: Path) -> dict:
+    try:
+        return json.loads((directory / "attempt.json").read_text())
+    except (OSError, ValueError):
+        return {}

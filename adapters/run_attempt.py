@@ -26,6 +26,20 @@ def current_identity(registry, runner_version: str, protocol: int) -> Identity:
     return Identity(runner_version, endpoint.label, pipeline, downgrade, protocol)
 
 
+def provider_circuit(registry, environ=None):
+    """The host-wide breaker of the provider the environment points at; None for the scripted model."""
+    import os
+
+    from adapters.gateway import CallPolicy, Upstream, circuit_of
+
+    models = registry.doc("standard/models.v0.1.1.json")
+    endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
+    if endpoint is None:
+        return None
+    upstream = Upstream(endpoint.base_url, endpoint.api_key, endpoint.label, scripted=False)
+    return circuit_of(upstream, CallPolicy.load(registry, os.environ if environ is None else environ))
+
+
 def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identity: Identity, dagster_run_id: str,
                 replay=None, replays: dict | None = None) -> Path:
     """Run one slot once (the runner's own retry-once included) and return its finished attempt directory.
@@ -38,8 +52,9 @@ def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identi
     started = runroot.started_now()
     outcome = run(spec, registry, work_root, replay=replay)  # replay: answered from a Recording, nothing sent
     record = outcome.record
-    return runroot.write_attempt(directory, spec.wave, record, "run_error" if record.error else "complete", identity,
-                                 outcome.intent, dagster_run_id, started)
+    # A run the endpoint's stop cut off is "stopped": stored with its calls, never scored, resumed later.
+    kind = "stopped" if outcome.stop else "run_error" if record.error else "complete"
+    return runroot.write_attempt(directory, spec.wave, record, kind, identity, outcome.intent, dagster_run_id, started)
 
 
 def _probe(spec: RunSpec):

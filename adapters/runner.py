@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.endpoint import provider_from_env, scripted
-from adapters.gateway import GATEWAY_KEY, CallPolicy, ModelGateway, Upstream
+from adapters.gateway import GATEWAY_KEY, CallPolicy, CellFailed, EndpointStopped, ModelGateway, ProviderTaxonomy, Upstream
 from adapters.outcome import RunOutcome, infrastructure_errors
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
 from adapters.scripted.server import Latency, ScriptedModelServer
@@ -109,7 +109,8 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
             upstream = Upstream(endpoint.base_url, endpoint.api_key, endpoint.label, endpoint.scripted)
         label = replay.endpoint_label if replay is not None else endpoint.label
         gateway = stack.enter_context(ModelGateway(upstream, call_policy or CallPolicy.load(registry), spec.run_id,
-                                                   replay.exchanges if replay is not None else None))
+                                                   replay.exchanges if replay is not None else None,
+                                                   taxonomy=ProviderTaxonomy.load(registry)))
         stack.callback(lambda: spent.extend(gateway.exchanges))  # every call made, whatever the run's end
         # The clients see only the gateway, with a placeholder key and a timeout longer than its budget.
         client_endpoint = dataclasses.replace(endpoint, base_url=gateway.base_url, api_key=GATEWAY_KEY, timeout=gateway.policy.client_timeout)
@@ -159,6 +160,13 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
             outcome = _execute(spec, registry, run_dir, replay, call_policy, spent)
             outcome.record.extra["usage"] = _usage(calls + call_rows(spent, prices, attempt), prices)
             return outcome
+        except EndpointStopped as exc:  # never retried, never RUN_ERROR: the cell stays missing
+            calls += call_rows(spent, prices, attempt)
+            return _stopped(spec, exc, calls, prices, replay, provider)
+        except CellFailed as exc:  # the same request would be refused again: no retry-once
+            calls += call_rows(spent, prices, attempt)
+            error, failed_exchanges = f"attempt {attempt}: {exc.failure.message}", exc.exchanges
+            break
         except infrastructure_errors() as exc:
             error = f"attempt {attempt}: {type(exc).__name__}: {exc} (endpoint: {where})"
             failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
@@ -169,6 +177,15 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
     extra["usage"] = _usage(calls, prices)
     record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error, extra=extra)
     return RunOutcome(record, [])
+
+
+def _stopped(spec: RunSpec, exc: EndpointStopped, calls: list, prices: PriceTable, replay, provider) -> RunOutcome:
+    """A run the endpoint's stop cut off: its calls (paid or not) are kept, its cell is not scored."""
+    extra = {"exchanges": exc.exchanges, "usage": _usage(calls, prices),
+             "endpoint": replay.endpoint_label if replay is not None else (provider.label if provider else scripted("", "", "").label)}
+    error = f"stopped: {exc.failure.message}"
+    record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error, extra=extra)
+    return RunOutcome(record, [], exc.failure.as_dict())
 
 
 def _usage(rows: list[dict], prices: PriceTable) -> dict:

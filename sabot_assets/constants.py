@@ -25,5 +25,6 @@ RERUN_TAG = "sabot/rerun"  # "true": run every selected cell again, even where a
 RUN_ERRORS_KEY = "run error cells"  # Failure metadata of a run asset: partition key -> error
 SPEND_CEILING_TAG = "sabot/spend_ceiling"  # USD of project spend (at this kind of endpoint) at which no further run is launched
 NOT_LAUNCHED_KEY = "runs not launched (spend ceiling reached)"  # they stay missing, so a later wave run resumes them
+STOPPED_KEY = "endpoint stopped"  # why the provider may not be called; the cells it cut off stay missing
 UNINGESTED_KEY = "finished runs waiting in the run root"  # ... and the runs a store lock kept out
 LIVE_CHUNK = 50  # partitions per backfill run: one process start per chunk, not per cell

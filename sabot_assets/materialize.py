@@ -13,7 +13,7 @@ import dagster as dg
 
 from sabot.matrix import Cell, Probe
 from sabot.registry import WaveDef
-from sabot_assets.constants import NOT_LAUNCHED_KEY, RUN_ERRORS_KEY, UNINGESTED_KEY
+from sabot_assets.constants import NOT_LAUNCHED_KEY, RUN_ERRORS_KEY, STOPPED_KEY, UNINGESTED_KEY
 from sabot_assets.waves.concurrency import launcher_tag
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
@@ -35,6 +35,7 @@ class RunTally:
     run_errors: dict = field(default_factory=dict)  # partition key -> error
     waiting: list = field(default_factory=list)  # finished runs a store lock kept out of the store
     not_launched: int = 0  # runs the spend breaker never launched: missing, resumable
+    stopped: str | None = None  # why the endpoint stopped the wave (its cells missing, resumable)
 
     def add(self, result) -> None:
         """Count one run asset's result: from its cells' materializations, or, when the step
@@ -48,8 +49,11 @@ class RunTally:
                 counted["ran"] += text == "ran"
                 counted["carved out"] += text.startswith("never run")
             elif event.event_type_value == "ASSET_OBSERVATION":
-                launched = event.event_specific_data.asset_observation.metadata.get(NOT_LAUNCHED_KEY)
+                observed = event.event_specific_data.asset_observation.metadata
+                launched = observed.get(NOT_LAUNCHED_KEY)
                 self.not_launched += launched.value if launched is not None else 0
+                if observed.get(STOPPED_KEY) is not None:
+                    self.stopped = self.stopped or observed[STOPPED_KEY].value
             elif event.is_step_failure and event.step_failure_data.user_failure_data:
                 meta = event.step_failure_data.user_failure_data.metadata
                 if RUN_ERRORS_KEY in meta:

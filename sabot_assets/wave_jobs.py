@@ -103,6 +103,18 @@ def rerun_reasons(registry: Registry, store_path: Path, chosen: Selected) -> dic
     return reasons_in(run_root_beside(store_path), chosen.wave.name, chosen.slots(), identity)
 
 
+def missing_slots(store_path: Path, chosen: Selected) -> int:
+    """How many runs of the slice the store holds no scored run for (never run, or only stopped)."""
+    from sabot.store.db import connect
+
+    slots = chosen.slots()
+    if not Path(store_path).exists():
+        return len(slots)
+    with connect(store_path, read_only=True) as con:
+        held = set(con.execute("SELECT operator, probe FROM runs WHERE wave = ? AND status = 'present'", [chosen.wave.name]).fetchall())
+    return sum(1 for operator, probe in slots if (operator or "", probe.key) not in held)
+
+
 def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, wave_name: str, frameworks=None,
              progress=iter, selection: Slice | None = None, rerun: bool = False, replay: bool = False,
              spend_ceiling: float | None = None) -> WaveRun:

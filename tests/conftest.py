@@ -100,3 +100,10 @@ LONGEST_FIRST = ("test_live_wave2.py", "test_live_wave.py", "test_budget_wave.py
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order
+
+
+@pytest.fixture(autouse=True)
+def own_endpoint_state(tmp_path_factory, monkeypatch):
+    """Each test its own endpoint breakers and rate buckets: a dead endpoint one test counts failures
+    on must not open the same endpoint for the next test."""
+    monkeypatch.setenv("SABOT_LIMITER_DIR", str(tmp_path_factory.mktemp("limiter")))

@@ -89,7 +89,9 @@ def test_a_provider_wave_is_never_labelled_simulation_even_when_every_run_failed
     import json
 
     quick = tmp_path / "quick_call_policy.json"  # a dead endpoint fails fast
-    quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}}))
+    # RUN_ERROR cells are the subject here, not the endpoint breaker (tests/test_provider_faults.py): kept closed
+    quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05},
+                                 "breaker": {"consecutive_failures": 1000}}))
     out = _sabot(tmp_path, *SLICE, "--operator", "O1", "--budget", "1", "--json", str(tmp_path / "board.json"),
                  SABOT_MODEL_BASE_URL="http://127.0.0.1:3598/v1", SABOT_MODEL_API_KEY="sk-test", SABOT_CALL_POLICY=str(quick))
     assert out.returncode == 1 and "2 cell(s) ended in RUN_ERROR" in out.stderr

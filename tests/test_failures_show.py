@@ -71,7 +71,8 @@ def test_run_error_partitions_are_failed_and_good_runs_survive(live_slice, monke
     monkeypatch.setenv("SABOT_MODEL_BASE_URL", DEAD_ENDPOINT)
     monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-test")
     quick = s.store.parent / "quick_call_policy.json"  # the registered policy spends ~68 s a run on a dead endpoint
-    quick.write_text('{"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}}')
+    # RUN_ERROR cells are the subject here, not the endpoint breaker (tests/test_provider_faults.py): kept closed
+    quick.write_text('{"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}, "breaker": {"consecutive_failures": 1000}}')
     monkeypatch.setenv("SABOT_CALL_POLICY", str(quick))
     tally, results = s.materialize(SLICE)
     assert set(tally.run_errors) == set(SLICE) and tally.reused == 0  # another endpoint: nothing to reuse

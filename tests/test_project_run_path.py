@@ -4,7 +4,7 @@ Each example project (LangGraph, AutoGen, CrewAI) is copied with its model ids s
 pins, and run as `sabot wave run` against a stand-in provider on 127.0.0.1 (the project's own test
 double behind the scripted server, reporting usage and dated ids like gpt-5.6-luna-2026-07-01).
 One wave per project, one seed, the baseline and O4; then, in order: a `--replay` against a dead
-endpoint, a `--rerun` against a provider refusing the key (401), and a run after the pass criterion
+endpoint, a `--rerun` against a provider refusing the key (401: the wave stops), and a run after the pass criterion
 changed. Everything is a real wave into the session's store.
 """
 
@@ -169,10 +169,12 @@ def test_a_replay_sends_nothing_and_reproduces_the_verdicts(waves):
     assert all(a.number > waves.scored["provider"][slot].number for slot, a in waves.scored["replay"].items())  # re-executed, not reused
 
 
-def test_a_refused_key_is_a_run_error_and_never_supersedes_the_stored_good_run(waves):
-    assert waves.codes["refused"] == 1 and "401" in waves.outputs["refused"], waves.outputs["refused"]
-    assert "RUN_ERROR: 2" in waves.outputs["refused"]
-    assert waves.sent["refused"] >= 2 and "attempt 2" not in waves.outputs["refused"]  # refused calls are not retried
+def test_a_refused_key_stops_the_wave_and_never_supersedes_the_stored_good_run(waves):
+    """The built-in runs' taxonomy: a 401 is endpoint-fatal, the wave stops, its cells stay missing (never RUN_ERROR)."""
+    out = waves.outputs["refused"]
+    assert waves.codes["refused"] == 1 and "401" in out and "the wave stopped" in out, out
+    assert "RUN_ERROR" not in out.split("the wave stopped")[0] or "RUN_ERROR: 0" in out, out
+    assert 1 <= waves.sent["refused"] <= 2, waves.sent["refused"]  # the first refusal stops every later call (2 runs at most in flight)
     before, after = waves.scored["replay"], waves.scored["refused"]
     assert {slot: (a.number, a.outcome) for slot, a in after.items()} == {slot: (a.number, a.outcome) for slot, a in before.items()}
     assert waves.verdicts["refused"] == waves.verdicts["provider"]

@@ -79,7 +79,9 @@ def test_a_bad_endpoint_keeps_the_good_runs_and_exits_non_zero(var):
         good = con.execute("SELECT operator, probe, source_sha256 FROM runs ORDER BY 1, 2").fetchall()
         valid = con.execute("SELECT count(*) FROM cell_verdicts WHERE ruleset = 'v0.2.0' AND status = 'valid'").fetchone()[0]
     quick = var.parent / "quick_call_policy.json"  # the gateway's call budget made short: a dead endpoint fails fast
-    quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}}))
+    # RUN_ERROR cells are the subject here, not the endpoint breaker (tests/test_provider_faults.py): kept closed
+    quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05},
+                                 "breaker": {"consecutive_failures": 1000}}))
     bad = _sabot(var, *SLICE, SABOT_MODEL_BASE_URL=DEAD_ENDPOINT, SABOT_MODEL_API_KEY="sk-test", SABOT_CALL_POLICY=str(quick))
     assert bad.returncode == 1
     assert f"{SLOTS} cell(s) ended in RUN_ERROR" in bad.stderr

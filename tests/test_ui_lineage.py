@@ -54,7 +54,8 @@ def store(tmp_path_factory) -> Path:
     good = _wave(var, "--task", "T1")
     assert good.returncode == 0, good.stderr[-3000:]
     quick = var / "quick_call_policy.json"  # the registered policy spends about a minute a run on a dead endpoint
-    quick.write_text('{"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}}')
+    # RUN_ERROR cells are the subject here, not the endpoint breaker (tests/test_provider_faults.py): kept closed
+    quick.write_text('{"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}, "breaker": {"consecutive_failures": 1000}}')
     bad = _wave(var, "--task", "T2", "--operator", "O1", SABOT_MODEL_BASE_URL=DEAD_ENDPOINT, SABOT_MODEL_API_KEY="sk-test",
                 SABOT_CALL_POLICY=str(quick))
     assert bad.returncode == 1 and FAILED_CELL in bad.stdout + bad.stderr, bad.stdout[-3000:] + bad.stderr[-3000:]

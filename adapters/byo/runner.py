@@ -14,9 +14,11 @@ policy's run wall limit. The tool objects are wrapped by name there. The pipelin
 is under test; the pass criterion runs after it returned, on its output.
 
 A failure of the team's own code (the factory, the test double, the pass criterion, a hang past the
-wall limit) is a `TeamCodeError` naming the file, line and error, and a call the endpoint refused
-(a wrong key, an unknown model) is an `EndpointRefused`: the run is a RUN_ERROR at once, since
-running it again would fail the same way.
+wall limit) is a `TeamCodeError` naming the file, line and error: the run is a RUN_ERROR at once,
+since running it again would fail the same way. What the provider's answers mean is the gateway's
+taxonomy, as for a built-in run (data/standard/provider_errors.v1.json): a wrong key or an exhausted
+quota stops the wave with the cell left missing, a refused request (an unknown model) is that cell's
+RUN_ERROR.
 """
 
 import contextlib
@@ -41,7 +43,7 @@ from adapters.byo.seams import SeamFault
 from adapters.byo.surfaces import Acts
 from adapters.byo.tools import WrappedTools
 from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV, provider_from_env
-from adapters.gateway import GATEWAY_KEY, CallPolicy, ModelGateway, Upstream
+from adapters.gateway import GATEWAY_KEY, CallPolicy, CellFailed, EndpointStopped, ModelGateway, ProviderTaxonomy, Upstream
 from adapters.gateway.policy import POLICY_DOC
 from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome
 from adapters.scripted.server import Reply, ScriptedModelServer, ToolCall
@@ -229,21 +231,6 @@ def merged(*logs: list[tuple[int, str, str, dict]]) -> Recorder:
     return out
 
 
-class EndpointRefused(Exception):
-    """The endpoint answered a model call with an error the call policy does not retry (a wrong key,
-    an unknown model, a refused request): the run failed, and running it again would fail the same way."""
-
-
-def endpoint_refusal(exchanges: list[dict], label: str) -> EndpointRefused | None:
-    """The first call the gateway handed back failed (after its retries), as the run's error."""
-    for x in exchanges:
-        if x.get("status") != 200:
-            reply = x.get("reply")
-            detail = (reply.get("error") or {}).get("message") if isinstance(reply, dict) and isinstance(reply.get("error"), dict) else reply
-            return EndpointRefused(f"{label} answered model call {x.get('n')} with status {x.get('status')}: {str(detail)[:300]}")
-    return None
-
-
 def project_registry(project: Project):
     """The registry a project's run reads its call policy, prices and model-id families from."""
     from sabot.projects import ProjectRegistry
@@ -312,7 +299,7 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
     """The record of one run (`offline`: on the test double even when a provider is set; `replay`: a
     Recording answering every model call, nothing sent). Its model calls go pipeline -> fault layer ->
     model gateway -> upstream, as a built-in run's do; every exchange the gateway made is appended to
-    `spent`, whatever the run's end. Infrastructure errors, EndpointRefused, TeamCodeError and
+    `spent`, whatever the run's end. Infrastructure errors, EndpointStopped, CellFailed, TeamCodeError and
     ReplayMiss propagate (the caller classifies them)."""
     registry = registry if registry is not None else project_registry(project)
     policy = call_policy or CallPolicy.load(registry)
@@ -335,7 +322,8 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         else:
             raise ProjectError(f"{project.name}: no test double (project.json: responder) and no provider "
                                f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls")
-        gateway = stack.enter_context(ModelGateway(upstream, policy, run_id, replay.exchanges if replay is not None else None))
+        gateway = stack.enter_context(ModelGateway(upstream, policy, run_id, replay.exchanges if replay is not None else None,
+                                                   taxonomy=ProviderTaxonomy.load(registry)))
         if spent is not None:
             stack.callback(lambda: spent.extend(gateway.exchanges))
         proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
@@ -350,9 +338,8 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         if double is not None:
             double.raise_if_failed()
         gateway.raise_for_calls()  # a spent call budget or a replay miss is the cause, whatever the pipeline made of it
-        refused = endpoint_refusal(gateway.exchanges, label)
-        if refused is not None:
-            raise refused
+        if replay is not None:
+            gateway.raise_for_unused()  # a recorded call the replay never made: it did not go as recorded
         if "infrastructure" in child:
             raise ConnectionError(f"the pipeline's model client failed: {child['infrastructure']}")
         exchanges = [{**x, "agent": (x.get("headers") or {}).get(AGENT_HEADER.lower(), UNATTRIBUTED)} for x in gateway.exchanges]
@@ -392,7 +379,18 @@ def run_project(spec, project: Project, work_root: Path, registry=None, replay=N
             error = f"attempt {attempt}: {type(exc).__name__}: {exc}"
             failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
             calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too
-        except (TeamCodeError, ProjectError, EndpointRefused) as exc:
+        except EndpointStopped as exc:  # never retried, never RUN_ERROR: the cell stays missing
+            calls += call_rows(spent, prices, attempt)
+            extra = {"exchanges": exc.exchanges, "usage": usage_of_calls(calls, prices),
+                     "endpoint": replay.endpoint_label if replay is not None else _endpoint_label()}
+            record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False,
+                               f"stopped: {exc.failure.message}", extra=extra)
+            return RunOutcome(record, [], exc.failure.as_dict())
+        except CellFailed as exc:  # the same request would be refused again: no retry-once
+            error, failed_exchanges = f"attempt {attempt}: {exc.failure.message}", exc.exchanges
+            calls += call_rows(spent, prices, attempt)
+            break
+        except (TeamCodeError, ProjectError) as exc:
             error = str(exc)
             calls += call_rows(spent, prices, attempt)
             break

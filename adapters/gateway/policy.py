@@ -1,6 +1,12 @@
 """The call policy: how long a model call may take, how often it is retried, and how fast an
-endpoint may be called. Read from the registered `standard/call_policy.v1.json`; a deployment (or a
-test) may point SABOT_CALL_POLICY at a JSON file whose keys override the registered ones.
+endpoint may be called. Read from the registered `standard/call_policy.v2.json` (v1 stays registered:
+the policy of the runs recorded before v2); a deployment (or a test) may point SABOT_CALL_POLICY at
+a JSON file whose keys override the registered ones.
+
+v2 adds hang detection (a connect timeout and a time-to-first-byte timeout beside the call timeout),
+the endpoint breaker (K failed attempts in a row, from any process on the host, open the endpoint)
+and reads `max_retry_after_seconds` as a ceiling: a shorter Retry-After is waited out by every
+process on the host, a longer one stops the wave naming the header.
 
 Retries here are transport retries, invisible to the pipeline: they are never an own-check act
 (SPEC v0.2.1 §2 counts only the pipeline's own retry mechanisms). A run fails as infrastructure only
@@ -14,7 +20,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-POLICY_DOC = "standard/call_policy.v1.json"
+POLICY_DOC = "standard/call_policy.v2.json"
 POLICY_ENV = "SABOT_CALL_POLICY"
 
 
@@ -37,6 +43,10 @@ class CallPolicy:
     call_timeout_seconds: float
     run_wall_limit_seconds: float
     limits: dict[str, RateLimit | None]  # "provider" | "scripted" -> limit (None: unlimited)
+    connect_timeout_seconds: float = 10.0
+    first_byte_timeout_seconds: float = 120.0  # no byte of the answer this long after sending: a hang
+    breaker_failures: int = 8  # failed attempts in a row that open the endpoint for the host
+    breaker_open_seconds: float = 900.0
 
     @property
     def client_timeout(self) -> float:
@@ -46,6 +56,14 @@ class CallPolicy:
 
     def limit_for(self, scripted: bool) -> RateLimit | None:
         return self.limits.get("scripted" if scripted else "provider")
+
+    def http_timeout(self, seconds_left: float):
+        """httpx's timeout for one attempt: connect and first byte (read) bounded apart, so a provider
+        that accepts and never answers is a timeout after first_byte_timeout_seconds, not minutes."""
+        import httpx
+
+        cap = max(0.1, min(self.call_timeout_seconds, seconds_left))
+        return httpx.Timeout(cap, connect=min(self.connect_timeout_seconds, cap), read=min(self.first_byte_timeout_seconds, cap))
 
     @classmethod
     def from_doc(cls, doc: dict, source: str = POLICY_DOC) -> "CallPolicy":
@@ -60,11 +78,17 @@ class CallPolicy:
                 retry_on_status=frozenset(int(s) for s in retry["retry_on_status"]),
                 call_timeout_seconds=float(doc["call_timeout_seconds"]),
                 run_wall_limit_seconds=float(doc["run_wall_limit_seconds"]), limits=limits,
+                connect_timeout_seconds=float(doc.get("connect_timeout_seconds", min(10.0, float(doc["call_timeout_seconds"])))),
+                first_byte_timeout_seconds=float(doc.get("first_byte_timeout_seconds", doc["call_timeout_seconds"])),
+                breaker_failures=int((doc.get("breaker") or {}).get("consecutive_failures", 8)),
+                breaker_open_seconds=float((doc.get("breaker") or {}).get("open_seconds", 900.0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{source}: malformed call policy ({type(exc).__name__}: {exc})") from None
         if policy.max_attempts < 1 or policy.max_total_seconds <= 0 or policy.call_timeout_seconds <= 0:
             raise ValueError(f"{source}: max_attempts, max_total_seconds and call_timeout_seconds must be positive")
+        if policy.connect_timeout_seconds <= 0 or policy.first_byte_timeout_seconds <= 0 or policy.breaker_failures < 1:
+            raise ValueError(f"{source}: connect and first-byte timeouts and breaker.consecutive_failures must be positive")
         return policy
 
     @classmethod

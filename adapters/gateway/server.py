@@ -16,6 +16,14 @@ Every pipeline's clients point here, so one seam serves every framework (and a u
 Upstream replies are read whole before the client sees a byte, so a failed stream is retried as a
 whole and never half-delivered. Once one call's budget is spent the run is infrastructure-failed:
 later calls are refused at once rather than spending more on a run that will be retried anyway.
+
+Every error answer is classified by the registered taxonomy (adapters/gateway/taxonomy.py): a
+retryable one is retried and counted on the endpoint's host-wide breaker (limiter.EndpointCircuit);
+an endpoint-fatal one (401, 403, quota) opens that breaker at once and stops the run
+(EndpointStopped: the cell stays missing); a cell-fatal one (404 model, 400, 422) fails the run
+(CellFailed: RUN_ERROR naming the model and the provider's message). A Retry-After pauses the
+endpoint for every process; past the policy's ceiling it stops the wave, naming the header. The key,
+and in an error body any Authorization value, is replaced before a reply is recorded or handed on.
 """
 
 from __future__ import annotations
@@ -35,8 +43,10 @@ import tenacity
 
 from adapters.gateway.exchange import (estimate_tokens, parse_sse, redact_headers, render_sse, request_key,
                                        route_of, served_model, strip_usage_chunks, usage_of)
-from adapters.gateway.limiter import EndpointLimiter, RateLimited
+from adapters.gateway.limiter import EndpointCircuit, EndpointLimiter, RateLimited
 from adapters.gateway.policy import CallPolicy
+from adapters.gateway.taxonomy import (CELL_FATAL, ENDPOINT_FATAL, RETRYABLE, ProviderFailure, ProviderTaxonomy, Scrubber,
+                                       provider_message)
 from adapters.http_reply import send_reply
 
 log = logging.getLogger(__name__)
@@ -51,6 +61,31 @@ class CallBudgetSpent(ConnectionError):
     def __init__(self, message: str, exchanges: list[dict]):
         super().__init__(message)
         self.exchanges = exchanges
+
+
+class EndpointStopped(RuntimeError):
+    """The endpoint may not be called (key refused, quota spent, breaker open, Retry-After past the
+    ceiling): the run stops, its cell stays missing for resume, never RUN_ERROR. Plain data: it
+    crosses process boundaries whole."""
+
+    def __init__(self, failure: ProviderFailure, exchanges: list[dict] | None = None):
+        super().__init__(failure.message)
+        self.failure, self.exchanges = failure, list(exchanges or [])
+
+    def __reduce__(self):
+        return type(self), (self.failure, self.exchanges)
+
+
+class CellFailed(RuntimeError):
+    """The provider refused this run's request for good (a model it lacks, a body it rejects): the run
+    is RUN_ERROR naming the model and the provider's message, never retried; its neighbours go on."""
+
+    def __init__(self, failure: ProviderFailure, exchanges: list[dict] | None = None):
+        super().__init__(failure.message)
+        self.failure, self.exchanges = failure, list(exchanges or [])
+
+    def __reduce__(self):
+        return type(self), (self.failure, self.exchanges)
 
 
 class ReplayMiss(RuntimeError):
@@ -71,10 +106,21 @@ class Upstream:
         return "scripted" if self.scripted else self.base_url.rstrip("/")
 
 
+class _Stop(Exception):
+    def __init__(self, failure: ProviderFailure, response=None):
+        super().__init__(failure.message)
+        self.failure, self.response = failure, response
+
+
 class _Retryable(Exception):
     def __init__(self, detail: str, status: int | None = None, retry_after: float | None = None, response=None):
         super().__init__(detail)
         self.detail, self.status, self.retry_after, self.response = detail, status, retry_after, response
+
+
+def circuit_of(upstream: Upstream, policy: CallPolicy) -> EndpointCircuit:
+    """The host-wide breaker of a provider endpoint, under the policy's threshold and open time."""
+    return EndpointCircuit(upstream.limiter_id, policy.breaker_failures, policy.breaker_open_seconds)
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -99,7 +145,8 @@ class ModelGateway:
     """One run's gateway: start it, point the clients at `base_url`, then `raise_for_calls()`."""
 
     def __init__(self, upstream: Upstream | None, policy: CallPolicy, cell: str, recording: list[dict] | None = None,
-                 limiter: EndpointLimiter | None = None):
+                 limiter: EndpointLimiter | None = None, taxonomy: ProviderTaxonomy | None = None,
+                 circuit: EndpointCircuit | None = None):
         if upstream is None and recording is None:
             raise ValueError("a gateway needs an upstream or a recording to answer from")
         self.upstream, self.policy, self.cell = upstream, policy, cell
@@ -109,8 +156,16 @@ class ModelGateway:
             self._book[exchange["key"]].append(exchange)
         limit = policy.limit_for(upstream.scripted) if upstream else None
         self.limiter = limiter or (EndpointLimiter(upstream.limiter_id, limit) if limit else None)
+        self.taxonomy = taxonomy or ProviderTaxonomy.registered()
+        # The breaker guards a provider; per-run scripted servers and replays have none to guard.
+        if circuit is None and upstream is not None and not upstream.scripted and not self.replaying:
+            circuit = circuit_of(upstream, policy)
+        self.circuit = circuit
+        self.scrub = Scrubber(upstream.api_key if upstream else None)
         self.exchanges: list[dict] = []
         self.failure: str | None = None
+        self.stop: ProviderFailure | None = None  # the endpoint may not be called: the run stops
+        self.cell_failure: ProviderFailure | None = None  # the provider refused this run's request for good
         self.misses: list[str] = []
         self._lock = threading.Lock()
         self._counter = 0
@@ -124,7 +179,7 @@ class ModelGateway:
     def __enter__(self) -> "ModelGateway":
         if self.upstream is not None and not self.replaying:
             loopback = "://127.0.0.1" in self.upstream.base_url or "://localhost" in self.upstream.base_url
-            self._client = httpx.Client(timeout=self.policy.call_timeout_seconds, trust_env=not loopback)
+            self._client = httpx.Client(timeout=self.policy.http_timeout(self.policy.call_timeout_seconds), trust_env=not loopback)
         self._httpd = _HTTPServer(("127.0.0.1", 0), self)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"model-gateway:{self._httpd.server_address[1]}", daemon=True)
@@ -144,10 +199,19 @@ class ModelGateway:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def raise_for_calls(self) -> None:
-        """After the pipeline: a replay miss stops everything; a spent budget fails the run."""
+        """After the pipeline: a replay miss stops everything; an endpoint that may not be called stops
+        the run (also when this run's own failures opened it); a refused request fails the cell; a spent
+        budget fails the run as infrastructure."""
         if self.misses:
             raise ReplayMiss(self.misses[0])
+        if self.stop is not None:
+            raise EndpointStopped(self.stop, list(self.exchanges))
+        if self.cell_failure is not None:
+            raise CellFailed(self.cell_failure, list(self.exchanges))
         if self.failure:
+            opened = self.circuit.opened() if self.circuit is not None else None
+            if opened:
+                raise EndpointStopped(ProviderFailure.from_dict(opened), list(self.exchanges))
             raise CallBudgetSpent(self.failure, list(self.exchanges))
 
     def raise_for_unused(self) -> None:
@@ -173,12 +237,14 @@ class ModelGateway:
         except ValueError:
             body = raw.decode("utf-8", errors="replace")
         key = request_key(method, path, body)
+        if self.stop is not None:
+            return 403, "application/json", error_body(f"not sent: {self.stop.message}", "endpoint_stopped")
         if self.failure:
             return 503, "application/json", error_body(f"not sent: {self.failure}")
         if self.replaying:
             return self._replay(n, method, path, key, body)
         started = time.monotonic()
-        exchange = {"n": n, "method": method, "path": path, "key": key, "request": body, "headers": redact_headers(headers)}
+        exchange = {"n": n, "method": method, "path": path, "key": key, "request": body, "headers": self.scrub.headers(redact_headers(headers))}
         status, ctype, payload = self._forward(n, method, path, body, exchange)
         exchange["seconds"] = round(time.monotonic() - started, 3)
         self._record(exchange)
@@ -210,15 +276,20 @@ class ModelGateway:
         upstream, policy = self.upstream, self.policy
         url = upstream.base_url.rstrip("/") + route_of(path)
         where = f"{upstream.label} ({method} {url})"
+        model = body.get("model") if isinstance(body, dict) else None
         asked_usage = True
         sent = body
         if isinstance(body, dict) and body.get("stream"):
             asked_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             if not asked_usage:  # ask the stream for its usage, so spend is recorded; stripped below
                 sent = {**body, "stream_options": {**(body.get("stream_options") or {}), "include_usage": True}}
-        budget = min(policy.max_total_seconds, self._deadline - time.monotonic())
         attempts: list[dict] = []
         exchange.update(attempts=attempts, model=None, usage=None, reply=None, error=None)
+        try:
+            self._wait_for_endpoint(where, model)
+        except _Stop as stop:
+            return self._stopped(exchange, stop.failure)
+        budget = min(policy.max_total_seconds, self._deadline - time.monotonic())
         if budget <= 0:
             return self._give_up(exchange, 504, f"{where}: the run's wall limit of {policy.run_wall_limit_seconds:g} s is spent")
         if self.limiter is not None:
@@ -231,50 +302,162 @@ class ModelGateway:
         send_headers = {"Content-Type": "application/json", "Authorization": f"Bearer {upstream.api_key}",
                         "Accept": "application/json, text/event-stream"}
 
+        paused = [0.0]  # seconds spent sitting out Retry-After pauses: the provider's ask, not this call's budget
+
         def attempt() -> httpx.Response:
+            paused[0] += self._wait_for_endpoint(where, model)  # another process may have opened or paused it meanwhile
             t0 = time.monotonic()
-            timeout = max(0.1, min(policy.call_timeout_seconds, call_started + budget - t0))
+            timeout = policy.http_timeout(call_started + budget + paused[0] - t0)
             try:
                 response = self._client.request(method, url, content=content if method != "GET" else None,
                                                 headers=send_headers, timeout=timeout)
             except httpx.TimeoutException as exc:
-                attempts.append({"status": None, "error": f"timeout after {timeout:.1f} s", "seconds": round(time.monotonic() - t0, 3)})
-                raise _Retryable(f"timed out after {timeout:.1f} s ({type(exc).__name__})") from exc
+                phase = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for the first byte" if isinstance(exc, httpx.ReadTimeout) else "sending"
+                limit = timeout.connect if phase == "connecting" else timeout.read if phase.startswith("waiting") else timeout.write
+                detail = f"timed out after {limit:.1f} s {phase} ({type(exc).__name__})"
+                attempts.append({"status": None, "error": f"timeout after {limit:.1f} s {phase}", "seconds": round(time.monotonic() - t0, 3)})
+                self._infrastructure_failed(where, model, None, detail)
+                raise _Retryable(detail) from exc
             except httpx.TransportError as exc:
-                attempts.append({"status": None, "error": f"{type(exc).__name__}: {exc}", "seconds": round(time.monotonic() - t0, 3)})
-                raise _Retryable(f"connection failed ({type(exc).__name__}: {exc})") from exc
+                detail = self.scrub.text(f"connection failed ({type(exc).__name__}: {exc})")
+                attempts.append({"status": None, "error": self.scrub.text(f"{type(exc).__name__}: {exc}"), "seconds": round(time.monotonic() - t0, 3)})
+                self._infrastructure_failed(where, model, None, detail)
+                raise _Retryable(detail) from exc
             entry = {"status": response.status_code, "error": None, "seconds": round(time.monotonic() - t0, 3)}
             attempts.append(entry)
-            if response.status_code in policy.retry_on_status:
-                wait = retry_after_seconds(response.headers.get("retry-after"))
-                entry["retry_after"] = wait
-                raise _Retryable(f"answered {response.status_code}", response.status_code, wait, response)
-            return response
+            if response.status_code < 400:
+                if self.circuit is not None:
+                    self.circuit.succeeded()
+                return response
+            try:
+                return self._judge_error(response, entry, where, model)
+            except _Retryable as exc:
+                paused[0] += exc.retry_after or 0.0  # the wait tenacity makes for it is not this call's budget either
+                raise
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Retryable),
             wait=self._wait,
-            stop=(tenacity.stop_after_attempt(policy.max_attempts) | tenacity.stop_before_delay(budget) | self._stop_on_long_retry_after),
+            stop=tenacity.stop_after_attempt(policy.max_attempts) | (lambda state: self._budget_spent(state, budget + paused[0])),
             sleep=time.sleep,
             reraise=True,
         )
         try:
             response = retrying(attempt)
+        except _Stop as stop:
+            if stop.response is not None:
+                exchange["upstream_reply"] = self._reply_of(stop.response)[0]
+            return self._stopped(exchange, stop.failure)
         except _Retryable as exc:
             spent = time.monotonic() - call_started
             status = exc.status or (504 if "timed out" in exc.detail else 502)
             if exc.response is not None:
-                exchange["upstream_reply"] = _reply_of(exc.response)[0]
+                exchange["upstream_reply"] = self._reply_of(exc.response)[0]
             message = f"{where} {exc.detail} on call {n}; call budget spent after {len(attempts)} attempt(s) in {spent:.1f} s"
             return self._give_up(exchange, status, message)
-        reply, ctype = _reply_of(response)
+        reply, ctype, payload = self._reply_of(response)
         exchange["usage"] = usage_of(reply)
         if isinstance(reply, list) and not asked_usage:
             reply = strip_usage_chunks(reply)
         exchange.update(status=response.status_code, reply=reply, model=served_model(reply))
+        if response.status_code >= 400:  # cell-fatal: the client sees the provider's (scrubbed) answer
+            exchange["error"] = self.cell_failure.message if self.cell_failure else None
         if isinstance(reply, list):
             return response.status_code, ctype, render_sse(reply)
-        return response.status_code, ctype, response.content
+        return response.status_code, ctype, payload
+
+    @staticmethod
+    def _budget_spent(state: tenacity.RetryCallState, budget: float) -> bool:
+        """The call's budget is spent before the next attempt, unless that attempt waits on a Retry-After
+        (at most the ceiling: a longer one has stopped the wave already)."""
+        if getattr(state.outcome.exception() if state.outcome else None, "retry_after", None) is not None:
+            return False
+        return state.seconds_since_start + state.upcoming_sleep >= budget
+
+    def _judge_error(self, response: httpx.Response, entry: dict, where: str, model: str | None) -> httpx.Response:
+        """An error answer, by the registered taxonomy: retry it, stop the endpoint, or fail the cell."""
+        status = response.status_code
+        text = self.scrub.data(response.content).decode("utf-8", errors="replace")
+        said = provider_message(text)
+        kind = self.taxonomy.kind_of(status, text)
+        if kind == ENDPOINT_FATAL:
+            failure = ProviderFailure(ENDPOINT_FATAL, status, self.upstream.label, model, f"{where} answered {status}: {said}")
+            raise _Stop(self._trip(failure), response)
+        if kind == RETRYABLE:
+            header = response.headers.get("retry-after")
+            wait = retry_after_seconds(header)
+            entry["retry_after"] = wait
+            if wait is not None and self.circuit is not None:
+                self.circuit.pause(wait, header)  # every process on the host waits it out, not only this call
+            if wait is not None and wait > self.policy.max_retry_after_seconds:
+                failure = ProviderFailure("retry_after", status, self.upstream.label, model,
+                                          f"{where} answered {status} with Retry-After: {header}, past the ceiling of "
+                                          f"{self.policy.max_retry_after_seconds:g} s (call_policy max_retry_after_seconds)")
+                raise _Stop(self._trip(failure), response)
+            if status != 429:  # throttling is the provider working as asked; anything else is failure
+                self._infrastructure_failed(where, model, status, f"answered {status}: {said}")
+            raise _Retryable(f"answered {status}", status, wait, response)
+        failure = ProviderFailure(CELL_FATAL, status, self.upstream.label, model,
+                                  f"{where} answered {status} for model {model}: {said}")
+        with self._lock:
+            self.cell_failure = self.cell_failure or failure
+        log.warning("%s: %s", self.cell, failure.message)
+        return response
+
+    def _infrastructure_failed(self, where: str, model: str | None, status: int | None, detail: str) -> None:
+        """Count one failed attempt on the endpoint's breaker; once it opens, this call stops too."""
+        if self.circuit is None:
+            return
+        opened = self.circuit.failed(ProviderFailure(RETRYABLE, status, self.upstream.label, model, f"{where} {detail}").as_dict())
+        if opened:
+            raise _Stop(ProviderFailure.from_dict(opened))
+
+    def _wait_for_endpoint(self, where: str, model: str | None) -> float:
+        """Refuse at once while the endpoint is open; sit out a pause a Retry-After asked for (never an
+        immediate resend); stop when that pause is past the ceiling or the run's wall limit."""
+        if self.circuit is None:
+            return 0.0
+        opened = self.circuit.opened()
+        if opened:
+            raise _Stop(ProviderFailure.from_dict(opened))
+        wait, header = self.circuit.paused_for()
+        if wait <= 0:
+            return 0.0
+        if wait > self.policy.max_retry_after_seconds or time.monotonic() + wait > self._deadline:
+            failure = ProviderFailure("retry_after", 429, self.upstream.label, model,
+                                      f"{where} asked for quiet with Retry-After: {header} ({wait:.0f} s left), past the ceiling of "
+                                      f"{self.policy.max_retry_after_seconds:g} s or the run's wall limit")
+            raise _Stop(self._trip(failure))
+        time.sleep(wait)
+        return wait
+
+    def _trip(self, failure: ProviderFailure) -> ProviderFailure:
+        return ProviderFailure.from_dict(self.circuit.trip(failure.as_dict())) if self.circuit is not None else failure
+
+    def _stopped(self, exchange: dict, failure: ProviderFailure) -> tuple[int, str, bytes]:
+        """The endpoint may not be called: this run stops (never RUN_ERROR) and sends nothing more."""
+        payload = error_body(f"not sent: {failure.message}", "endpoint_stopped")
+        exchange.update(status=failure.status if failure.kind == ENDPOINT_FATAL else 503, error=failure.message, reply=json.loads(payload))
+        with self._lock:
+            if self.stop is None:
+                self.stop = failure
+                log.warning("%s: %s", self.cell, failure.message)
+        # A 4xx the clients never retry: every framework gives up on the call at once.
+        return (failure.status if failure.kind == ENDPOINT_FATAL and failure.status else 403), "application/json", payload
+
+    def _reply_of(self, response: httpx.Response) -> tuple[Any, str, bytes]:
+        """The reply as recorded (JSON object, SSE chunk list or text), its content type and the bytes
+        the client gets: the key (and, in an error body, any Authorization value) replaced first."""
+        raw = self.scrub.data(response.content, patterns=response.status_code >= 400)
+        ctype = response.headers.get("content-type", "application/json")
+        if "event-stream" in ctype:
+            chunks = parse_sse(raw)
+            if chunks is not None:
+                return chunks, ctype, raw
+        try:
+            return json.loads(raw), ctype, raw
+        except ValueError:
+            return raw.decode("utf-8", errors="replace"), ctype, raw
 
     def _wait(self, retry_state: tenacity.RetryCallState) -> float:
         """Exponential backoff with jitter; never shorter than the server's Retry-After."""
@@ -285,12 +468,8 @@ class ModelGateway:
         retry_after = getattr(exc, "retry_after", None)
         return max(backoff, retry_after) if retry_after is not None else backoff
 
-    def _stop_on_long_retry_after(self, retry_state: tenacity.RetryCallState) -> bool:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        retry_after = getattr(exc, "retry_after", None)
-        return retry_after is not None and retry_after > self.policy.max_retry_after_seconds
-
     def _give_up(self, exchange: dict, status: int, message: str) -> tuple[int, str, bytes]:
+        message = self.scrub.text(message)
         payload = error_body(message)
         exchange.update(status=status, error=message, reply=json.loads(payload))
         self._fail(message)
@@ -306,19 +485,6 @@ class ModelGateway:
         with self._lock:
             self.exchanges.append(exchange)
             self.exchanges.sort(key=lambda e: e["n"])
-
-
-def _reply_of(response: httpx.Response) -> tuple[Any, str]:
-    """The reply as recorded (JSON object, SSE chunk list or text) and its content type."""
-    ctype = response.headers.get("content-type", "application/json")
-    if "event-stream" in ctype:
-        chunks = parse_sse(response.content)
-        if chunks is not None:
-            return chunks, ctype
-    try:
-        return response.json(), ctype
-    except ValueError:
-        return response.text, ctype
 
 
 class _Handler(BaseHTTPRequestHandler):

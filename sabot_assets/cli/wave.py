@@ -68,6 +68,8 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if not (rerun or replay):
         _say_why_stored_runs_rerun(ctx, name, selection)
     ceiling = None if replay else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
+    if not replay:
+        _close_endpoint(ctx)
     result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay, ceiling)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
@@ -80,7 +82,9 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if getattr(ctx.registry, "project", None) is not None:
         click.echo("\n".join(project_lines(STORE_PATH, wave_def, ctx.registry.project)))
     publish(doc, json_out, started)
-    if tally.not_launched:
+    if tally.stopped:
+        click.echo(_stop_paragraph(ctx, name, selection, tally.stopped), err=True)
+    elif tally.not_launched:
         click.echo(f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {tally.not_launched} run(s) not launched stay missing, "
                    f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them", err=True)
     if tally.run_errors:
@@ -88,7 +92,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
         for key, error in sorted(tally.run_errors.items()):
             click.echo(f"  {key}: {error}", err=True)
         raise SystemExit(1)
-    if tally.not_launched:
+    if tally.not_launched or tally.stopped:
         raise SystemExit(1)
 
 
@@ -99,6 +103,31 @@ def _say_why_stored_runs_rerun(ctx: Context, name: str, selection) -> None:
 
     for reason, count in sorted(rerun_reasons(ctx.registry, STORE_PATH, select(ctx.registry, name, selection)).items()):
         click.echo(f"{name}: {count} cell(s) rerun: {reason}")
+
+
+def _close_endpoint(ctx: Context) -> None:
+    """A new `wave run` is the user's word that they acted on why the endpoint stopped (a new key, a
+    topped-up quota): its breaker starts closed. A Retry-After pause still holds."""
+    from adapters.run_attempt import provider_circuit
+
+    circuit = provider_circuit(ctx.registry)
+    if circuit is not None:
+        circuit.reset()
+
+
+def _stop_paragraph(ctx: Context, name: str, selection, reason: str) -> str:
+    """One paragraph: what failed at the provider, how many cells are missing, the command that resumes."""
+    import shlex
+    import sys
+
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.wave_jobs import missing_slots, select
+
+    missing = missing_slots(STORE_PATH, select(ctx.registry, name, selection))
+    command = "sabot " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["wave"] else f"sabot wave run {name}"
+    return (f"{name}: the wave stopped: {reason}. No further call was sent to that endpoint; {missing} run(s) of this selection are "
+            f"missing (never launched, or cut off when the endpoint stopped; none is RUN_ERROR, and every run stored earlier stays "
+            f"scored). Once the cause is fixed, `{command}` resumes them.")
 
 
 def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float | None, endpoint_label: str) -> float | None:

@@ -25,7 +25,7 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from adapters.pool import crashed_attempt
-from adapters.run_attempt import current_identity, run_attempt
+from adapters.run_attempt import current_identity, provider_circuit, run_attempt
 from adapters.runner import Recording, RunSpec
 from sabot import runroot
 from sabot.matrix import Cell, Probe
@@ -36,7 +36,7 @@ from sabot.trace import TraceError
 from sabot.store.recordings import read_recording
 from sabot.store.runs import ingest_attempt
 from sabot.store.spend import rates_of, spend_at
-from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, NOT_LAUNCHED_KEY, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, UNINGESTED_KEY
+from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, NOT_LAUNCHED_KEY, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, STOPPED_KEY, UNINGESTED_KEY
 from sabot_assets.partitions import cell_partitions, probe_partitions
 from sabot_assets.resources import store_connection
 from sabot.budget import usd
@@ -114,7 +114,7 @@ class Settle:
 
     def __init__(self, context, store: DuckDBResource, asset: str, run_root: Path):
         self.context, self.store, self.asset, self.run_root = context, store, asset, run_root
-        self.errors, self.waiting, self.locked, self.refused = {}, [], None, {}
+        self.errors, self.waiting, self.locked, self.refused, self.stopped = {}, [], None, {}, {}
         self.tally = {"reused": 0, "ran": 0, "carved out": 0}
 
     def carved_out(self, key: str, wave: WaveDef) -> None:
@@ -126,7 +126,8 @@ class Settle:
         if attempt is None:  # not evidence: no materialization, the step fails naming it
             self.context.log.error(f"{self.asset} {key}: refused: {self.refused[str(directory)]}")
             return None
-        self.tally["reused" if reused else "ran"] += 1
+        if attempt.outcome != "stopped":
+            self.tally["reused" if reused else "ran"] += 1
         try:
             with store_connection(self.store) as con:
                 ingest_attempt(con, attempt, self.context.run_id)  # idempotent: a reused attempt is usually stored already
@@ -135,7 +136,9 @@ class Settle:
             self.waiting.append(attempt.source_path)
         if not reused:
             self.context.log.info(log_line(self.asset, key, attempt, seconds))
-        if attempt.outcome != "complete":
+        if attempt.outcome == "stopped":  # cut off by the endpoint's stop: missing, resumed later, never RUN_ERROR
+            self.stopped[key] = attempt.record.error
+        elif attempt.outcome != "complete":
             self.errors[key] = attempt.record.error
             self.context.log_event(run_error_observation(self.context.asset_key, key, attempt))  # the reason, on the partition
         elif attempt.source_path not in self.waiting:
@@ -179,16 +182,18 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
                       dagster_run_id=context.run_id, replays=replays)
     crashed = partial(crashed_attempt, run_root=run_root, identity=identity, dagster_run_id=context.run_id)
     breaker = _breaker(context, store, identity, replaying)
+    circuit = None if replaying else provider_circuit(registry)
+    closed = _EndpointGate(circuit)
     launched = 0
-    for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed, may_launch=breaker.may_launch):
+
+    def may_launch(spec) -> bool:  # the endpoint first: an open one reserves no spend
+        return closed(spec) and breaker.may_launch(spec)
+
+    for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed, may_launch=may_launch):
         launched += 1
         finished = settle.finished(to_run[spec].key, directory, seconds=seconds)
         breaker.add(((finished.record.extra or {}).get("usage") or {}).get("cost_usd") if finished else None, spec)
-    if launched < len(to_run):  # the breaker stopped launching: those cells stay missing, never RUN_ERROR
-        context.log.info(f"{asset}: spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling; "
-                            f"{len(to_run) - launched} run(s) not launched, left missing for a later wave run")
-        context.log_event(dg.AssetObservation(context.asset_key, metadata={
-            NOT_LAUNCHED_KEY: len(to_run) - launched, "spent (USD)": round(breaker.spent, 6), "ceiling (USD)": breaker.cap}))
+    _report_unlaunched(context, asset, len(to_run) - launched, settle.stopped, closed, circuit, breaker)
     tally, errors = settle.tally, settle.errors
     context.log.info(f"{asset}: {len(targets)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}")
     if not settle.locked:
@@ -200,6 +205,34 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
             settle.locked = exc
     _refuse_if_needed(asset, settle.refused)
     _fail_if_needed(asset, errors, settle.waiting, settle.locked, tally)
+
+
+def _report_unlaunched(context, asset: str, unlaunched: int, stopped: dict, closed, circuit, breaker) -> None:
+    """Why runs were never launched (or cut off), on the asset: they stay missing, never RUN_ERROR."""
+    if closed.reason is not None or stopped:  # the endpoint stopped the wave
+        missing = unlaunched + len(stopped)
+        opened = closed.reason or (circuit.opened() if circuit is not None else None)
+        reason = (opened or {}).get("message") or next(iter(stopped.values())).removeprefix("stopped: ")
+        context.log.warning(f"{asset}: the endpoint stopped the wave: {reason}; {missing} run(s) left missing for a later wave run")
+        context.log_event(dg.AssetObservation(context.asset_key, metadata={NOT_LAUNCHED_KEY: missing, STOPPED_KEY: reason}))
+    elif unlaunched:  # the spend breaker stopped launching
+        context.log.info(f"{asset}: spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling; "
+                         f"{unlaunched} run(s) not launched, left missing for a later wave run")
+        context.log_event(dg.AssetObservation(context.asset_key, metadata={
+            NOT_LAUNCHED_KEY: unlaunched, "spent (USD)": round(breaker.spent, 6), "ceiling (USD)": breaker.cap}))
+
+
+class _EndpointGate:
+    """may_launch for the endpoint's host-wide breaker: no run launches while the endpoint is open."""
+
+    def __init__(self, circuit):
+        self.circuit, self.reason = circuit, None
+
+    def __call__(self, spec) -> bool:
+        if self.circuit is None:
+            return True
+        self.reason = self.reason or self.circuit.opened()
+        return self.reason is None
 
 
 def _breaker(context, store: DuckDBResource, identity, replaying: bool):

@@ -1,0 +1,107 @@
+"""A 127.0.0.1 OpenAI-compatible provider that fails the way real ones do, for the live-wave tests.
+
+Modes (answers come from the scripted model wherever the mode does not fail the call):
+- "401": every call refused with 401, the body echoing the key (as bad-key errors often do);
+- "404-model": calls for `missing_model` (the O4 downgrade target) answered 404 "model does not exist";
+- "400-echo": the first call answered 400 with the key and its Authorization header echoed back;
+- "retry-after": every call answered 429 with `Retry-After: <retry_after>`;
+- "quota": every call answered 429 insufficient_quota (billing exhausted);
+- "hang": a plain socket server that accepts, reads and never answers;
+- "dead": a port nothing listens on (connection refused).
+`calls` counts the requests that reached the provider (for "hang": connections accepted).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+from adapters.scripted.policy import ScriptedPolicy
+from adapters.scripted.server import Reply, ScriptedModelServer
+
+MODES = ("401", "404-model", "400-echo", "retry-after", "quota", "hang", "dead")
+
+
+class _Responder:
+    def __init__(self, provider: "FaultProvider"):
+        self.provider = provider
+        self.scripted = ScriptedPolicy("fault-provider", weak_model=provider.weak_model)
+
+    def __call__(self, request: dict) -> Reply:
+        p = self.provider
+        with p.lock:
+            p.stamps.append(time.monotonic())
+            first = len(p.stamps) == 1
+        if p.mode == "401":
+            return Reply(status=401, error=f"Incorrect API key provided: {p.key}. You can find your API key at https://platform.example/account.")
+        if p.mode == "retry-after":
+            return Reply(status=429, error="Rate limit reached; please retry later", headers=(("Retry-After", str(p.retry_after)),))
+        if p.mode == "quota":
+            return Reply(status=429, error="You exceeded your current quota, please check your plan and billing details. (insufficient_quota)")
+        if p.mode == "404-model" and request.get("model") == p.missing_model:
+            return Reply(status=404, error=f"The model `{p.missing_model}` does not exist or you do not have access to it.")
+        if p.mode == "400-echo" and first:
+            return Reply(status=400, error=f"Invalid request (headers received: Authorization: Bearer {p.key}; api_key={p.key})")
+        reply = self.scripted(request)
+        with p.lock:
+            p.answered += reply.status == 200
+        return reply
+
+
+class FaultProvider:
+    def __init__(self, mode: str, key: str = "", missing_model: str = "", weak_model: str = "gpt-5.6-luna", retry_after: int = 120):
+        if mode not in MODES:
+            raise ValueError(f"unknown fault mode {mode!r}; modes: {', '.join(MODES)}")
+        self.mode, self.key, self.missing_model, self.weak_model, self.retry_after = mode, key, missing_model, weak_model, retry_after
+        self.lock = threading.Lock()
+        self.stamps: list[float] = []  # when each request (or, hanging, each connection) arrived
+        self.answered = 0  # requests answered 200
+        self._server: ScriptedModelServer | None = None
+        self._socket: socket.socket | None = None
+        self._port = 0
+        self._open: list[socket.socket] = []
+
+    @property
+    def calls(self) -> int:
+        with self.lock:
+            return len(self.stamps)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._port}/v1"  # still known once stopped: the tests name it afterwards
+
+    def __enter__(self) -> "FaultProvider":
+        if self.mode == "dead":
+            probe = socket.socket()
+            probe.bind(("127.0.0.1", 0))
+            self._port = probe.getsockname()[1]
+            probe.close()  # nothing listens there now: every connect is refused
+        elif self.mode == "hang":
+            self._socket = socket.socket()
+            self._socket.bind(("127.0.0.1", 0))
+            self._socket.listen(64)
+            self._port = self._socket.getsockname()[1]
+            threading.Thread(target=self._accept_forever, daemon=True).start()
+        else:
+            self._server = ScriptedModelServer(_Responder(self)).start()
+            self._port = self._server.port
+        return self
+
+    def _accept_forever(self) -> None:
+        while True:
+            try:
+                conn, _ = self._socket.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.stamps.append(time.monotonic())
+                self._open.append(conn)  # held open, never answered
+
+    def __exit__(self, *exc) -> None:
+        if self._server is not None:
+            self._server.stop()
+        if self._socket is not None:
+            self._socket.close()
+        for conn in self._open:
+            conn.close()
