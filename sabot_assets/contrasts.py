@@ -79,7 +79,7 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
         key_prefix=pair["name"],
         group_name="contrasts",
         deps=[dg.AssetKey([w.name, name]) for w in (first, second) for name in ("cell_verdicts", "judge_verdicts")],
-        code_version=f"predictions-v2+{registry.files[CONTRASTS_DOC].sha256[:12]}+{registry.files[READINGS_DOC].sha256[:12]}",
+        code_version=f"predictions-v3+{registry.files[CONTRASTS_DOC].sha256[:12]}+{registry.files[READINGS_DOC].sha256[:12]}",
         automation_condition=REBUILD_BOARD,
         tags={COST_TAG: "cheap"},
         kinds={"duckdb"},
@@ -88,7 +88,8 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
     def predictions(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         with store_connection(store) as con:
             rows1, rows2 = (with_soft(read_verdicts(con, w.name, w.headline_ruleset), judged(con, w.name)) for w in (first, second))
-            results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=pair["label"] == "simulation")
+            results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=pair["label"] == "simulation",
+                                           expected=(first.cell_keys(), second.cell_keys()))
             boards = {w.name: json.loads(read_report(con, w.name, w.headline_ruleset, "board.json") or "{}") for w in (first, second)}
             body = predictions_markdown(pair, results, boards)
             write_report(con, pair["name"], "predictions", "md", body, context.run_id)

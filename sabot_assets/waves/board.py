@@ -148,7 +148,8 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                 for ruleset in rulesets:
                     rows = read_verdicts(con, wave.name, ruleset.version)
                     rows += run_error_rows(con, wave, ruleset, context.run_id) if wave.source == "live" else []
-                    boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged, label, expected_rows(wave), floor=floors[ruleset.version])
+                    boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged, label, expected_rows(wave), floor=floors[ruleset.version],
+                                                           expected_cells=wave.cell_keys())
                     write_board(con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id)
                     if ruleset.version == wave.headline_ruleset:
                         headline_rows = rows
