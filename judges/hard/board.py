@@ -11,7 +11,7 @@ from judges.hard.funnel import band, exclusion_appendix, funnel, group_key, medi
 from judges.hard.strict import FloorRules, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, replicate_bootstrap, wilson
-from judges.stats.coverage import coverage
+from judges.stats.coverage import coverage as cell_coverage
 from sabot.projects import PROJECT_BOARD_NOTE, ProjectRegistry
 
 
@@ -38,7 +38,7 @@ def median_entry(registry, scored, label: str, expected_rows: list[str] | None, 
     (a median over one of six rows is not the median across frameworks), and only when every cell
     of the wave's matrix (`expected_cells`) is decided (`judges.stats.coverage`)."""
     missing = missing_rows(scored, expected_rows or [])
-    undecided = coverage(scored, expected_cells) if expected_cells is not None else None
+    undecided = cell_coverage(scored, expected_cells) if expected_cells is not None else None
     entry = {"value": None, "per_framework": {}, "band": None, "missing_rows": missing, "withheld": None}
     if isinstance(registry, ProjectRegistry):  # one team's pipeline: no cross-framework reading at all
         return entry | {"withheld": PROJECT_BOARD_NOTE}
