@@ -9,7 +9,7 @@ STORE_PATH = Path(os.environ.get("SABOT_DB", VAR_DIR / "sabot.duckdb"))
 
 # Manual versions for the run layer: bumping one is a reviewed decision, never automatic.
 IMPORT_RUNS_VERSION = "import-v1"
-BOARD_VERSION = "board-v1"
+BOARD_VERSION = "board-v2"
 REPORT_VERSION = "report-v1"
 PREREGISTRATION_VERSION = "prereg-v1"
 

@@ -15,7 +15,7 @@ from judges.hard.tables import fmt_rate, markdown_table
 from judges.stats import evaluate_predictions
 from sabot.registry import Registry
 from sabot.store.board import read_report, write_report
-from sabot.store.judging import read_judgements
+from sabot_assets.waves.judging import located_judgements
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import COST_TAG
@@ -59,7 +59,7 @@ def predictions_markdown(pair: dict, results, boards: dict | None = None) -> str
 
 def judged(con, wave: str) -> dict:
     """(operator, probe) -> the first judge verdict (variant 0), for §2's soft reading."""
-    return {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave, variant=0).items()}
+    return located_judgements(con, wave)
 
 
 def build_contrast_assets(registry: Registry) -> list[dg.AssetsDefinition]:

@@ -64,3 +64,40 @@ def test_clean_baseline_base_rates_match_the_published_t3_slice(scored_wave2):
     assert board["base_rates_by_task"]["anchor"]["T3"] == [0, 30]  # 5 baselines x 6 operators, no fire
     # T1's source carries a natural 47.1-vs-41.7 discrepancy the reviewers quote: the registered anchors fire on clean runs.
     assert board["base_rates"]["anchor"]["O1"][0] > 0 and board["base_rates"]["anchor"]["O1"][1] == 25
+
+
+def _board_and_report(scored_wave2, ruleset="v0.2.0"):
+    import json
+
+    from sabot.store.board import read_report
+
+    with connect(scored_wave2.store_path, read_only=True) as con:
+        return json.loads(read_report(con, "public_wave2", ruleset, "board.json")), read_report(con, "public_wave2", ruleset, "md")
+
+
+def test_the_supplement_replicate_bootstrap_interval_is_reproduced_beside_wilson(scored_wave2):
+    """harness/runs/wave2/UNCERTAINTY.md §2: langgraph/default 55.1% (76/138), [51.6, 58.0], support 21."""
+    board, report = _board_and_report(scored_wave2)
+    ours = board["replicate_bootstrap"]["langgraph/default"]
+    point, lo, hi = (round(100 * x, 1) for x in ours["interval"])
+    assert (point, lo, hi, ours["support"], ours["exact"], ours["replicates"]) == (55.1, 51.6, 58.0, 21, True, 5)
+    published = [line for line in (WAVE2_DIR / "UNCERTAINTY.md").read_text().splitlines() if line.startswith("| langgraph/default | 138 |")]
+    assert f"[{lo:.1f}, {hi:.1f}]" in published[0]
+    # Beside it, each labelled: Wilson (cells independent) is wider; the report says which is which.
+    row = [line for line in report.splitlines() if line.startswith("| langgraph/default | 55.1% (76/138) |")][0]
+    assert "[46.7, 63.1]" in row and "[51.6, 58.0]" in row
+    assert "replicate-cluster bootstrap 95% (exact)" in report and "Wilson 95%: each cell an independent Bernoulli draw" in report
+
+
+def test_the_public_row_carries_its_caveats_in_the_board_json(scored_wave2):
+    board, report = _board_and_report(scored_wave2)
+    labels = board["labels"]
+    # 25 clean baselines of the row, each tested with the 6 operators' anchor sets: the 150 beside 138 cells.
+    assert "pooled 25 baselines x 6 anchor sets = 150" in labels["base_rate_denominator"]
+    assert labels["undecided"] > 0 and "detected_soft" in labels["lower_bound_columns"]
+    assert labels["coverage_adjusted"].startswith("diagnostic")
+    # Six reference-judge notices quote text written before the fault was planted: counted apart.
+    assert labels["soft_pre_injection"] == 6 and "6 judge notice(s) quote text written before" in report
+    counts = board["tables"]["framework_config"][0]["counts"]
+    assert (counts["detected_soft"], counts["soft_pre_injection"]) == (4, 6)
+    assert "≥2.9% (4/138)" in report  # DETECTED_SOFT, a lower bound while cells are undecided

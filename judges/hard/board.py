@@ -8,6 +8,7 @@ import hashlib
 import json
 
 from judges.hard.funnel import band, exclusion_appendix, funnel, group_key, median_across_frameworks, missing_rows, with_soft
+from judges.labels import board_labels
 from judges.hard.strict import FloorRules, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, replicate_bootstrap, wilson
@@ -83,7 +84,7 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
     }
     covered = [r for r in scored if not r["blind"]]
     rates = base_rates(floor, baselines, operators)
-    return {
+    board = {
         "ruleset": ruleset,
         "floor_rules": floor.source,  # the ruleset whose strict classification, FLAGS rule and anchors the floor used
         "cells": coverage(rows),
@@ -117,3 +118,4 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         "judge_backends": sorted({v["backend"] for v in (judged or {}).values()}),
         "cells_fingerprint": fingerprint(scored),
     }
+    return board | {"labels": board_labels(board, registry.ruleset_doc(ruleset).doc.get("registered"))}

@@ -20,6 +20,7 @@ from dagster_duckdb import DuckDBResource
 
 from judges.soft.batch import judge_batch
 from judges.soft.cache import load_reference_verdict
+from judges.soft.location import located
 from judges.soft.subset import double_judged
 from judges.stats import cohen_kappa, kappa_confidence
 from sabot import tasks
@@ -64,6 +65,15 @@ def backend_from_env():
         env = os.environ
         return OpenAICompatibleJudge(env["SABOT_JUDGE_BASE_URL"], env["SABOT_JUDGE_API_KEY"], env["SABOT_JUDGE_MODEL"], timeout=120)
     raise ValueError(f"SABOT_JUDGE={choice!r}: expected offline, claude or openai")
+
+
+def located_judgements(con, wave: str) -> dict:
+    """(operator, probe) -> the first judge verdict (variant 0), with where its quote was written
+    (`judges.soft.location`): only noticed verdicts need their fault run read."""
+    judged = {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave, variant=0).items()}
+    noticed = [key for key, v in judged.items() if v["status"] == "ok" and v["noticed"]]
+    records = {key: stored.record for key, stored in read_runs(con, wave, noticed).items() if stored.record is not None}
+    return located(judged, records)
 
 
 def _row(wave: str, cell: Cell, verdict, run_id: str) -> dict:
