@@ -12,6 +12,7 @@ from dagster_duckdb import DuckDBResource
 
 from judges.hard.funnel import with_soft
 from judges.hard.tables import fmt_rate, markdown_table
+from judges.labels import registered_label
 from judges.stats import evaluate_predictions
 from sabot.registry import Registry
 from sabot.store.board import read_report, write_report
@@ -33,8 +34,8 @@ def replans_table(first: str, second: str, boards: dict) -> list[str]:
 
 
 def predictions_markdown(pair: dict, results, boards: dict | None = None) -> str:
-    rows = [[r.id, r.status, r.statement, r.evidence] for r in results]
-    readings = [[r.id, r.reading or "—", r.registered or "—"] for r in results]
+    rows = [[r.id, f"{r.status} ({registered_label(r.registered)})" if r.registered else r.status, r.statement, r.evidence] for r in results]
+    readings = [[r.id, r.reading or "—", registered_label(r.registered) if r.registered else "—"] for r in results]
     replans = replans_table(pair["first"], pair["second"], boards) if boards else []
     simulated = pair["label"] == "simulation"
     return "\n".join([
@@ -93,7 +94,8 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
             boards = {w.name: json.loads(read_report(con, w.name, w.headline_ruleset, "board.json") or "{}") for w in (first, second)}
             body = predictions_markdown(pair, results, boards)
             write_report(con, pair["name"], "predictions", "md", body, context.run_id)
-            doc = [{"id": r.id, "status": r.status, "statement": r.statement, "evidence": r.evidence, "reading": r.reading, "registered": r.registered} for r in results]
+            doc = [{"id": r.id, "status": r.status, "statement": r.statement, "evidence": r.evidence, "reading": r.reading, "registered": r.registered,
+                    "registered_label": registered_label(r.registered) if r.registered else None} for r in results]
             write_report(con, pair["name"], "predictions", "json", json.dumps(doc), context.run_id)
         path = Path(store.database).parent / "reports" / pair["name"] / "predictions.md"
         path.parent.mkdir(parents=True, exist_ok=True)
