@@ -54,6 +54,9 @@ def kappa_label(kappa: dict | None, backends=()) -> dict:
     """{"confidence", "text"} for the soft tier's reliability."""
     if kappa is None or not kappa.get("n"):
         out = {"confidence": LOW_CONFIDENCE, "text": f"kappa not measured (no double-judged pairs): {LOW_CONFIDENCE}"}
+    elif kappa["kappa"] != kappa["kappa"]:  # nan: the pairs show no variation to agree on
+        out = {"confidence": LOW_CONFIDENCE, "text": f"kappa undefined over {kappa['n']} double-judged pair(s) (no variation to "
+                                                     f"agree on); bound {kappa['bound']}: {LOW_CONFIDENCE}"}
     else:
         out = {"confidence": kappa["confidence"],
                "text": f"Cohen's kappa {kappa['kappa']:.3f} [{kappa['lo']:.3f}, {kappa['hi']:.3f}] over {kappa['n']} "
