@@ -101,3 +101,17 @@ def test_the_public_row_carries_its_caveats_in_the_board_json(scored_wave2):
     counts = board["tables"]["framework_config"][0]["counts"]
     assert (counts["detected_soft"], counts["soft_pre_injection"]) == (4, 6)
     assert "≥2.9% (4/138)" in report  # DETECTED_SOFT, a lower bound while cells are undecided
+
+
+def test_the_narrow_reading_drops_seven_retries_and_moves_no_cell(scored_wave2):
+    """v0.2.1 reads "references the anomaly" as "contains an anchor": 14 retries count on the row.
+    The narrow reading (v0.2.1-2026-12-02) keeps 7: five quote only an anchor the cell's own clean
+    baseline wrote (P-3117 twice, kessler_freight_charge, sustained twice), two only "pytest"."""
+    loose, _ = _board_and_report(scored_wave2, "v0.2.1")
+    narrow, report = _board_and_report(scored_wave2, "v0.2.1-2026-12-02")
+    assert loose["retries"]["counted"] == 14 and narrow["retries"]["counted"] == 7
+    dropped = {why: n - loose["retries"]["not_counted"].get(why, 0) for why, n in narrow["retries"]["not_counted"].items()}
+    assert dropped == {"quotes only anchors its own clean baseline also wrote": 5, "quotes only ordinary task vocabulary": 2,
+                       "quotes no registered anchor": 0}
+    assert narrow["cells_fingerprint"] == loose["cells_fingerprint"]  # no cell verdict moved
+    assert "## Retries and re-plans under this ruleset's retry-reason rule" in report

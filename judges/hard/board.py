@@ -53,6 +53,26 @@ def median_entry(registry, scored, label: str, expected_rows: list[str] | None, 
     return entry | {"value": med, "per_framework": per_framework, "band": band(registry, med)}
 
 
+RETRY_WHY = (  # the first matching phrase of an uncounted retry's note (judges.hard.acts.reason_rule)
+    ("is on the clean baseline", "quotes only anchors its own clean baseline also wrote"),
+    ("signal-free", "quotes only signal-free (O4) anchors"),
+    ("ordinary task vocabulary", "quotes only ordinary task vocabulary"),
+    ("", "quotes no registered anchor"),
+)
+
+
+def retry_tally(acts) -> dict:
+    """Retries and re-plans under the ruleset's retry-reason rule: counted, and why the others were not."""
+    tally = {"counted": 0, "not_counted": {}}
+    for counted, note in acts:
+        if counted:
+            tally["counted"] += 1
+            continue
+        why = next(label for phrase, label in RETRY_WHY if phrase in note)
+        tally["not_counted"][why] = tally["not_counted"].get(why, 0) + 1
+    return tally
+
+
 def _replicate_entry(rows) -> dict:
     ci = replicate_bootstrap(rows, "detected_hard")
     return {"interval": [ci.point, ci.lo, ci.hi], "replicates": ci.clusters, "support": ci.support, "exact": ci.exact, "method": ci.label()}
@@ -73,9 +93,10 @@ def baseline_replans(baselines) -> dict:
 
 
 def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, judged: dict | None = None,
-                label: str = SIMULATION, expected_rows: list[str] | None = None, *, floor: FloorRules, expected_cells=None) -> dict:
+                label: str = SIMULATION, expected_rows: list[str] | None = None, *, floor: FloorRules, expected_cells=None,
+                retries=None) -> dict:
     """`expected_rows`, `expected_cells`: the wave's framework/config rows and cell keys, for the
-    median's completeness rule."""
+    median's completeness rule; `retries`: (counted, note) of the retry acts (`retry_tally`)."""
     scored = [r for r in rows if r["status"] != "carved_out"]
     scored = with_soft(with_strict(floor.strict, floor.flags, scored), judged or {})
     tables = {
@@ -115,6 +136,7 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         },
         "baselines_scanned": len(baselines),
         "baseline_replans": baseline_replans(baselines),
+        "retries": retry_tally(retries or ()),
         "judge_backends": sorted({v["backend"] for v in (judged or {}).values()}),
         "cells_fingerprint": fingerprint(scored),
     }

@@ -45,6 +45,17 @@ def soft_section(board: dict, kappa: dict | None) -> list[str]:
     ]
 
 
+def retry_section(board: dict) -> list[str]:
+    """How the ruleset's retry-reason rule read the retries and re-plans (acts, not cells)."""
+    tally = board.get("retries")
+    if not tally or not (tally["counted"] or tally["not_counted"]):
+        return []
+    rows = [["counted as a detection act", tally["counted"]]] + [[f"not counted: {why}", n] for why, n in sorted(tally["not_counted"].items())]
+    return ["## Retries and re-plans under this ruleset's retry-reason rule", "",
+            "Acts, not cells: a cell with an uncounted retry may still be detected by another act. An uncounted retry still "
+            "counts as a corrective act for REACTED.", "", markdown_table(["retry or re-plan", "acts"], rows), ""]
+
+
 def uncertainty_rows(board: dict, label: str) -> list[list[str]]:
     rows = []
     for e in board["tables"]["framework_config"]:
@@ -132,6 +143,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
             [[t, fmt_rate(*board["base_rates_by_task"]["anchor"][t], label=label), fmt_rate(*board["base_rates_by_task"]["strict"][t], label=label)] for t in sorted(board["base_rates_by_task"]["anchor"])],
         ),
         "",
+        *retry_section(board),
         "## Clean-run re-plans (does the instrument perturb the system?)",
         "",
         markdown_table(["group", "baselines with a Magentic-One stall re-plan"], [[g, fmt_rate(*v, label=label)] for g, v in sorted(board.get("baseline_replans", {}).items())]),

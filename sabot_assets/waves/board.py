@@ -28,7 +28,7 @@ from sabot.store.db import transaction
 from sabot.store.landing import latest_import
 from sabot.matrix import Cell, Probe
 from sabot.store.runs import endpoints, read_baselines, read_runs, unscored_fault_slots
-from sabot.store.verdicts import read_verdicts
+from sabot.store.verdicts import read_verdicts, retry_acts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
 from sabot_assets.guard import require_registered
@@ -149,7 +149,7 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                     rows = read_verdicts(con, wave.name, ruleset.version)
                     rows += run_error_rows(con, wave, ruleset, context.run_id) if wave.source == "live" else []
                     boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged, label, expected_rows(wave), floor=floors[ruleset.version],
-                                                           expected_cells=wave.cell_keys())
+                                                           expected_cells=wave.cell_keys(), retries=retry_acts(con, wave.name, ruleset.version))
                     write_board(con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id)
                     if ruleset.version == wave.headline_ruleset:
                         headline_rows = rows
