@@ -115,3 +115,17 @@ def test_the_narrow_reading_drops_seven_retries_and_moves_no_cell(scored_wave2):
                        "quotes no registered anchor": 0}
     assert narrow["cells_fingerprint"] == loose["cells_fingerprint"]  # no cell verdict moved
     assert "## Retries and re-plans under this ruleset's retry-reason rule" in report
+
+
+def test_the_command_line_prints_the_same_caveats(scored_wave2, registry):
+    from sabot_assets.export import score_document, scoreboard_text
+
+    doc = score_document(scored_wave2.store_path, registry.wave("public_wave2"), "v0.2.0")
+    text = scoreboard_text(doc)
+    assert doc["soft_reliability"]["confidence"] == "low-confidence" and "Soft tier: kappa undefined over 1" in text
+    assert "≥2.9% (4/138)" in text and "58 valid cell(s) are undecided" in text
+    assert "6 judge notice(s) quote text written before the fault was planted" in text
+    assert ("langgraph/default DETECTED_HARD 95%: Wilson [46.7, 63.1] (cells independent); replicate-cluster bootstrap "
+            "(5 replicates, exact enumeration, type-1 percentiles, support 21) [51.6, 58.0]") in text
+    assert "pooled 25 baselines x 6 anchor sets = 150" in text
+    assert doc["scoreboard"]["labels"]["base_rate_denominator"] in text  # the JSON and the text read one source
