@@ -99,11 +99,12 @@ def caveat_lines(doc: dict) -> list[str]:
     lines = [f"Soft tier: {reliability['text']}.", labels["lower_bound_note"]]
     lines += [labels["pre_injection_note"]] if labels["pre_injection_note"] else []
     replicate = board.get("replicate_bootstrap", {})
+    tag = " (simulation)" if doc.get("label") == "simulation" else ""
     for group, entry in sorted(replicate.items()):
         wilson = next(e["wilson"]["detected_hard"] for e in board["tables"]["framework_config"] if e["group"] == group)
         lo, hi = entry["interval"][1:]
         lines.append(f"{group} DETECTED_HARD 95%: Wilson [{100 * wilson[0]:.1f}, {100 * wilson[1]:.1f}] (cells independent); "
-                     f"{entry['method']} [{100 * lo:.1f}, {100 * hi:.1f}]")
+                     f"{entry['method']} [{100 * lo:.1f}, {100 * hi:.1f}]{tag}")
     lines.append(f"Ruleset {doc['ruleset']}: {labels['ruleset_registered']}. Base-rate denominators: {labels['base_rate_denominator']}.")
     return lines
 

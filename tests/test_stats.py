@@ -458,3 +458,27 @@ def test_an_undecided_cell_inside_the_domain_withholds_the_verdict():
     wave2[0] = {**wave2[0], "status": "incomplete"}  # a run missing: T1/O1/s11
     p1 = evaluate_predictions(wave1, wave2, B=200, expected=(keys(wave1), keys(wave2)))[0]
     assert p1.status == "undetermined" and "cells undecided: langgraph/default 1 of 75" in p1.evidence
+
+
+# ---------------------------------------------------------------- replicate bootstrap, exact
+
+def test_exact_cluster_bootstrap_enumerates_multisets_with_their_weights():
+    from judges.stats.intervals import _multisets, _ratio, exact_cluster_bootstrap
+
+    # 5 clusters: C(9, 4) = 126 multisets; 5^5 = 3125 ordered draws, so the weights sum to 1.
+    sets = list(_multisets(5))
+    assert len(sets) == 126 and sum(w for _, w in sets) == pytest.approx(1.0, abs=1e-12)
+    # 2 clusters (1/2 and 0/2): {A,A} 1/4 -> 2/4 = 0.5; {A,B} 2/4 -> 1/4 = 0.25; {B,B} 1/4 -> 0.
+    # Type-1 2.5%: the smallest value whose cumulative weight reaches 0.025 is 0; 97.5%: 0.5.
+    point, lo, hi, support, exact = exact_cluster_bootstrap([[1, 2], [0, 2]], _ratio)
+    assert (point, lo, hi, support, exact) == (0.25, 0.0, 0.5, 3, True)
+
+
+def test_replicate_bootstrap_resamples_seeds_not_cells():
+    from judges.stats import replicate_bootstrap
+
+    # Seeds 11 and 12, all hits on 11 and none on 12, 3 cells each: the same lattice as above.
+    rows = [cell(seed=11, task=t, detected_hard=True) for t in ("T1", "T2", "T3")] + [cell(seed=12, task=t) for t in ("T1", "T2", "T3")]
+    ci = replicate_bootstrap(rows, "detected_hard")
+    assert (ci.point, ci.lo, ci.hi, ci.clusters, ci.support, ci.exact) == (0.5, 0.0, 1.0, 2, 3, True)
+    assert "exact enumeration" in ci.label() and "2 replicates" in ci.label()
