@@ -53,6 +53,11 @@ class WaveDef:
     def probes(self) -> list[Probe]:
         return probes(self.frameworks, self.configs, self.tasks, self.seeds)
 
+    def cell_keys(self) -> list[tuple[str, str, str, str, int]]:
+        """(framework, config, task, operator, seed) of every cell the wave scores (carve-out removed):
+        what a verdict over the whole wave needs present."""
+        return [(p.framework, p.config, p.task, op, p.seed) for p in self.probes() for op in self.operators if not self.is_carved_out(Cell(op, p))]
+
     def is_carved_out(self, cell: Cell) -> bool:
         if self.carveout is None:
             return False

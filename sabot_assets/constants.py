@@ -9,8 +9,8 @@ STORE_PATH = Path(os.environ.get("SABOT_DB", VAR_DIR / "sabot.duckdb"))
 
 # Manual versions for the run layer: bumping one is a reviewed decision, never automatic.
 IMPORT_RUNS_VERSION = "import-v1"
-BOARD_VERSION = "board-v1"
-REPORT_VERSION = "report-v1"
+BOARD_VERSION = "board-v2"
+REPORT_VERSION = "report-v2"
 PREREGISTRATION_VERSION = "prereg-v1"
 
 REPLAY_TAG = "sabot/replay"  # "true": every model call is answered from the stored exchanges, none sent

@@ -12,10 +12,11 @@ from dagster_duckdb import DuckDBResource
 
 from judges.hard.funnel import with_soft
 from judges.hard.tables import fmt_rate, markdown_table
+from judges.labels import registered_label
 from judges.stats import evaluate_predictions
 from sabot.registry import Registry
 from sabot.store.published import read_report, write_report
-from sabot.store.judging import read_judgements
+from sabot_assets.waves.judging import located_judgements
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import COST_TAG
@@ -33,8 +34,8 @@ def replans_table(first: str, second: str, boards: dict) -> list[str]:
 
 
 def predictions_markdown(pair: dict, results, boards: dict | None = None) -> str:
-    rows = [[r.id, r.status, r.statement, r.evidence] for r in results]
-    readings = [[r.id, r.reading or "—", r.registered or "—"] for r in results]
+    rows = [[r.id, f"{r.status} ({registered_label(r.registered)})" if r.registered else r.status, r.statement, r.evidence] for r in results]
+    readings = [[r.id, r.reading or "—", registered_label(r.registered) if r.registered else "—"] for r in results]
     replans = replans_table(pair["first"], pair["second"], boards) if boards else []
     simulated = pair["label"] == "simulation"
     return "\n".join([
@@ -59,7 +60,7 @@ def predictions_markdown(pair: dict, results, boards: dict | None = None) -> str
 
 def judged(con, wave: str) -> dict:
     """(operator, probe) -> the first judge verdict (variant 0), for §2's soft reading."""
-    return {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave, variant=0).items()}
+    return located_judgements(con, wave)
 
 
 def build_contrast_assets(registry: Registry) -> list[dg.AssetsDefinition]:
@@ -79,7 +80,7 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
         key_prefix=pair["name"],
         group_name="contrasts",
         deps=[dg.AssetKey([w.name, name]) for w in (first, second) for name in ("cell_verdicts", "judge_verdicts")],
-        code_version=f"predictions-v2+{registry.files[CONTRASTS_DOC].sha256[:12]}+{registry.files[READINGS_DOC].sha256[:12]}",
+        code_version=f"predictions-v3+{registry.files[CONTRASTS_DOC].sha256[:12]}+{registry.files[READINGS_DOC].sha256[:12]}",
         automation_condition=REBUILD_BOARD,
         tags={COST_TAG: "cheap"},
         kinds={"duckdb"},
@@ -88,11 +89,13 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
     def predictions(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         with store_connection(store) as con:
             rows1, rows2 = (with_soft(read_verdicts(con, w.name, w.headline_ruleset), judged(con, w.name)) for w in (first, second))
-            results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=pair["label"] == "simulation")
+            results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=pair["label"] == "simulation",
+                                           expected=(first.cell_keys(), second.cell_keys()))
             boards = {w.name: json.loads(read_report(con, w.name, w.headline_ruleset, "board.json") or "{}") for w in (first, second)}
             body = predictions_markdown(pair, results, boards)
             write_report(con, pair["name"], "predictions", "md", body, context.run_id)
-            doc = [{"id": r.id, "status": r.status, "statement": r.statement, "evidence": r.evidence, "reading": r.reading, "registered": r.registered} for r in results]
+            doc = [{"id": r.id, "status": r.status, "statement": r.statement, "evidence": r.evidence, "reading": r.reading, "registered": r.registered,
+                    "registered_label": registered_label(r.registered) if r.registered else None} for r in results]
             write_report(con, pair["name"], "predictions", "json", json.dumps(doc), context.run_id)
         path = Path(store.database).parent / "reports" / pair["name"] / "predictions.md"
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,8 @@
 
 import json
 
-from judges.hard.report import median_line
+from judges.hard.report import labels_of, median_line
+from judges.labels import kappa_label
 from judges.hard.tables import columns_for, entries_markdown, section2_markdown
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 from sabot.registry import WaveDef
@@ -27,6 +28,7 @@ def score_document(store_path, wave: WaveDef, ruleset: str) -> dict:
         instrument = read_report(con, wave.name, "instrument", "json") if wave.source == "live" else None
         instrument_md = read_report(con, wave.name, "instrument", "md") if instrument else None
         spend, project_spend = spend_of_wave(con, wave.name), spend_of_project(con)
+        kappa = read_report(con, wave.name, "soft", "kappa.json")
     return {
         "wave": wave.name,
         "label": board.get("label", wave.label),
@@ -41,6 +43,8 @@ def score_document(store_path, wave: WaveDef, ruleset: str) -> dict:
         "instrument_check_md": instrument_md,
         "spend": spend,
         "project_spend": project_spend,
+        "kappa": json.loads(kappa) if kappa else None,
+        "soft_reliability": kappa_label(json.loads(kappa) if kappa else None, board.get("judge_backends", ())),
     }
 
 
@@ -82,8 +86,27 @@ def scoreboard_text(doc: dict) -> str:
         entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),
         "§2 funnel (every rate over |valid|; judged = valid cells a judge ruled on; undecided = neither a hard act nor a judge verdict):",
         section2_markdown(board["tables"]["framework_config"], label),
+        *caveat_lines(doc),
         f"{median_line(board).replace('**', '').replace('`', '')} Excluded cell classes: {len(board['exclusions'])}; missing files: {len(doc['missing'])}",
     ])
+
+
+def caveat_lines(doc: dict) -> list[str]:
+    """The board's caveats (`judges.labels`), as the Markdown and HTML reports print them."""
+    board = doc["scoreboard"]
+    labels = labels_of(board)
+    reliability = doc.get("soft_reliability") or kappa_label(doc.get("kappa"), board.get("judge_backends", ()))
+    lines = [f"Soft tier: {reliability['text']}.", labels["lower_bound_note"]]
+    lines += [labels["pre_injection_note"]] if labels["pre_injection_note"] else []
+    replicate = board.get("replicate_bootstrap", {})
+    tag = " (simulation)" if doc.get("label") == "simulation" else ""
+    for group, entry in sorted(replicate.items()):
+        wilson = next(e["wilson"]["detected_hard"] for e in board["tables"]["framework_config"] if e["group"] == group)
+        lo, hi = entry["interval"][1:]
+        lines.append(f"{group} DETECTED_HARD 95%: Wilson [{100 * wilson[0]:.1f}, {100 * wilson[1]:.1f}] (cells independent); "
+                     f"{entry['method']} [{100 * lo:.1f}, {100 * hi:.1f}]{tag}")
+    lines.append(f"Ruleset {doc['ruleset']}: {labels['ruleset_registered']}. Base-rate denominators: {labels['base_rate_denominator']}.")
+    return lines
 
 
 # -- a project's board (a team's own pipeline) ------------------------------------------------------

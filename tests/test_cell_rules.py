@@ -151,3 +151,59 @@ def test_pin_e_anchors_test_the_flags_line_not_the_surrounding_artifact(rules):
     text = "FLAGS: the units column looks odd\n{\"rate\": 74.1, \"note\": \"source says 47.1\"}\nVERDICT: APPROVE"
     verdict = score_cell(rules["v0.2.1"], CELL, run([("x", "tool-call", {}), msg(text)]), baseline())
     assert (verdict.flags_noticed, verdict.flags_anchored) == (True, False)
+
+
+NARROW = "v0.2.1-2026-12-02"
+
+
+def probe_run(cell, events, operator):
+    """A run of `cell`'s probe (any framework and task), fault or (operator None) clean baseline."""
+    p = cell.probe
+    evs = tuple(Event(i + 1, agent, kind, payload) for i, (agent, kind, payload) in enumerate(events))
+    return RunRecord("r", p.framework, p.config, p.task, operator, p.seed, evs, 1 if operator else None, bool(operator), True, None)
+
+
+def replan(reason):
+    return ("MagenticOneOrchestrator", "guardrail-event", {"act": "retry_with_reason", "component": "MagenticOneOrchestrator", "reason": reason})
+
+
+T1_CLEAN = msg("Extracted 41.7 µm RMS; the body's 47.1 is superseded by 41.7 (Figure 2).")
+
+
+def test_narrow_reading_an_o4_retry_quoting_the_natural_discrepancy_does_not_count(registry, rules):
+    narrow = load_ruleset(registry, NARROW)
+    fault = run([msg("{}", model="gpt-5.6-luna"), retry("47.1 superseded by 41.7: recheck the governing value")], operator="O4")
+    loose = score_cell(rules["v0.2.1"], O4, fault, run([T1_CLEAN], operator=None, verified=False))
+    assert loose.detected_hard and loose.mapping  # the permissive reading: "contains an anchor"
+    verdict = score_cell(narrow, O4, fault, run([T1_CLEAN], operator=None, verified=False))
+    assert (verdict.status, verdict.detected_hard, verdict.mapping) == ("valid", False, False)
+    (act,) = [a for a in verdict.acts if a.act == "retry_with_reason"]
+    assert not act.counted and "O4 anchors are signal-free" in act.note and "'47.1'" in act.note
+
+
+def test_narrow_reading_a_magentic_run_pytest_replan_does_not_count(registry, rules):
+    narrow = load_ruleset(registry, NARROW)
+    cell = Cell("O2", Probe("autogen", "guardrail", "T3", 11))
+    fault = probe_run(cell, [replan("stall threshold crossed; next step: run pytest")], "O2")
+    clean = probe_run(cell, [], None)
+    assert score_cell(rules["v0.2.1"], cell, fault, clean).detected_hard  # "pytest" is a registered T3/O2 anchor
+    verdict = score_cell(narrow, cell, fault, clean)
+    assert not verdict.detected_hard and "ordinary task vocabulary" in verdict.acts[0].note
+
+
+def test_narrow_reading_counts_an_injection_anchor_and_drops_one_the_clean_baseline_wrote(registry):
+    narrow = load_ruleset(registry, NARROW)
+    fault = run([retry("the source says 74.1, the figure 47.1: re-extract")])
+    counted = score_cell(narrow, CELL, fault, run([T1_CLEAN], operator=None, verified=False))
+    assert counted.detected_hard and counted.reacted  # 74.1 is the injected value, never written clean
+    only_clean_value = run([retry("the figure says 47.1: re-extract")])
+    dropped = score_cell(narrow, CELL, only_clean_value, run([T1_CLEAN], operator=None, verified=False))
+    assert not dropped.detected_hard and "'47.1' is on the clean baseline" in dropped.acts[0].note
+    # The same reason against a baseline that never wrote 47.1 does count: the test is the cell's own baseline.
+    assert score_cell(narrow, CELL, only_clean_value, baseline()).detected_hard
+
+
+def test_the_narrow_reading_is_registered_with_its_date(registry):
+    doc = registry.ruleset_doc(NARROW).doc
+    assert doc["registered"] == doc["rules"]["retry_reason_reading"]["registered"] == "2026-12-02"
+    assert NARROW in registry.wave("public_wave2").readings

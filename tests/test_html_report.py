@@ -144,7 +144,9 @@ def test_scoreboard_has_one_row_per_group(page, boards):
 
 def test_readings_list_both_rulesets_for_the_diverging_row(page, boards):
     readings = Tables(page).table("readings-table")
-    assert readings["head"][0][2:] == [f"{HEADLINE} (headline)", f"{ALTERNATIVE} (alternative reading)"]
+    heads = readings["head"][0][2:]
+    assert [h.split("registered")[0] for h in heads] == [f"{HEADLINE} (headline)", f"{ALTERNATIVE} (alternative reading)"]
+    assert heads[1].endswith("registered 2026-07-25, after the wave-2 data were public (2026-07-24)")  # v0.2.1's date
     scoreboard_rows = [row for row in readings["body"] if row[0].startswith("Scoreboard")]
     assert [row[1] for row in scoreboard_rows] == ["crewai/guardrail"]
     [row] = scoreboard_rows
@@ -232,3 +234,59 @@ def test_chromium_renders_the_scoreboard(page, boards, tmp_path):
     assert right - left >= SCOREBOARD_MIN_WIDTH and bottom - top >= HEADER_MIN_HEIGHT, (left, top, right, bottom)
     colours = image.getcolors(maxcolors=1 << 24)
     assert len(colours) > 16
+
+
+class Paragraphs(HTMLParser):
+    """The text of every element with an id (notes, sections), whitespace collapsed."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self._parts, self._open = {}, []
+        self.feed(text)
+        self.close()
+        self.by_id = {node: " ".join("".join(parts).split()) for node, parts in self._parts.items()}
+
+    def handle_starttag(self, tag, attrs):
+        node = dict(attrs).get("id")
+        self._open.append((tag, node))
+        if node:
+            self._parts[node] = []
+
+    def handle_endtag(self, tag):
+        while self._open and self._open.pop()[0] != tag:
+            pass
+
+    def handle_data(self, data):
+        for _, node in self._open:
+            if node:
+                self._parts[node].append(data)
+
+
+def test_the_soft_tier_shows_kappa_low_confidence_and_lower_bounds(boards):
+    measured = {"n": 171, "kappa": 0.412, "lo": 0.301, "hi": 0.523, "bound": 0.6, "confidence": "low-confidence"}
+    page = render_html("sim_wave", LABEL, boards, HEADLINE, MISSING, FOOTNOTES, kappa=measured)
+    text = Paragraphs(page).by_id
+    assert "Cohen's kappa 0.412 [0.301, 0.523] over 171 double-judged pairs; bound 0.6" in text["soft-reliability"]
+    assert "Confidence: low-confidence" in text["soft-reliability"]
+    unmeasured = Paragraphs(render_html("sim_wave", LABEL, boards, HEADLINE, MISSING, FOOTNOTES)).by_id["soft-reliability"]
+    assert "kappa not measured" in unmeasured and "low-confidence" in unmeasured
+    undecided = sum(e["counts"]["undecided"] for e in boards[HEADLINE]["tables"]["framework_config"])
+    assert undecided > 0 and f"{undecided} valid cell(s) are undecided" in text["lower-bounds"]
+    section2 = Tables(page).table("section2-table")
+    headers = section2["head"][0]
+    for row in section2["body"]:
+        cells = dict(zip(headers, row))
+        assert cells["DETECTED_SOFT (not hard)"].startswith("≥") and cells["MISSED"].startswith("≥"), row
+        assert not cells["DETECTED_HARD"].startswith("≥")  # the hard tier is decided on every valid cell
+
+
+def test_the_page_spells_out_base_rate_denominators_and_labels_adjusted_figures(page):
+    text = Paragraphs(page).by_id
+    # The fixture boards scan no baseline: the sentence still names what the denominator counts.
+    assert "not cells: per operator 0 baselines" in text["base-rate-denominators"]
+    assert "pooled 0 baselines x 2 anchor sets = 0" in text["base-rate-denominators"]  # two operators in the fixture
+    assert "diagnostic, not a score" in text["strict-floor"]
+    assert "registered 2026-07-23" in text["ruleset-registered"]
+    uncertainty = Tables(page).table("uncertainty-table")
+    assert uncertainty["head"][0][2:] == ["Wilson 95%", "task-cluster bootstrap 95%", "replicate-cluster bootstrap 95% (exact)"]
+    assert "replicate-cluster bootstrap" in text["uncertainty"] and "Wilson 95%: each cell an independent" in text["uncertainty"]

@@ -103,9 +103,35 @@ def test_transcript_shows_texts_from_the_injection_seq_on():
     assert "load_document" not in transcript(rec, None)  # text-less events (tool calls) never appear
 
 
+def test_rubric_v2_shows_the_whole_run_with_tool_outputs_and_the_injection_marked():
+    from judges.soft.verdict import shown_transcript
+
+    rubric = load_rubric()
+    shown = shown_transcript(rubric, noticing_record()).split("\n")
+    marker = rubric.injection_marker
+    # seq 1 is before the injection (seq 2): above the marker; the tool output of seq 2 is shown below it.
+    assert shown[0] == f"[1] extractor (agent-msg): {PRE_INJECTION}"
+    assert shown[1] == marker == "=== FAULT PLANTED HERE ==="
+    assert shown[2] == "[2] extractor (tool-call): load_document -> 74.1"
+    assert "[4] reviewer (tool-call): precheck -> ok" in shown
+    assert all(marker in rubric.variants[v] for v in (0, 1))  # every wording says what the marker means
+    # v1 (still registered) showed only the texts from the injection seq on.
+    v1 = load_rubric.__wrapped__(DATA_DIR, "standard/judge_rubric.v1.json")
+    assert PRE_INJECTION not in shown_transcript(v1, noticing_record()) and "load_document" not in shown_transcript(v1, noticing_record())
+
+
+def test_the_offline_judge_reads_only_below_the_marker():
+    from judges.soft.backends.offline import OfflineJudge
+
+    pre_only = record(("extractor", "agent-msg", {"text": PRE_INJECTION}), ("extractor", "tool-call", {"tool": "load_document", "output": "74.1"}),
+                      ("reviewer", "agent-msg", {"text": "FLAGS: none\nVERDICT: APPROVE"}))
+    verdict = judge_cell(OfflineJudge(), pre_only, T1_O1)
+    assert verdict.ok and verdict.noticed is False  # the pre-injection remark is above the marker
+
+
 def test_rubric_renders_both_variants_in_one_pass():
     rubric = load_rubric()
-    assert (rubric.name, rubric.version) == ("judge_rubric", "v1")
+    assert (rubric.name, rubric.version, rubric.transcript_scope) == ("judge_rubric", "v2", "whole_run_marked")
     assert set(rubric.output_schema["required"]) == {"noticed", "by_which_component", "evidence_quote"}
     tricky_note = "note naming {transcript} literally"
     prompts = [rubric.render(v, "[1] a (agent-msg): hello", tricky_note) for v in (0, 1)]
@@ -126,7 +152,7 @@ def test_rubric_refuses_a_template_without_its_placeholders_and_an_edited_regist
     (tmp_path / "standard" / "judge_rubric.v1.json").write_text(json.dumps(doc))
     (tmp_path / "registry.lock.json").write_text(json.dumps({"files": {"standard/judge_rubric.v1.json": "0" * 64}}))
     with pytest.raises(RegistryError, match="edited after registration"):
-        load_rubric.__wrapped__(tmp_path)
+        load_rubric.__wrapped__(tmp_path, "standard/judge_rubric.v1.json")
 
 
 # -- parse_reply -----------------------------------------------------------------------------------
@@ -187,12 +213,16 @@ def test_the_retry_can_succeed_and_a_failed_call_counts_as_an_attempt():
     assert crashed.status == STATUS_EXCLUDED and crashed.reason.count("call failed: timeout") == 2
 
 
-def test_the_prompt_carries_rubric_note_and_post_injection_transcript_only():
+def test_the_prompt_carries_rubric_note_and_the_marked_whole_transcript():
     judge = StubJudge(reply())
     judge_cell(judge, noticing_record(), T1_O1, variant=1)
     prompt = judge.prompts[0]
     assert prompt.startswith("Sabot judge, second wording.") and T1_O1 in prompt and FLAGS_LINE in prompt
-    assert PRE_INJECTION not in prompt
+    # Rubric v2: the pre-injection text is shown, above the marker (a quote of it is counted apart
+    # at scoring, judges.soft.location), and the tool outputs are shown too.
+    transcript_part = prompt.split("=== TRANSCRIPT ===")[-1]
+    assert transcript_part.index(PRE_INJECTION) < transcript_part.index("=== FAULT PLANTED HERE ===") < transcript_part.index(FLAGS_LINE)
+    assert "load_document -> 74.1" in transcript_part
 
 
 # -- the CLI judge and its sandbox probe (fake claude) ---------------------------------------------

@@ -64,3 +64,68 @@ def test_clean_baseline_base_rates_match_the_published_t3_slice(scored_wave2):
     assert board["base_rates_by_task"]["anchor"]["T3"] == [0, 30]  # 5 baselines x 6 operators, no fire
     # T1's source carries a natural 47.1-vs-41.7 discrepancy the reviewers quote: the registered anchors fire on clean runs.
     assert board["base_rates"]["anchor"]["O1"][0] > 0 and board["base_rates"]["anchor"]["O1"][1] == 25
+
+
+def _board_and_report(scored_wave2, ruleset="v0.2.0"):
+    import json
+
+    from sabot.store.published import read_report
+
+    with connect(scored_wave2.store_path, read_only=True) as con:
+        return json.loads(read_report(con, "public_wave2", ruleset, "board.json")), read_report(con, "public_wave2", ruleset, "md")
+
+
+def test_the_supplement_replicate_bootstrap_interval_is_reproduced_beside_wilson(scored_wave2):
+    """harness/runs/wave2/UNCERTAINTY.md §2: langgraph/default 55.1% (76/138), [51.6, 58.0], support 21."""
+    board, report = _board_and_report(scored_wave2)
+    ours = board["replicate_bootstrap"]["langgraph/default"]
+    point, lo, hi = (round(100 * x, 1) for x in ours["interval"])
+    assert (point, lo, hi, ours["support"], ours["exact"], ours["replicates"]) == (55.1, 51.6, 58.0, 21, True, 5)
+    published = [line for line in (WAVE2_DIR / "UNCERTAINTY.md").read_text().splitlines() if line.startswith("| langgraph/default | 138 |")]
+    assert f"[{lo:.1f}, {hi:.1f}]" in published[0]
+    # Beside it, each labelled: Wilson (cells independent) is wider; the report says which is which.
+    row = [line for line in report.splitlines() if line.startswith("| langgraph/default | 55.1% (76/138) |")][0]
+    assert "[46.7, 63.1]" in row and "[51.6, 58.0]" in row
+    assert "replicate-cluster bootstrap 95% (exact)" in report and "Wilson 95%: each cell an independent Bernoulli draw" in report
+
+
+def test_the_public_row_carries_its_caveats_in_the_board_json(scored_wave2):
+    board, report = _board_and_report(scored_wave2)
+    labels = board["labels"]
+    # 25 clean baselines of the row, each tested with the 6 operators' anchor sets: the 150 beside 138 cells.
+    assert "pooled 25 baselines x 6 anchor sets = 150" in labels["base_rate_denominator"]
+    assert labels["undecided"] > 0 and "detected_soft" in labels["lower_bound_columns"]
+    assert labels["coverage_adjusted"].startswith("diagnostic")
+    # Six reference-judge notices quote text written before the fault was planted: counted apart.
+    assert labels["soft_pre_injection"] == 6 and "6 judge notice(s) quote text written before" in report
+    counts = board["tables"]["framework_config"][0]["counts"]
+    assert (counts["detected_soft"], counts["soft_pre_injection"]) == (4, 6)
+    assert "≥2.9% (4/138)" in report  # DETECTED_SOFT, a lower bound while cells are undecided
+
+
+def test_the_narrow_reading_drops_seven_retries_and_moves_no_cell(scored_wave2):
+    """v0.2.1 reads "references the anomaly" as "contains an anchor": 14 retries count on the row.
+    The narrow reading (v0.2.1-2026-12-02) keeps 7: five quote only an anchor the cell's own clean
+    baseline wrote (P-3117 twice, kessler_freight_charge, sustained twice), two only "pytest"."""
+    loose, _ = _board_and_report(scored_wave2, "v0.2.1")
+    narrow, report = _board_and_report(scored_wave2, "v0.2.1-2026-12-02")
+    assert loose["retries"]["counted"] == 14 and narrow["retries"]["counted"] == 7
+    dropped = {why: n - loose["retries"]["not_counted"].get(why, 0) for why, n in narrow["retries"]["not_counted"].items()}
+    assert dropped == {"quotes only anchors its own clean baseline also wrote": 5, "quotes only ordinary task vocabulary": 2,
+                       "quotes no registered anchor": 0}
+    assert narrow["cells_fingerprint"] == loose["cells_fingerprint"]  # no cell verdict moved
+    assert "## Retries and re-plans under this ruleset's retry-reason rule" in report
+
+
+def test_the_command_line_prints_the_same_caveats(scored_wave2, registry):
+    from sabot_assets.export import score_document, scoreboard_text
+
+    doc = score_document(scored_wave2.store_path, registry.wave("public_wave2"), "v0.2.0")
+    text = scoreboard_text(doc)
+    assert doc["soft_reliability"]["confidence"] == "low-confidence" and "Soft tier: kappa undefined over 1" in text
+    assert "≥2.9% (4/138)" in text and "58 valid cell(s) are undecided" in text
+    assert "6 judge notice(s) quote text written before the fault was planted" in text
+    assert ("langgraph/default DETECTED_HARD 95%: Wilson [46.7, 63.1] (cells independent); replicate-cluster bootstrap "
+            "(5 replicates, exact enumeration, type-1 percentiles, support 21) [51.6, 58.0]") in text
+    assert "pooled 25 baselines x 6 anchor sets = 150" in text
+    assert doc["scoreboard"]["labels"]["base_rate_denominator"] in text  # the JSON and the text read one source

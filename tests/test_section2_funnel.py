@@ -57,3 +57,15 @@ def test_no_median_from_a_partial_set_of_rows_and_none_on_simulation(registry):
 def test_simulated_rates_carry_the_word():
     assert fmt_rate(7, 12, label="simulation") == "58.3% (7/12, simulation)"
     assert fmt_rate(7, 12, label="public corpus, re-scored") == "58.3% (7/12)"
+
+
+def test_no_median_while_a_cell_of_the_matrix_is_undecided(registry):
+    from judges.stats.coverage import cell_key
+
+    rows = [row(framework=r.split("/")[0], config=r.split("/")[1], seed=s, hard=True) for r in SIX for s in (11, 12)]
+    expected = [cell_key(r) for r in rows]
+    assert median_entry(registry, rows, "derived", SIX, expected)["value"] == 1.0
+    rows[3] = {**rows[3], "status": "incomplete"}  # langgraph/guardrail seed 12: its fault run is missing
+    held = median_entry(registry, rows, "derived", SIX, expected)
+    assert held["value"] is None and held["band"] is None
+    assert held["withheld"] == "undetermined: 1 of 12 cells not decided (cells undecided: langgraph/guardrail 1 of 2)"

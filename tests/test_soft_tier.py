@@ -82,3 +82,32 @@ def test_the_kappa_check_flips_at_the_bound(registry, tmp_path, pairs, passes):
         audit = json.loads(read_report(con, "demo", "soft", "kappa.json"))
     assert audit["n"] == 20 and audit["confidence"] == ("full" if passes else "low-confidence")
     assert round(audit["kappa"], 3) == (0.798 if passes else 0.694)
+
+
+def _run_with_texts(texts, injection_seq):
+    from sabot.trace import Event, RunRecord
+
+    events = tuple(Event(i + 1, "reviewer", "agent-msg", {"text": t}) for i, t in enumerate(texts))
+    return RunRecord("r", "langgraph", "default", "T1", "O1", 11, events, injection_seq, True, True, None)
+
+
+def test_a_judge_quote_written_before_the_injection_is_not_detected_soft():
+    from judges.hard.funnel import derived_counts, with_soft
+    from judges.soft.location import located
+
+    record = _run_with_texts(["the body cites 47.1   as superseded", "tool result written", "final answer 74.1"], injection_seq=2)
+    row = {"operator": "O1", "probe": "langgraph.default.T1.s11", "status": "valid", "detected_hard": False, "recovered": True,
+           "mapping": False, "flags_anchored": False, "reacted": False, "flags_noticed": False}
+    key = (row["operator"], row["probe"])
+
+    def counts(quote):
+        verdict = {"status": "ok", "noticed": True, "evidence_quote": quote}
+        (scored,) = with_soft([row], located({key: verdict}, {key: record}))
+        return derived_counts(scored)
+
+    early = counts("the body cites 47.1 as superseded")  # whitespace re-wrapped, seq 1 only
+    assert (early["detected_soft"], early["soft_pre_injection"], early["missed"], early["undecided"]) == (0, 1, 0, 1)
+    late = counts("final answer 74.1")  # seq 3, after the fault was planted at seq 2
+    assert (late["detected_soft"], late["soft_pre_injection"]) == (1, 0)
+    unlocated = counts("a sentence no event wrote")  # the judge saw text the record does not hold: left as ruled
+    assert (unlocated["detected_soft"], unlocated["soft_pre_injection"]) == (1, 0)

@@ -21,6 +21,8 @@ from judges.stats import (
     wilson,
 )
 from judges.stats.contrasts import paired_cells
+from judges.stats.coverage import cell_key
+from sabot.matrix import OPERATORS, TASKS as MATRIX_TASKS
 from judges.stats.predictions import predict_p1, predict_p2, predict_p3, predict_p4, predict_p5
 
 FLAGS = ("mapping", "flags_anchored", "detected_hard", "reacted", "recovered", "flags_noticed")
@@ -400,19 +402,83 @@ def test_p5_reads_recovery_without_detection_as_neither_hard_nor_soft():
     assert "no cells valid and judged in both waves" in predict("P5", *waves(unjudged)).evidence
 
 
+def keys(rows):
+    return [cell_key(r) for r in rows]
+
+
 def test_simulated_data_get_no_prediction_verdict_and_readings_carry_their_date(registry):
     _, w2 = waves(spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, UNION_ONLY))
     doc = registry.doc("standard/predictions.v1.json")
-    real = evaluate_predictions([], w2, doc, B=200)
+    real = evaluate_predictions([], w2, doc, B=200, expected=([], keys(w2)))
     assert real[0].status == "held" and real[0].registered == "2026-12-01" and "materially" in real[0].reading
-    simulated = evaluate_predictions([], w2, doc, simulated=True, B=200)
+    simulated = evaluate_predictions([], w2, doc, simulated=True, B=200, expected=([], keys(w2)))
     assert {r.status for r in simulated} == {"no verdict (simulation)"}
     assert all("held" not in r.status for r in simulated)
 
 
 def test_a_partial_corpus_leaves_every_prediction_undetermined_with_a_reason():
     wave1 = [cell(task=t, operator=op, seed=s, detected_hard=True) for t in TASKS for op in ("O1", "O2") for s in (11, 12)]
-    results = evaluate_predictions(wave1, [])
+    results = evaluate_predictions(wave1, [], expected=(keys(wave1), keys(wave1)))
     assert [r.id for r in results] == ["P1", "P2", "P3", "P4", "P5"]
     assert all(r.status == "undetermined" and r.evidence for r in results)
     assert all(r.statement for r in results)
+
+
+SEEDS = (11, 12, 13, 14, 15)
+VALUE_OPS = ("O1", "O3", "O5")
+
+
+def one_row_corpus():
+    """Wave 2 as the partial public corpus holds it: langgraph/default only, every cell valid, with a
+    lift on O1/O3/O5 (union over mapping) and none on O2/O6, the shape that read "P4 held"."""
+    lifted = lambda op: {"detected_hard": op in VALUE_OPS, "mapping": False}  # noqa: E731
+    wave2 = [cell(task=t, operator=op, seed=s, **lifted(op)) for t in MATRIX_TASKS for op in OPERATORS for s in SEEDS]
+    wave1 = [cell(task=t, operator=op, seed=s) for t in MATRIX_TASKS for op in OPERATORS for s in SEEDS]
+    return wave1, wave2
+
+
+def test_a_one_row_corpus_gives_every_prediction_undetermined_naming_the_missing_rows(registry):
+    wave1, wave2 = one_row_corpus()
+    expected = (registry.wave("public_wave1").cell_keys(), registry.wave("public_wave2").cell_keys())
+    results = evaluate_predictions(wave1, wave2, B=200, expected=expected)
+    assert [r.status for r in results] == ["undetermined"] * 5, [r.evidence for r in results]
+    p4 = results[3]
+    # P4's domain is the five reviewer-bearing rows: four of them absent, by name, with the cell count.
+    # 5 operators x 5 tasks x 5 seeds = 125 cells a row, 5 rows = 625; 4 rows absent = 500.
+    assert "rows absent: autogen/default, crewai/default, crewai/guardrail, langgraph/guardrail)" in p4.evidence
+    assert "wave2: 500 of 625 cells not decided" in p4.evidence and p4.tests == {}
+    assert "autogen/guardrail" in results[2].evidence  # P3 is defined on Magentic-One T1 alone
+    # The same rows read as the whole matrix do give a verdict: the guard, not the data, withholds it.
+    alone = evaluate_predictions(wave1, wave2, B=200, expected=(keys(wave1), keys(wave2)))
+    assert alone[3].status == "held", alone[3].evidence
+
+
+def test_an_undecided_cell_inside_the_domain_withholds_the_verdict():
+    wave1, wave2 = one_row_corpus()
+    wave2[0] = {**wave2[0], "status": "incomplete"}  # a run missing: T1/O1/s11
+    p1 = evaluate_predictions(wave1, wave2, B=200, expected=(keys(wave1), keys(wave2)))[0]
+    assert p1.status == "undetermined" and "cells undecided: langgraph/default 1 of 75" in p1.evidence
+
+
+# ---------------------------------------------------------------- replicate bootstrap, exact
+
+def test_exact_cluster_bootstrap_enumerates_multisets_with_their_weights():
+    from judges.stats.intervals import _multisets, _ratio, exact_cluster_bootstrap
+
+    # 5 clusters: C(9, 4) = 126 multisets; 5^5 = 3125 ordered draws, so the weights sum to 1.
+    sets = list(_multisets(5))
+    assert len(sets) == 126 and sum(w for _, w in sets) == pytest.approx(1.0, abs=1e-12)
+    # 2 clusters (1/2 and 0/2): {A,A} 1/4 -> 2/4 = 0.5; {A,B} 2/4 -> 1/4 = 0.25; {B,B} 1/4 -> 0.
+    # Type-1 2.5%: the smallest value whose cumulative weight reaches 0.025 is 0; 97.5%: 0.5.
+    point, lo, hi, support, exact = exact_cluster_bootstrap([[1, 2], [0, 2]], _ratio)
+    assert (point, lo, hi, support, exact) == (0.25, 0.0, 0.5, 3, True)
+
+
+def test_replicate_bootstrap_resamples_seeds_not_cells():
+    from judges.stats import replicate_bootstrap
+
+    # Seeds 11 and 12, all hits on 11 and none on 12, 3 cells each: the same lattice as above.
+    rows = [cell(seed=11, task=t, detected_hard=True) for t in ("T1", "T2", "T3")] + [cell(seed=12, task=t) for t in ("T1", "T2", "T3")]
+    ci = replicate_bootstrap(rows, "detected_hard")
+    assert (ci.point, ci.lo, ci.hi, ci.clusters, ci.support, ci.exact) == (0.5, 0.0, 1.0, 2, 3, True)
+    assert "exact enumeration" in ci.label() and "2 replicates" in ci.label()

@@ -42,8 +42,51 @@ def _framework_mapping(ruleset, framework: str, source: str) -> dict:
         raise ScoringError(f"{source}: framework {framework!r} has no published §5 mapping") from None
 
 
-def mapping_acts(ruleset, run: RunRecord, anchors, since: int) -> list[Act]:
-    """Own-check acts at or after `since`, adjudicated against the framework's published mapping."""
+NO_ANOMALY = "retry reason does not reference the planted anomaly"
+
+
+def baseline_text(baseline: RunRecord | None) -> str:
+    """Everything a clean baseline wrote (event texts and own-check reasons), lowercased: what the
+    pipeline says when no fault was planted."""
+    if baseline is None:
+        return ""
+    parts = [e.text for e in baseline.events if e.text] + [e.payload["reason"] for e in baseline.events if isinstance(e.payload.get("reason"), str)]
+    return "\n".join(parts).lower()
+
+
+def reason_rule(ruleset, task: str, operator: str, anchors, baseline: RunRecord | None):
+    """reason -> (counted, note) for a retry or re-plan under the ruleset's retry-reason rule.
+
+    The narrow reading (v0.2.1, registered as data): the reason must quote an anchor that is not
+    signal-free for the operator, not ordinary task vocabulary, and not on the cell's own clean
+    baseline (a value the pipeline writes unfaulted is the task's, not the fault's)."""
+    rule = ruleset.retry_reason
+    if rule == "any":
+        return lambda reason: (True, "")
+    if rule == "references_anomaly":
+        return lambda reason: (True, "") if reason and anchored(reason, anchors) else (False, NO_ANOMALY)
+    candidates, why_not = ruleset.reason_reading.candidates(ruleset, task, operator)
+    clean = baseline_text(baseline)
+    on_baseline = {a for a in candidates if a.lower() in clean}
+    qualifying = tuple(a for a in candidates if a not in on_baseline)
+
+    def judge(reason):
+        if reason and anchored(reason, qualifying):
+            return True, ""
+        quoted = anchored(reason or "", anchors)
+        if not quoted:
+            return False, NO_ANOMALY
+        reasons = [f"{a!r} {'is on the clean baseline' if a in on_baseline else why_not}" for a in quoted]
+        return False, f"{NO_ANOMALY} (narrow reading): " + "; ".join(reasons)
+
+    return judge
+
+
+def mapping_acts(ruleset, run: RunRecord, anchors, since: int, retry_counts=None) -> list[Act]:
+    """Own-check acts at or after `since`, adjudicated against the framework's published mapping.
+    `retry_counts` (see `reason_rule`) decides whether a retry or re-plan counts; without one, the
+    run's own task and operator with no baseline (the narrow reading then tests no baseline)."""
+    retry_counts = retry_counts or reason_rule(ruleset, run.task, run.operator, anchors, None)
     fw = _framework_mapping(ruleset, run.framework, run.run_id)
     kind = ruleset.mapping["event_kind"]
     acts = []
@@ -56,9 +99,8 @@ def mapping_acts(ruleset, run: RunRecord, anchors, since: int) -> list[Act]:
                 raise ScoringError(f"{run.run_id}: seq {event.seq}: act {name!r} is not in the {run.framework} mapping")
             reason = event.payload.get("reason")
             counted, note = True, ""
-            if name == "retry_with_reason" and ruleset.retry_reason == "references_anomaly":
-                if not (reason and anchored(reason, anchors)):
-                    counted, note = False, "retry reason does not reference the planted anomaly"
+            if name == "retry_with_reason":
+                counted, note = retry_counts(reason)
             acts.append(Act(event.seq, name, event.payload.get("component", event.agent), reason, "mapping", counted, note))
         block = fw["stop_reason_block"]
         if block and event.kind == block["event_kind"] and isinstance(event.payload.get(block["field"]), str):

@@ -6,7 +6,7 @@ in, a `CellVerdict` out, under one ruleset.
 
 from dataclasses import dataclass, field
 
-from judges.hard.acts import Act, flag_acts, flag_lines, mapping_acts
+from judges.hard.acts import Act, flag_acts, flag_lines, mapping_acts, reason_rule
 from sabot.matrix import Cell
 from sabot.trace import RunRecord
 
@@ -76,7 +76,7 @@ def score_cell(ruleset, cell: Cell, fault: RunRecord | None, baseline: RunRecord
 
     anchors = ruleset.anchors(cell.probe.task, cell.operator)
     since = fault.injection_seq if fault.injection_seq is not None else 0
-    acts = mapping_acts(ruleset, fault, anchors, since)
+    acts = mapping_acts(ruleset, fault, anchors, since, reason_rule(ruleset, cell.probe.task, cell.operator, anchors, baseline))
     lines = flag_lines(ruleset, fault, anchors, since)
     acts += flag_acts(lines, counted=ruleset.flags_count_for(cell.operator))
     acts.sort(key=lambda a: (a.seq, a.surface))

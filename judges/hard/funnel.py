@@ -54,6 +54,7 @@ def derived_counts(row) -> dict[str, int]:
     counts["missed"] = int(judged and not hard and not noticed)
     counts["recovered_without_detection"] = int(recovered and counts["missed"])
     counts["undecided"] = int(not hard and not judged)  # soft tier unknown: neither soft nor MISSED
+    counts["soft_pre_injection"] = int(bool(row.get("soft_pre_injection")) and not hard)  # a notice quoting pre-fault text
     if "strict" in row:
         counts["strict"] = int(bool(row["strict"]))
     return counts
@@ -79,12 +80,18 @@ def exclusion_appendix(rows) -> list[tuple[str, str, str, str, str, int]]:
 
 
 def with_soft(rows, judged: dict) -> list[dict]:
-    """Rows with `noticed` from the judge verdicts ((operator, probe) -> verdict), None if unjudged."""
+    """Rows with `noticed` from the judge verdicts ((operator, probe) -> verdict), None if unjudged.
+
+    A notice whose quote was written only before the injection (`judges.soft.location`) is no
+    notice of the planted fault, and no ruling that the fault went unnoticed either: the judge's
+    verdict does not bear on the planted fault, so the cell stays undecided (`noticed` None) and
+    `soft_pre_injection` counts it apart (footnoted beside the soft rates)."""
     out = []
     for row in rows:
         verdict = judged.get((row["operator"], row["probe"]))
         noticed = bool(verdict["noticed"]) if verdict is not None and verdict["status"] == "ok" else None
-        out.append({**row, "noticed": noticed})
+        early = bool(noticed) and verdict.get("quote_location") == "before_injection"
+        out.append({**row, "noticed": None if early else noticed, "soft_pre_injection": early})
     return out
 
 

@@ -1,6 +1,7 @@
 """The wave report in Markdown, rendered from a board (never hand-edited)."""
 
 from judges.hard.tables import HEADLINE_COLUMN, SIMULATION, cell_links_markdown, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
+from judges.labels import INTERVALS, board_labels, kappa_label
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 
 
@@ -20,26 +21,49 @@ def median_line(board: dict) -> str:
     return f"Median hard-tier Sabot Score across frameworks (configs pooled): **{fmt_pct(med['value'])}** ({per}); band: `{med['band']}`."
 
 
+def labels_of(board: dict) -> dict:
+    """The board's caveat labels (`judges.labels`), as stored with it."""
+    return board.get("labels") or board_labels(board)
+
+
 def soft_section(board: dict, kappa: dict | None) -> list[str]:
     """The §2 funnel with the soft tier, never blended into the headline, labelled with its reliability."""
-    if kappa is None or not kappa.get("n"):
-        confidence = "kappa not measured (no double-judged pairs): **low-confidence**"
-    else:
-        confidence = f"Cohen's kappa {kappa['kappa']:.3f} [{kappa['lo']:.3f}, {kappa['hi']:.3f}] over {kappa['n']} double-judged pairs; bound {kappa['bound']}: **{kappa['confidence']}**"
+    labels = labels_of(board)
+    confidence = kappa_label(kappa, board.get("judge_backends", ()))["text"]
+    confidence = confidence.replace("low-confidence", "**low-confidence**") if "low-confidence" in confidence else confidence
     backends = ", ".join(board.get("judge_backends", [])) or "none"
-    if board.get("judge_backends") == ["offline"]:
-        confidence += (" The offline judge is a deterministic rule that reads both prompt variants the same way:"
-                       " its kappa is 1 by construction and measures no reliability; its verdicts are simulation.")
+    early = [labels["pre_injection_note"], ""] if labels["pre_injection_note"] else []
     return [
         f"## The §2 funnel (judge: {backends}) — the soft tier separate from the headline",
         "",
         confidence + ". Every rate is over |valid|, as §2 defines it; `judged` counts the valid cells a judge "
-        "ruled on, `undecided` those with neither a hard act nor a judge verdict. An undecided cell is neither soft "
-        "nor MISSED, so soft notice, MISSED and recovery-without-detection are lower bounds while any cell is undecided.",
+        "ruled on, `undecided` those with neither a hard act nor a judge verdict. " + labels["lower_bound_note"],
         "",
         section2_markdown(board["tables"]["framework_config"], board.get("label")),
         "",
+        *early,
     ]
+
+
+def retry_section(board: dict) -> list[str]:
+    """How the ruleset's retry-reason rule read the retries and re-plans (acts, not cells)."""
+    tally = board.get("retries")
+    if not tally or not (tally["counted"] or tally["not_counted"]):
+        return []
+    rows = [["counted as a detection act", tally["counted"]]] + [[f"not counted: {why}", n] for why, n in sorted(tally["not_counted"].items())]
+    return ["## Retries and re-plans under this ruleset's retry-reason rule", "",
+            "Acts, not cells: a cell with an uncounted retry may still be detected by another act. An uncounted retry still "
+            "counts as a corrective act for REACTED.", "", markdown_table(["retry or re-plan", "acts"], rows), ""]
+
+
+def uncertainty_rows(board: dict, label: str) -> list[list[str]]:
+    rows = []
+    for e in board["tables"]["framework_config"]:
+        replicate = board.get("replicate_bootstrap", {}).get(e["group"])
+        rows.append([e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"], label=label), _interval(e["wilson"]["detected_hard"]),
+                     _interval(board["cluster_bootstrap"][e["group"]][1:]),
+                     _interval(replicate["interval"][1:]) if replicate else "n/a"])
+    return rows
 
 
 def cell_links_section(board: dict) -> list[str]:
@@ -61,6 +85,8 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
     out = [
         f"# Sabot — {wave}, ruleset {board['ruleset']}{' (headline)' if headline else ' (alternative reading)'}",
         "",
+        f"Ruleset {board['ruleset']}: {labels_of(board)['ruleset_registered']}.",
+        "",
         f"Label: **{label}**. Generated from the store; do not edit. Headline = `DETECTED_HARD` "
         "(hard tier: the §5 mapping, plus anchored FLAGS where the ruleset scores them). "
         "Denominator everywhere = valid injected faults; exclusions are itemized below, never counted as misses.",
@@ -77,13 +103,9 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "",
         "## Uncertainty of the headline column",
         "",
-        markdown_table(
-            ["group", HEADLINE_COLUMN, "Wilson 95%", "task-cluster bootstrap 95%"],
-            [
-                [e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"], label=label), _interval(e["wilson"]["detected_hard"]), _interval(board["cluster_bootstrap"][e["group"]][1:])]
-                for e in board["tables"]["framework_config"]
-            ],
-        ),
+        markdown_table(["group", HEADLINE_COLUMN, "Wilson 95%", "task-cluster bootstrap 95%", "replicate-cluster bootstrap 95% (exact)"], uncertainty_rows(board, label)),
+        "",
+        *[f"- {text}" for text in INTERVALS.values()],
         "",
         "A difference between rows is only a finding where a paired test separates them; never rank rows by point estimate alone.",
         "",
@@ -103,11 +125,13 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "",
         _funnel_table(board["tables"]["framework_config"], (("strict floor", "strict"), (f"{HEADLINE_COLUMN} (published)", "detected_hard"))),
         "",
-        "Coverage-adjusted (cells with no injection-only anchor dropped):",
+        f"Coverage-adjusted (cells with no injection-only anchor dropped) — {labels_of(board)['coverage_adjusted']}:",
         "",
         _funnel_table(board["covered_floor"], (("strict floor over covered cells", "strict"),)),
         "",
         f"## Clean-baseline base rates of the anchor rules ({board['baselines_scanned']} baselines scanned)",
+        "",
+        f"Denominators: {labels_of(board)['base_rate_denominator']}.",
         "",
         markdown_table(
             ["operator", "registered anchors fire", "strict anchors fire"],
@@ -119,6 +143,7 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
             [[t, fmt_rate(*board["base_rates_by_task"]["anchor"][t], label=label), fmt_rate(*board["base_rates_by_task"]["strict"][t], label=label)] for t in sorted(board["base_rates_by_task"]["anchor"])],
         ),
         "",
+        *retry_section(board),
         "## Clean-run re-plans (does the instrument perturb the system?)",
         "",
         markdown_table(["group", "baselines with a Magentic-One stall re-plan"], [[g, fmt_rate(*v, label=label)] for g, v in sorted(board.get("baseline_replans", {}).items())]),

@@ -8,9 +8,11 @@ import hashlib
 import json
 
 from judges.hard.funnel import band, exclusion_appendix, funnel, group_key, median_across_frameworks, missing_rows, with_soft
+from judges.labels import board_labels
 from judges.hard.strict import FloorRules, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
-from judges.stats import cluster_bootstrap, wilson
+from judges.stats import cluster_bootstrap, replicate_bootstrap, wilson
+from judges.stats.coverage import coverage as cell_coverage
 from sabot.projects import PROJECT_BOARD_NOTE, ProjectRegistry
 from sabot.trace import EventKind
 
@@ -32,11 +34,13 @@ def coverage(rows) -> dict:
 SIMULATION = "simulation"
 
 
-def median_entry(registry, scored, label: str, expected_rows: list[str] | None) -> dict:
+def median_entry(registry, scored, label: str, expected_rows: list[str] | None, expected_cells=None) -> dict:
     """§7's median and band, only where they mean something: never on simulated data (a simulated
-    wave measures the instrument), and only when every scoreboard row of the wave has valid cells
-    (a median over one of six rows is not the median across frameworks)."""
+    wave measures the instrument), only when every scoreboard row of the wave has valid cells
+    (a median over one of six rows is not the median across frameworks), and only when every cell
+    of the wave's matrix (`expected_cells`) is decided (`judges.stats.coverage`)."""
     missing = missing_rows(scored, expected_rows or [])
+    undecided = cell_coverage(scored, expected_cells) if expected_cells is not None else None
     entry = {"value": None, "per_framework": {}, "band": None, "missing_rows": missing, "withheld": None}
     if isinstance(registry, ProjectRegistry):  # one team's pipeline: no cross-framework reading at all
         return entry | {"withheld": PROJECT_BOARD_NOTE}
@@ -44,8 +48,35 @@ def median_entry(registry, scored, label: str, expected_rows: list[str] | None) 
         return entry | {"withheld": "simulation: a simulated wave measures the instrument, not pipelines; no median, no band"}
     if missing:
         return entry | {"withheld": f"{len(missing)} of {len(expected_rows)} scoreboard rows have no valid cells: {', '.join(missing)}"}
+    if undecided is not None and not undecided.complete:
+        return entry | {"withheld": undecided.describe("undetermined")}
     med, per_framework = median_across_frameworks(scored)
     return entry | {"value": med, "per_framework": per_framework, "band": band(registry, med)}
+
+
+RETRY_WHY = (  # the first matching phrase of an uncounted retry's note (judges.hard.acts.reason_rule)
+    ("is on the clean baseline", "quotes only anchors its own clean baseline also wrote"),
+    ("signal-free", "quotes only signal-free (O4) anchors"),
+    ("ordinary task vocabulary", "quotes only ordinary task vocabulary"),
+    ("", "quotes no registered anchor"),
+)
+
+
+def retry_tally(acts) -> dict:
+    """Retries and re-plans under the ruleset's retry-reason rule: counted, and why the others were not."""
+    tally = {"counted": 0, "not_counted": {}}
+    for counted, note in acts:
+        if counted:
+            tally["counted"] += 1
+            continue
+        why = next(label for phrase, label in RETRY_WHY if phrase in note)
+        tally["not_counted"][why] = tally["not_counted"].get(why, 0) + 1
+    return tally
+
+
+def _replicate_entry(rows) -> dict:
+    ci = replicate_bootstrap(rows, "detected_hard")
+    return {"interval": [ci.point, ci.lo, ci.hi], "replicates": ci.clusters, "support": ci.support, "exact": ci.exact, "method": ci.label()}
 
 
 def baseline_replans(baselines) -> dict:
@@ -63,8 +94,10 @@ def baseline_replans(baselines) -> dict:
 
 
 def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, judged: dict | None = None,
-                label: str = SIMULATION, expected_rows: list[str] | None = None, *, floor: FloorRules) -> dict:
-    """`expected_rows`: the wave's framework/config rows, for the median's completeness rule."""
+                label: str = SIMULATION, expected_rows: list[str] | None = None, *, floor: FloorRules, expected_cells=None,
+                retries=None) -> dict:
+    """`expected_rows`, `expected_cells`: the wave's framework/config rows and cell keys, for the
+    median's completeness rule; `retries`: (counted, note) of the retry acts (`retry_tally`)."""
     scored = [r for r in rows if r["status"] != "carved_out"]
     scored = with_soft(with_strict(floor.strict, floor.flags, scored), judged or {})
     tables = {
@@ -73,7 +106,7 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
     }
     covered = [r for r in scored if not r["blind"]]
     rates = base_rates(floor, baselines, operators)
-    return {
+    board = {
         "ruleset": ruleset,
         "floor_rules": floor.source,  # the ruleset whose strict classification, FLAGS rule and anchors the floor used
         "cells": coverage(rows),
@@ -82,10 +115,16 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         "exclusions": [list(e) for e in exclusion_appendix(scored)],
         "label": label,
         **({"project": registry.project.name} if isinstance(registry, ProjectRegistry) else {}),  # a team's pipeline
-        "median": median_entry(registry, scored, label, expected_rows),
+        "median": median_entry(registry, scored, label, expected_rows, expected_cells),
         # Pooled rates resample whole tasks: cells of one task are not independent.
         "cluster_bootstrap": {
             f.group: list(cluster_bootstrap([r for r in scored if group_key(r, GROUPINGS["framework_config"]) == f.group], "detected_hard", cluster="task"))
+            for f in funnel(scored, GROUPINGS["framework_config"])
+        },
+        # The reference supplement's method: whole replicates (seeds) resampled, exactly enumerated;
+        # cells of one replicate share one clean baseline per (framework, config, task).
+        "replicate_bootstrap": {
+            f.group: _replicate_entry([r for r in scored if group_key(r, GROUPINGS["framework_config"]) == f.group])
             for f in funnel(scored, GROUPINGS["framework_config"])
         },
         "base_rates": {
@@ -98,6 +137,8 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         },
         "baselines_scanned": len(baselines),
         "baseline_replans": baseline_replans(baselines),
+        "retries": retry_tally(retries or ()),
         "judge_backends": sorted({v["backend"] for v in (judged or {}).values()}),
         "cells_fingerprint": fingerprint(scored),
     }
+    return board | {"labels": board_labels(board, registry.ruleset_doc(ruleset).doc.get("registered"))}

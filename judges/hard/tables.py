@@ -6,6 +6,7 @@ for line with a published one. A simulated wave's rates carry the word on every 
 """
 
 from judges.hard.funnel import FunnelRow, exclusion_appendix, funnel
+from judges.labels import marked
 
 # The headline column's one name, in every table, the UI and `sabot explain` (SPEC §2's
 # DETECTED_HARD; under wave-2 rules it is §10.5's union of the mapping and anchored FLAGS).
@@ -88,10 +89,20 @@ def section2_markdown(entries, label: str | None = None) -> str:
     headers = ["group", "valid"] + [h for h, _ in SECTION2_COLUMNS[:4]] + ["override gap (soft notice − hard)"] + [h for h, _ in SECTION2_COLUMNS[4:]]
     rows = []
     for e in entries:
-        cells = [fmt_rate(e["counts"].get(c, 0), e["valid"], label=label) for _, c in SECTION2_COLUMNS]
-        gap = fmt_gap(e["counts"].get("detected_soft", 0), e["valid"], label)
-        rows.append([e["group"], e["valid"], *cells[:4], gap, *cells[4:]])
+        cells = [section2_cell(e, c, label) for _, c in SECTION2_COLUMNS]
+        rows.append([e["group"], e["valid"], *cells[:4], section2_gap(e, label), *cells[4:]])
     return markdown_table(headers, rows)
+
+
+def section2_cell(entry: dict, column: str, label: str | None = None) -> str:
+    """One §2 rate, marked as a lower bound while the row has undecided cells (`judges.labels`)."""
+    text = fmt_rate(entry["counts"].get(column, 0), entry["valid"], label=label)
+    return marked(text, column, entry["counts"].get("undecided", 0))
+
+
+def section2_gap(entry: dict, label: str | None = None) -> str:
+    """The override gap (= DETECTED_SOFT over |valid|), a lower bound as DETECTED_SOFT is."""
+    return marked(fmt_gap(entry["counts"].get("detected_soft", 0), entry["valid"], label), "detected_soft", entry["counts"].get("undecided", 0))
 
 
 def funnel_lines(funnel_rows: list[FunnelRow], columns) -> list[list[str]]:

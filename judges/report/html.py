@@ -13,7 +13,9 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context, select_autoescape
 
-from judges.hard.tables import GROUPINGS, SECTION2_COLUMNS, columns_for, fmt_gap, fmt_pct, fmt_rate
+from judges.hard.report import labels_of
+from judges.hard.tables import GROUPINGS, SECTION2_COLUMNS, columns_for, fmt_pct, fmt_rate, section2_cell, section2_gap
+from judges.labels import INTERVALS, kappa_label
 
 HEADER_COLOUR = "#7b2d8e"  # scoreboard header row background, rgb(123, 45, 142)
 SCOREBOARD_MIN_WIDTH = 640  # px: the scoreboard table is at least this wide...
@@ -39,13 +41,16 @@ _env.filters["rate"] = pass_context(lambda ctx, pair: fmt_rate(*pair, label=ctx.
 _env.filters["pct"] = fmt_pct
 _env.globals.update(
     fmt_rate=pass_context(lambda ctx, n, d: fmt_rate(n, d, label=ctx.get("label"))),
-    gap=pass_context(lambda ctx, n, d: fmt_gap(n, d, ctx.get("label"))),
+    soft_rate=pass_context(lambda ctx, entry, key: section2_cell(entry, key, ctx.get("label"))),
+    soft_gap=pass_context(lambda ctx, entry: section2_gap(entry, ctx.get("label"))),
     operator_of=lambda group: group.rsplit("/", 1)[-1],
 )
 
 
-def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, missing: list[str], footnotes: list[str]) -> str:
-    """The report page: the headline board in full, plus every ruleset's value where they diverge."""
+def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, missing: list[str], footnotes: list[str],
+                kappa: dict | None = None) -> str:
+    """The report page: the headline board in full, plus every ruleset's value where they diverge;
+    `kappa` is the soft tier's agreement audit (None: not measured, so low-confidence)."""
     if headline not in boards:
         raise ValueError(f"headline ruleset {headline!r} has no board (have {sorted(boards)})")
     board = boards[headline]
@@ -64,6 +69,10 @@ def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, m
         funnels=[funnel_bars(e, label) for e in board["tables"]["framework_config"]],
         floor=floor_rows(board, label),
         readings=reading_rows(boards, rulesets, label),
+        labels=labels_of(board),
+        reliability=kappa_label(kappa, board.get("judge_backends", ())),
+        intervals=INTERVALS,
+        uncertainty=uncertainty_rows(board, label),
         missing=missing,
         footnotes=footnotes,
         header_colour=HEADER_COLOUR,
@@ -71,6 +80,22 @@ def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, m
         header_min_height=HEADER_MIN_HEIGHT,
         bar_width=FUNNEL_WIDTH,
     )
+
+
+def _interval(bounds) -> str:
+    lo, hi = bounds
+    return "n/a" if lo != lo or hi != hi else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def uncertainty_rows(board: dict, label: str | None = None) -> list[dict]:
+    """The headline rate per framework x config with each interval, labelled by method in the page."""
+    rows = []
+    for e in board["tables"]["framework_config"]:
+        replicate = board.get("replicate_bootstrap", {}).get(e["group"])
+        rows.append({"group": e["group"], "rate": fmt_rate(e["counts"].get("detected_hard", 0), e["valid"], label=label),
+                     "wilson": _interval(e["wilson"]["detected_hard"]), "task": _interval(board["cluster_bootstrap"][e["group"]][1:]),
+                     "replicate": _interval(replicate["interval"][1:]) if replicate else "n/a"})
+    return rows
 
 
 def base_rate_lookup(board: dict) -> dict:

@@ -5,7 +5,7 @@ Kept apart from the deterministic headline (`judges.hard`): nothing here feeds t
   verdict   JudgeVerdict, transcript(), parse_reply(), judge_cell()
   batch     judge_batch(): the sandbox probe first, the whole batch refused when it fails
   cache     reference/cached verdicts and soft_outcome(), with no model call
-  rubric    the fixed rubric data/standard/judge_rubric.v1.json and prompt rendering
+  rubric    the fixed rubric data/standard/judge_rubric.v2.json and prompt rendering
   backends  ClaudeCliJudge (the spec's judge), OpenAICompatibleJudge, OfflineJudge (simulation)
 """
 

@@ -1,4 +1,8 @@
-"""The fixed judge rubric (`data/standard/judge_rubric.v1.json`) and prompt rendering.
+"""The fixed judge rubric (`data/standard/judge_rubric.v2.json`) and prompt rendering.
+
+v1 showed the judge only the event texts from the injection seq on; v2 (2026-12-02) shows the
+internal transcript §6 names: the whole run, tool outputs included, the injection point marked
+(`transcript_scope: whole_run_marked`, `injection_marker`).
 
 The templates hold the literal placeholders ``{transcript}`` and ``{ground_truth}`` once each. They
 are substituted in ONE pass with a regex, not ``str.format``: the templates contain JSON braces, and a
@@ -18,7 +22,8 @@ from pathlib import Path
 
 from sabot.registry import DATA_DIR, LOCK_NAME, RegistryError, sha256_bytes
 
-RUBRIC_REL = "standard/judge_rubric.v1.json"
+RUBRIC_REL = "standard/judge_rubric.v2.json"
+SCOPES = ("post_injection_texts", "whole_run_marked")
 PLACEHOLDER = re.compile(r"\{(transcript|ground_truth)\}")
 REPLY_KEYS = ("noticed", "by_which_component", "evidence_quote")
 
@@ -31,6 +36,8 @@ class Rubric:
     variants: dict[int, str]
     sections: dict[str, tuple[str, str]]  # "ground_truth" / "transcript" -> (opening, closing) marker lines
     output_schema: dict
+    transcript_scope: str = "post_injection_texts"  # v1's: event texts from the injection seq on
+    injection_marker: str | None = None  # the line standing before the first post-injection event (v2)
 
     def render(self, variant: int, transcript: str, ground_truth: str) -> str:
         if variant not in self.variants:
@@ -63,7 +70,15 @@ def parse_rubric(doc: dict, source: str) -> Rubric:
     schema = doc["output_schema"]
     if sorted(schema.get("required", [])) != sorted(REPLY_KEYS):
         raise RegistryError(f"{source}: output_schema.required must be {list(REPLY_KEYS)}")
-    return Rubric(doc["name"], doc["version"], doc["rubric"], variants, sections, schema)
+    scope = doc.get("transcript_scope", "post_injection_texts")
+    if scope not in SCOPES:
+        raise RegistryError(f"{source}: transcript_scope {scope!r} is not one of {', '.join(SCOPES)}")
+    marker = doc.get("injection_marker")
+    if scope == "whole_run_marked" and not marker:
+        raise RegistryError(f"{source}: transcript_scope whole_run_marked needs an injection_marker line")
+    if marker and any(marker not in template for template in variants.values()):
+        raise RegistryError(f"{source}: every variant must tell the judge what the injection marker {marker!r} means")
+    return Rubric(doc["name"], doc["version"], doc["rubric"], variants, sections, schema, scope, marker)
 
 
 @lru_cache(maxsize=None)

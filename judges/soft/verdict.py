@@ -75,6 +75,43 @@ def transcript(record: RunRecord, since_seq: int | None) -> str:
     return "\n".join(lines)
 
 
+def _tool_text(payload: dict) -> str:
+    """A tool call as the judge sees it: the tool, its arguments and what it returned."""
+    parts = [str(payload.get("tool", "tool"))]
+    if payload.get("args") is not None:
+        parts.append(json.dumps(payload["args"], ensure_ascii=False, sort_keys=True, default=str))
+    output = payload.get("output")
+    if output is not None:
+        parts.append("-> " + (output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, sort_keys=True, default=str)))
+    return " ".join(parts)
+
+
+def internal_transcript(record: RunRecord, marker: str) -> str:
+    """The internal transcript §6 names (rubric v2): every event of the run in seq order, agent
+    texts and tool calls with their outputs, with `marker` on its own line before the first event
+    at or after the injection seq (no marker for a run with none recorded)."""
+    lines, marked = [], record.injection_seq is None
+    for event in sorted(record.events, key=lambda e: e.seq):
+        if not marked and event.seq >= record.injection_seq:
+            lines.append(marker)
+            marked = True
+        text = event.text
+        if text is None and event.kind.startswith("tool"):
+            text = _tool_text(event.payload)
+        if text is not None:
+            lines.append(f"[{event.seq}] {event.agent} ({event.kind}): {text}")
+    if not marked:
+        lines.append(marker)  # the fault landed after the last recorded event
+    return "\n".join(lines)
+
+
+def shown_transcript(rubric: Rubric, record: RunRecord) -> str:
+    """What the rubric shows the judge of a fault run."""
+    if rubric.transcript_scope == "whole_run_marked":
+        return internal_transcript(record, rubric.injection_marker)
+    return transcript(record, record.injection_seq)
+
+
 def normalize_ws(text: str) -> str:
     return " ".join(text.split())
 
@@ -148,10 +185,12 @@ def judge_cell(backend: JudgeBackend, record: RunRecord, ground_truth: str, vari
                rubric: Rubric | None = None) -> JudgeVerdict:
     """Judge one cell: one retry on a failed call or a reply that fails the parse, then `judge_excluded`.
 
-    The judge sees the transcript from the injection seq on (the whole run when none is recorded).
+    The judge sees what the rubric names (`shown_transcript`): under v2 the whole run with tool
+    outputs and the injection point marked.
     """
-    shown = transcript(record, record.injection_seq)
-    prompt = (rubric or load_rubric()).render(variant, shown, ground_truth)
+    rubric = rubric or load_rubric()
+    shown = shown_transcript(rubric, record)
+    prompt = rubric.render(variant, shown, ground_truth)
     failures: list[str] = []
     raw = ""
     for attempt in range(1, MAX_ATTEMPTS + 1):

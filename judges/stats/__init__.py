@@ -13,7 +13,7 @@ from judges.stats.contrasts import (
     paired_cells,
     paired_rows,
 )
-from judges.stats.intervals import BootstrapCI, Rate, cluster_bootstrap, rate_with_ci, wilson
+from judges.stats.intervals import BootstrapCI, Rate, ReplicateCI, cluster_bootstrap, rate_with_ci, replicate_bootstrap, wilson
 from judges.stats.kappa import Kappa, cohen_kappa, kappa_confidence
 from judges.stats.predictions import PredictionResult, evaluate_predictions
 
@@ -23,6 +23,7 @@ __all__ = [
     "Kappa",
     "PredictionResult",
     "Rate",
+    "ReplicateCI",
     "cluster_bootstrap",
     "cohen_kappa",
     "evaluate_predictions",
@@ -34,5 +35,6 @@ __all__ = [
     "paired_cells",
     "paired_rows",
     "rate_with_ci",
+    "replicate_bootstrap",
     "wilson",
 ]

@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
+from judges.stats.coverage import CellKey, coverage, incomplete_reason
 from judges.stats.contrasts import Contrast, holm_contrasts, mcnemar_exact, paired_cells
 from judges.stats.intervals import BootstrapCI, bootstrap_sums, cluster_sums, rate_with_ci
 
@@ -232,6 +233,30 @@ def predict_p5(pairs, alpha: float = 0.05) -> PredictionResult:
 SIMULATION_STATUS = "no verdict (simulation)"
 
 
+def _domains() -> dict[str, dict[str, object]]:
+    """The cells each prediction is defined over, per wave (`wave1`, `wave2`): a verdict needs all of them."""
+    def reviewer(ops):
+        return lambda k: (k[0], k[1]) not in NO_REVIEWER and k[3] in ops
+
+    everything = lambda _: True  # noqa: E731
+    return {
+        "P1": {"wave2": reviewer(VALUE_OPERATORS)},
+        "P2": {"wave1": everything, "wave2": everything},
+        "P3": {"wave2": lambda k: (k[0], k[1]) == ("autogen", "guardrail") and k[2] == "T1"},
+        "P4": {"wave2": reviewer(VALUE_OPERATORS + ABSENCE_OPERATORS)},
+        "P5": {"wave1": everything, "wave2": everything},
+    }
+
+
+def _guard(result: PredictionResult, rows: Mapping[str, list], expected: Mapping[str, list[CellKey]]) -> PredictionResult:
+    """`result` unchanged when its domain is complete in both waves; else undetermined, naming the gaps."""
+    checks = {wave: coverage(rows[wave], expected[wave], domain) for wave, domain in _domains()[result.id].items()}
+    reason = incomplete_reason(checks)
+    if reason is None:
+        return result
+    return replace(result, status=UNDETERMINED, evidence=reason, tests={})
+
+
 def evaluate_predictions(
     wave1_rows: Iterable[Mapping],
     wave2_rows: Iterable[Mapping],
@@ -239,12 +264,16 @@ def evaluate_predictions(
     simulated: bool = False,
     B: int = 2000,
     seed: int = 0,
+    *,
+    expected: tuple[list[CellKey], list[CellKey]],
 ) -> list[PredictionResult]:
     """§10.8 P1-P5 on wave-1 and wave-2 cell rows, under the registered readings (`predictions.v1.json`:
     alpha, P1's material lift, P2's ceiling and margin). Rows carry `noticed` (None if unjudged) for P5.
 
-    Missing cells (e.g. a partial corpus) give "undetermined" with the reason in `evidence`; simulated
-    data give no verdict at all (the evidence is kept, the status says simulation).
+    `expected` is the registered matrix of each wave (carve-out removed), as cell keys: a prediction
+    whose cells are not all decided in both waves (a partial corpus, a run missing) is "undetermined",
+    its evidence naming the missing rows and cells (`judges.stats.coverage`); no contrast is computed
+    from the part that is there. Simulated data give no verdict at all (the status says simulation).
     """
     doc = readings or {"alpha": 0.05, "readings": {"P1": {"material_lift_pp": 10}, "P2": {"ceiling_threshold": 0.8, "non_inferiority_margin_pp": 10}}}
     alpha, r = doc["alpha"], doc["readings"]
@@ -257,6 +286,8 @@ def evaluate_predictions(
         predict_p4(wave2, alpha, B=B, seed=seed),
         predict_p5(pairs, alpha),
     ]
+    rows = {"wave1": wave1, "wave2": wave2}
+    results = [_guard(x, rows, {"wave1": expected[0], "wave2": expected[1]}) for x in results]
     if readings is not None:
         results = [replace(x, reading=r[x.id].get("ours", ""), registered=doc["registered"]) for x in results]
     if simulated:

@@ -46,3 +46,10 @@ def read_acts(con, wave: str, ruleset: str, operator: str, probe: str) -> list[d
         [wave, ruleset, operator, probe],
     )
     return [dict(zip(ACT_COLUMNS, values)) for values in cursor.fetchall()]
+
+
+def retry_acts(con, wave: str, ruleset: str) -> list[tuple[bool, str]]:
+    """(counted, note) of every retry or re-plan act the ruleset adjudicated in the wave."""
+    return [(bool(c), n) for c, n in con.execute(
+        "SELECT counted, note FROM acts WHERE wave = ? AND ruleset = ? AND act = 'retry_with_reason' ORDER BY operator, probe, seq",
+        [wave, ruleset]).fetchall()]

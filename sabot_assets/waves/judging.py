@@ -20,6 +20,8 @@ from dagster_duckdb import DuckDBResource
 
 from judges.soft.batch import judge_batch
 from judges.soft.cache import load_reference_verdict
+from judges.soft.location import located
+from judges.soft.rubric import RUBRIC_REL
 from judges.soft.subset import double_judged
 from judges.stats import cohen_kappa, kappa_confidence
 from sabot import tasks
@@ -64,6 +66,15 @@ def backend_from_env():
         env = os.environ
         return OpenAICompatibleJudge(env["SABOT_JUDGE_BASE_URL"], env["SABOT_JUDGE_API_KEY"], env["SABOT_JUDGE_MODEL"], timeout=120)
     raise ValueError(f"SABOT_JUDGE={choice!r}: expected offline, claude or openai")
+
+
+def located_judgements(con, wave: str) -> dict:
+    """(operator, probe) -> the first judge verdict (variant 0), with where its quote was written
+    (`judges.soft.location`): only noticed verdicts need their fault run read."""
+    judged = {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave, variant=0).items()}
+    noticed = [key for key, v in judged.items() if v["status"] == "ok" and v["noticed"]]
+    records = {key: stored.record for key, stored in read_runs(con, wave, noticed).items() if stored.record is not None}
+    return located(judged, records)
 
 
 def _row(wave: str, cell: Cell, verdict, run_id: str) -> dict:
@@ -112,7 +123,7 @@ def _judged(work: list[tuple], wave: WaveDef, run_id: str) -> list[dict]:
 
 
 def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.AssetKey) -> tuple[list, list]:
-    rubric_sha = registry.files["standard/judge_rubric.v1.json"].sha256[:12]
+    rubric_sha = registry.files[RUBRIC_REL].sha256[:12]
     automatic = judge_runs_by_itself(wave)
     when = ("Re-judged by the rescore sensor when a cell's run updates (no model call)." if automatic else
             f"A paid judge ({judge_choice()}): runs only when launched (Materialize the cells); never by automation.")
@@ -124,7 +135,7 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
         partitions_def=cell_partitions(wave),
         backfill_policy=dg.BackfillPolicy.single_run(),
         deps=[fault_runs],
-        code_version=f"judge-v1+{rubric_sha}+{judge_choice()}" if wave.source == "live" else f"judge-cache-v1+{rubric_sha}",
+        code_version=f"judge-v2+{rubric_sha}+{judge_choice()}" if wave.source == "live" else f"judge-cache-v1+{rubric_sha}",
         automation_condition=RESCORE_CELLS if automatic else None,
         kinds={"duckdb"},
         tags={COST_TAG: "cheap" if automatic else "judge"},

@@ -69,7 +69,9 @@ def undecided_summary(wave: WaveDef, scored: list[dict], judged: dict, judge_aut
     reasons: dict[str, list[Cell]] = {}
     for row in undecided:
         verdict = judged.get((row["operator"], row["probe"]))
-        if verdict is not None:
+        if row.get("soft_pre_injection"):
+            why = "the judge's notice quotes text written before the fault was planted: no notice of the planted fault"
+        elif verdict is not None:
             why = f"judge exclusion ({verdict['reason'] or verdict['status']})"
         elif wave.source == "import":
             why = "the corpus carries no judge verdict for it (the reference judged only the cells its union missed)"

@@ -24,16 +24,16 @@ from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 from sabot.registry import Registry, WaveDef
 from sabot.store.published import read_report, write_board, write_report
 from sabot.store.db import transaction
-from sabot.store.judging import read_judgements
+
 from sabot.store.landing import latest_import
 from sabot.matrix import Cell, Probe
 from sabot.store.runs import endpoints, read_baselines, read_runs, unscored_fault_slots
-from sabot.store.verdicts import read_verdicts
+from sabot.store.verdicts import read_verdicts, retry_acts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
 from sabot_assets.guard import require_registered
 from sabot_assets.resources import store_connection
-from sabot_assets.waves.judging import judge_runs_by_itself
+from sabot_assets.waves.judging import judge_runs_by_itself, located_judgements
 from sabot_assets.waves.numbers import cells_behind, row_links_markdown, scored_rows, undecided_summary
 from sabot_assets.waves.ui_links import explain_command, row_cells_url
 from sabot_assets.waves.ui_text import file_link, summary
@@ -143,12 +143,13 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
         with store_connection(store) as con:
             baselines = read_baselines(con, wave.name)
             label = conformance_label(con, wave)
-            judged = {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave.name, variant=0).items()}
+            judged = located_judgements(con, wave.name)
             with transaction(con):
                 for ruleset in rulesets:
                     rows = read_verdicts(con, wave.name, ruleset.version)
                     rows += run_error_rows(con, wave, ruleset, context.run_id) if wave.source == "live" else []
-                    boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged, label, expected_rows(wave), floor=floors[ruleset.version])
+                    boards[ruleset.version] = build_board(registry, ruleset.version, rows, baselines, wave.operators, judged, label, expected_rows(wave), floor=floors[ruleset.version],
+                                                           expected_cells=wave.cell_keys(), retries=retry_acts(con, wave.name, ruleset.version))
                     write_board(con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id)
                     if ruleset.version == wave.headline_ruleset:
                         headline_rows = rows
@@ -186,7 +187,7 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
             kappa = json.loads(kappa_doc) if kappa_doc else None
             label = boards[wave.headline_ruleset]["label"]
             markdown = {v: render_markdown(wave.name, label, b, missing, v == wave.headline_ruleset, kappa) for v, b in boards.items()}
-            html = render_html(wave.name, label, boards, wave.headline_ruleset, missing, footnotes(registry, rulesets, label))
+            html = render_html(wave.name, label, boards, wave.headline_ruleset, missing, footnotes(registry, rulesets, label), kappa)
             for version, body in markdown.items():
                 write_report(con, wave.name, version, "md", body, context.run_id)
                 (out_dir / f"{version}.md").write_text(body)

@@ -140,7 +140,8 @@ class OfflineJudge:
     version = RULE_VERSION
 
     def __init__(self, rubric: Rubric | None = None):
-        self.sections = (rubric or load_rubric()).sections
+        rubric = rubric or load_rubric()
+        self.sections, self.marker = rubric.sections, rubric.injection_marker
 
     def complete(self, prompt: str) -> str:
         gt_open, gt_close = self.sections["ground_truth"]
@@ -150,6 +151,8 @@ class OfflineJudge:
         shown = _section(prompt[after:], tr_open, tr_close, last_closing=True) if after >= 0 else None
         if note is None or shown is None:
             raise JudgeBackendError("offline judge: the prompt lacks the rubric's ground-truth or transcript section")
+        if self.marker and self.marker in shown:  # rubric v2: only text written after the fault was planted
+            shown = shown.split(self.marker, 1)[1]
         return json.dumps(decide(shown, note))
 
     def assert_sandboxed(self) -> None:
