@@ -1,22 +1,37 @@
-"""The import landing zone: a validated corpus scan, stored verbatim in one transaction."""
+"""The import landing zone: a validated corpus scan, stored verbatim in one transaction, and the
+run slots the run assets write from it."""
 
+import contextlib
+import io
 import json
 
 import pandas as pd
 
-from sabot.corpus import CorpusScan, digest_of
-from sabot.store.db import now, transaction
+from sabot.corpus import EVENTS, CorpusError, CorpusScan, digest_of
+from sabot.json_stream import stream_document
+from sabot.store.db import insert, now, transaction
+from sabot.store.runs import EVENT_COLUMNS, RUN_COLUMNS, RunSlot, write_slots
+from sabot.store.spend import write_calls
+from sabot.trace import parse_event, parse_runresult
+
+# A landed run's row fields, read by DuckDB's JSON path (one parse of the file for all of them).
+LANDED_FIELDS = ("$.trace.run_id", "$.injection_seq", "$.injection_verified", "$.task_passed", "$.error", "$.usage")
+EVENT_BATCH = 2000
 
 
 def write_import(con, scan: CorpusScan, registry_hash: str) -> int:
     """Replace a wave's landed files with this scan, in one transaction: the import lands whole or
-    the store stays as it was. Files are read again one at a time (their hash checked against the
-    scan's), so memory follows the largest file, not the corpus."""
-    with transaction(con):
+    the store stays as it was. DuckDB reads each file itself (`read_text`), so its text never passes
+    through Python, and keeps it only if its hash is still the scan's."""
+    with transaction(con), one_thread(con):
         con.execute("DELETE FROM corpus_files WHERE wave = ?", [scan.wave])
         for f in scan.files:
-            con.execute("INSERT INTO corpus_files VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        [scan.wave, f.kind, f.operator or "", f.probe.key, f.rel_path, f.sha256, f.body])
+            landed = con.execute(
+                "INSERT INTO corpus_files SELECT ?, ?, ?, ?, ?, ?, content FROM read_text(?) WHERE sha256(content) = ?",
+                [scan.wave, f.kind, f.operator or "", f.probe.key, f.rel_path, f.sha256, str(f.path), f.sha256],
+            ).fetchall()[0][0]
+            if landed != 1:
+                raise CorpusError(f"{f.rel_path}: changed since the corpus was scanned (its sha256 is no longer {f.sha256[:12]}); nothing was imported")
         con.execute(
             "INSERT INTO corpus_imports VALUES (?, ?, ?, ?, ?, ?, ?)",
             [scan.wave, str(scan.root), now(), len(scan.files), json.dumps(scan.missing), json.dumps(scan.not_run), registry_hash],
@@ -24,19 +39,78 @@ def write_import(con, scan: CorpusScan, registry_hash: str) -> int:
     return len(scan.files)
 
 
-def landed_runs(con, wave: str, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str, str]]:
-    """(operator, probe) -> (rel_path, sha256, body) for the landed run files among `keys`."""
+@contextlib.contextmanager
+def one_thread(con):
+    """DuckDB on one thread while large texts move: each thread buffers its own copy of a row group."""
+    threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    con.execute("SET threads = 1")
+    try:
+        yield con
+    finally:
+        con.execute(f"SET threads = {int(threads)}")
+
+
+def landed_files(con, wave: str, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+    """(operator, probe) -> (rel_path, sha256) for the landed run files among `keys`."""
     if not keys:
         return {}
-    wanted = pd.DataFrame(keys, columns=["operator", "probe"])
-    con.register("_wanted", wanted)
+    con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
     rows = con.execute(
-        "SELECT f.operator, f.probe, f.rel_path, f.sha256, f.body FROM corpus_files f "
+        "SELECT f.operator, f.probe, f.rel_path, f.sha256 FROM corpus_files f "
         "JOIN _wanted w ON f.operator = w.operator AND f.probe = w.probe WHERE f.wave = ? AND f.kind = ?",
         [wave, kind],
     ).fetchall()
     con.unregister("_wanted")
-    return {(op, probe): (path, sha, body) for op, probe, path, sha, body in rows}
+    return {(op, probe): (path, sha) for op, probe, path, sha in rows}
+
+
+def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tuple[int, int]:
+    """Write run slots from the landing zone (call inside a transaction); returns (present, absent).
+
+    A present slot's record is its landed file, copied by DuckDB; its row's fields are read by
+    DuckDB's JSON path, and its events streamed out of the file a batch at a time: no run is ever
+    whole in Python. A record with priced calls is read whole for its spend, as live runs are."""
+    absent = [s for s in slots if s.source_sha256 is None]
+    write_slots(con, wave, absent, dagster_run_id)
+    at = now()
+    with one_thread(con):
+        for slot in slots:
+            if slot.source_sha256 is not None:
+                _write_landed_slot(con, wave, slot, dagster_run_id, at)
+    return len(slots) - len(absent), len(absent)
+
+
+def _write_landed_slot(con, wave: str, slot: RunSlot, dagster_run_id: str, at) -> None:
+    op, probe = slot.operator or "", slot.probe
+    key = [wave, op, probe.key]
+    for table in ("runs", "events"):
+        con.execute(f"DELETE FROM {table} WHERE wave = ? AND operator = ? AND probe = ?", key).fetchall()
+    where = [wave, slot.source_path]
+    fields = con.execute(f"SELECT json_extract(body, {list(LANDED_FIELDS)!r}) FROM corpus_files WHERE wave = ? AND rel_path = ?", where).fetchall()[0][0]
+    run_id, injection_seq, injection_verified, task_passed, error, usage = (json.loads(v) if v is not None else None for v in fields)
+    con.execute(
+        f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) SELECT ?, ?, ?, 'present', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, body, ?, ?, NULL "
+        "FROM corpus_files WHERE wave = ? AND rel_path = ?",
+        [*key, run_id, probe.framework, probe.config, probe.task, probe.seed, injection_seq, injection_verified, task_passed,
+         error, slot.source_path, slot.source_sha256, dagster_run_id, at, *where],
+    ).fetchall()
+    raw = con.execute("SELECT encode(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", where).fetchall()[0][0]
+    batch: list[dict] = []
+
+    def add(index: int, obj) -> None:
+        e = parse_event(obj, slot.source_path, index)
+        batch.append({"wave": wave, "operator": op, "probe": probe.key, "run_id": run_id, "seq": e.seq, "agent": e.agent,
+                      "kind": e.kind, "payload": json.dumps(e.payload)})
+        if len(batch) >= EVENT_BATCH:
+            insert(con, "events", pd.DataFrame(batch, columns=EVENT_COLUMNS))
+            batch.clear()
+
+    stream_document(io.BytesIO(raw), EVENTS, add)
+    del raw
+    insert(con, "events", pd.DataFrame(batch, columns=EVENT_COLUMNS))
+    if usage:
+        body = con.execute("SELECT body FROM corpus_files WHERE wave = ? AND rel_path = ?", where).fetchall()[0][0]
+        write_calls(con, wave, slot.operator, probe.key, parse_runresult(json.loads(body), slot.source_path), slot.source_sha256)
 
 
 def latest_import(con, wave: str) -> dict | None:
