@@ -4,18 +4,17 @@ run slots the run assets write from it."""
 import contextlib
 import io
 import json
+from pathlib import Path
 
 import pandas as pd
 
 from sabot.corpus import EVENTS, CorpusError, CorpusScan, digest_of
-from sabot.json_stream import stream_document
+from sabot.json_stream import StreamError, stream_document
 from sabot.store.db import insert, now, transaction
 from sabot.store.runs import EVENT_COLUMNS, RUN_COLUMNS, RunSlot, write_slots
 from sabot.store.spend import write_calls
-from sabot.trace import parse_event, parse_runresult
+from sabot.trace import TraceError, parse_event, parse_runresult
 
-# A landed run's row fields, read by DuckDB's JSON path (one parse of the file for all of them).
-LANDED_FIELDS = ("$.trace.run_id", "$.injection_seq", "$.injection_verified", "$.task_passed", "$.error", "$.usage")
 EVENT_BATCH = 2000
 
 
@@ -67,50 +66,74 @@ def landed_files(con, wave: str, kind: str, keys: list[tuple[str, str]]) -> dict
 def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tuple[int, int]:
     """Write run slots from the landing zone (call inside a transaction); returns (present, absent).
 
-    A present slot's record is its landed file, copied by DuckDB; its row's fields are read by
-    DuckDB's JSON path, and its events streamed out of the file a batch at a time: no run is ever
-    whole in Python. A record with priced calls is read whole for its spend, as live runs are."""
+    A present slot's record is its landed file, copied by DuckDB; its events are streamed a batch at
+    a time, from the corpus file while it still holds the landed bytes (the hash is checked as it
+    streams), else from the store's copy: no run is ever whole in Python. A record with priced calls
+    is read whole for its spend, as a live run's is."""
     absent = [s for s in slots if s.source_sha256 is None]
     write_slots(con, wave, absent, dagster_run_id)
+    imported = latest_import(con, wave)
+    root = Path(imported["corpus_root"]) if imported else None
     at = now()
     with one_thread(con):
         for slot in slots:
             if slot.source_sha256 is not None:
-                _write_landed_slot(con, wave, slot, dagster_run_id, at)
+                _write_landed_slot(con, wave, slot, root, dagster_run_id, at)
     return len(slots) - len(absent), len(absent)
 
 
-def _write_landed_slot(con, wave: str, slot: RunSlot, dagster_run_id: str, at) -> None:
+def _write_landed_slot(con, wave: str, slot: RunSlot, root: Path | None, dagster_run_id: str, at) -> None:
     op, probe = slot.operator or "", slot.probe
     key = [wave, op, probe.key]
     for table in ("runs", "events"):
         con.execute(f"DELETE FROM {table} WHERE wave = ? AND operator = ? AND probe = ?", key).fetchall()
-    where = [wave, slot.source_path]
-    fields = con.execute(f"SELECT json_extract(body, {list(LANDED_FIELDS)!r}) FROM corpus_files WHERE wave = ? AND rel_path = ?", where).fetchall()[0][0]
-    run_id, injection_seq, injection_verified, task_passed, error, usage = (json.loads(v) if v is not None else None for v in fields)
+    doc = _stream_events(con, wave, slot, root)
+    r = doc["trace"]["run_id"]
+    con.execute("UPDATE events SET run_id = ? WHERE wave = ? AND operator = ? AND probe = ?", [r, *key]).fetchall()
     con.execute(
         f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) SELECT ?, ?, ?, 'present', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, body, ?, ?, NULL "
         "FROM corpus_files WHERE wave = ? AND rel_path = ?",
-        [*key, run_id, probe.framework, probe.config, probe.task, probe.seed, injection_seq, injection_verified, task_passed,
-         error, slot.source_path, slot.source_sha256, dagster_run_id, at, *where],
+        [*key, r, probe.framework, probe.config, probe.task, probe.seed, doc["injection_seq"], doc["injection_verified"],
+         doc["task_passed"], doc["error"], slot.source_path, slot.source_sha256, dagster_run_id, at, wave, slot.source_path],
     ).fetchall()
-    raw = con.execute("SELECT encode(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", where).fetchall()[0][0]
+    if doc.get("usage"):
+        body = con.execute("SELECT body FROM corpus_files WHERE wave = ? AND rel_path = ?", [wave, slot.source_path]).fetchall()[0][0]
+        write_calls(con, wave, slot.operator, probe.key, parse_runresult(json.loads(body), slot.source_path), slot.source_sha256)
+
+
+def _stream_events(con, wave: str, slot: RunSlot, root: Path | None) -> dict:
+    """Insert a landed run's events (run_id left blank) and return the rest of its record."""
+    source = root / slot.source_path if root else None
+    if source is not None and source.is_file() and not source.is_symlink():
+        with open(source, "rb") as fp:
+            doc, sha256 = _insert_events(con, wave, slot, fp)
+        if sha256 == slot.source_sha256:
+            return doc
+        con.execute("DELETE FROM events WHERE wave = ? AND operator = ? AND probe = ?", [wave, slot.operator or "", slot.probe.key]).fetchall()
+    raw = con.execute("SELECT encode(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", [wave, slot.source_path]).fetchall()[0][0]
+    return _insert_events(con, wave, slot, io.BytesIO(raw))[0]
+
+
+def _insert_events(con, wave: str, slot: RunSlot, fp) -> tuple[dict, str]:
     batch: list[dict] = []
+
+    def flush() -> None:
+        insert(con, "events", pd.DataFrame(batch, columns=EVENT_COLUMNS))
+        batch.clear()
 
     def add(index: int, obj) -> None:
         e = parse_event(obj, slot.source_path, index)
-        batch.append({"wave": wave, "operator": op, "probe": probe.key, "run_id": run_id, "seq": e.seq, "agent": e.agent,
-                      "kind": e.kind, "payload": json.dumps(e.payload)})
+        batch.append({"wave": wave, "operator": slot.operator or "", "probe": slot.probe.key, "run_id": "", "seq": e.seq,
+                      "agent": e.agent, "kind": e.kind, "payload": json.dumps(e.payload)})
         if len(batch) >= EVENT_BATCH:
-            insert(con, "events", pd.DataFrame(batch, columns=EVENT_COLUMNS))
-            batch.clear()
+            flush()
 
-    stream_document(io.BytesIO(raw), EVENTS, add)
-    del raw
-    insert(con, "events", pd.DataFrame(batch, columns=EVENT_COLUMNS))
-    if usage:
-        body = con.execute("SELECT body FROM corpus_files WHERE wave = ? AND rel_path = ?", where).fetchall()[0][0]
-        write_calls(con, wave, slot.operator, probe.key, parse_runresult(json.loads(body), slot.source_path), slot.source_sha256)
+    try:
+        doc, sha256, _ = stream_document(fp, EVENTS, add)
+    except (StreamError, TraceError):  # a corpus file changed on disk into something else: not the landed bytes
+        return {}, ""
+    flush()
+    return doc, sha256
 
 
 def latest_import(con, wave: str) -> dict | None:
