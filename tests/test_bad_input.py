@@ -16,6 +16,7 @@ from sabot.corpus import CorpusError
 from sabot.registry import RegistryError
 from sabot.store.db import connect
 from sabot.store.landing import landed_digest
+from sabot.store.runs import record_sql
 from sabot_assets.corpus_jobs import import_corpus
 from sabot_assets.definitions import build_definitions
 from tests.conftest import PROJECT, WAVE2_DIR, require_corpus
@@ -43,7 +44,7 @@ def env(registry, tmp_path):
 
 def stored_state(store_path):
     with connect(store_path, read_only=True) as con:
-        runs = con.execute("SELECT count(*), sum(hash(record)) FROM runs").fetchone()
+        runs = con.execute(f"SELECT count(*), sum(hash({record_sql()})) FROM runs").fetchone()
         return landed_digest(con, WAVE), runs
 
 

@@ -25,11 +25,11 @@ def write_import(con, scan: CorpusScan, registry_hash: str) -> int:
     with transaction(con), one_thread(con):
         con.execute("DELETE FROM corpus_files WHERE wave = ?", [scan.wave])
         for f in scan.files:
-            landed = con.execute(
-                "INSERT INTO corpus_files SELECT ?, ?, ?, ?, ?, ?, content FROM read_text(?) WHERE sha256(content) = ?",
-                [scan.wave, f.kind, f.operator or "", f.probe.key, f.rel_path, f.sha256, str(f.path), f.sha256],
-            ).fetchall()[0][0]
-            if landed != 1:
+            con.execute("INSERT INTO corpus_files SELECT ?, ?, ?, ?, ?, ?, content FROM read_text(?)",
+                        [scan.wave, f.kind, f.operator or "", f.probe.key, f.rel_path, f.sha256, str(f.path)]).fetchall()
+            # hashed once stored: hashing in the INSERT's filter costs DuckDB another copy of the text
+            landed = con.execute("SELECT sha256(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", [scan.wave, f.rel_path]).fetchall()
+            if [row[0] for row in landed] != [f.sha256]:
                 raise CorpusError(f"{f.rel_path}: changed since the corpus was scanned (its sha256 is no longer {f.sha256[:12]}); nothing was imported")
         con.execute(
             "INSERT INTO corpus_imports VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -66,7 +66,7 @@ def landed_files(con, wave: str, kind: str, keys: list[tuple[str, str]]) -> dict
 def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tuple[int, int]:
     """Write run slots from the landing zone (call inside a transaction); returns (present, absent).
 
-    A present slot's record is its landed file, copied by DuckDB; its events are streamed a batch at
+    A present slot's record is its landed file, not a copy (read through `record_sql`); its events are streamed a batch at
     a time, from the corpus file while it still holds the landed bytes (the hash is checked as it
     streams), else from the store's copy: no run is ever whole in Python. A record with priced calls
     is read whole for its spend, as a live run's is."""
@@ -91,11 +91,10 @@ def _write_landed_slot(con, wave: str, slot: RunSlot, root: Path | None, dagster
     r = doc["trace"]["run_id"]
     con.execute("UPDATE events SET run_id = ? WHERE wave = ? AND operator = ? AND probe = ?", [r, *key]).fetchall()
     con.execute(
-        f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) SELECT ?, ?, ?, 'present', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, body, ?, ?, NULL "
-        "FROM corpus_files WHERE wave = ? AND rel_path = ?",
-        [*key, r, probe.framework, probe.config, probe.task, probe.seed, doc["injection_seq"], doc["injection_verified"],
-         doc["task_passed"], doc["error"], slot.source_path, slot.source_sha256, dagster_run_id, at, wave, slot.source_path],
-    ).fetchall()
+        f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
+        [*key, "present", r, probe.framework, probe.config, probe.task, probe.seed, doc["injection_seq"], doc["injection_verified"],
+         doc["task_passed"], doc["error"], slot.source_path, slot.source_sha256, None, dagster_run_id, at, None],
+    ).fetchall()  # record NULL: an imported run's record is its landed file (runs.record_sql), not a second copy
     if doc.get("usage"):
         body = con.execute("SELECT body FROM corpus_files WHERE wave = ? AND rel_path = ?", [wave, slot.source_path]).fetchall()[0][0]
         write_calls(con, wave, slot.operator, probe.key, parse_runresult(json.loads(body), slot.source_path), slot.source_sha256)

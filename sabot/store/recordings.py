@@ -7,6 +7,8 @@ the scorer never reads) is carried over unchanged, since no scripted model runs 
 import json
 from dataclasses import dataclass
 
+from sabot.store.runs import record_sql
+
 
 class RecordingMissing(LookupError):
     """A cell asked to be replayed has no stored run record to answer from."""
@@ -20,7 +22,7 @@ class StoredRecording:
 
 
 def read_recording(con, wave: str, operator: str | None, probe: str, cell: str) -> StoredRecording:
-    row = con.execute("SELECT record FROM runs WHERE wave = ? AND operator = ? AND probe = ? AND status = 'present'",
+    row = con.execute(f"SELECT {record_sql()} FROM runs WHERE wave = ? AND operator = ? AND probe = ? AND status = 'present'",
                       [wave, operator or "", probe]).fetchone()
     if not row or not row[0]:
         raise RecordingMissing(f"replay of {cell}: the store holds no recorded run for this cell; nothing was sent")

@@ -24,6 +24,13 @@ RUN_COLUMNS = [
 EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind", "payload"]
 
 
+def record_sql(alias: str = "runs") -> str:
+    """A run's record in SQL: its own, or for an imported run the landed file it was read from
+    (stored once, in `corpus_files`; NULL if the landing has since been replaced)."""
+    return (f"COALESCE({alias}.record::VARCHAR, (SELECT f.body FROM corpus_files f WHERE f.wave = {alias}.wave "
+            f"AND f.rel_path = {alias}.source_path AND f.sha256 = {alias}.source_sha256))")
+
+
 @dataclass(frozen=True)
 class RunSlot:
     """One run a partition stands for: a fault run (operator set) or a baseline (operator None)."""
@@ -77,7 +84,7 @@ def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, st
         return {}
     con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
     rows = con.execute(
-        "SELECT r.operator, r.probe, r.status, r.record, r.source_path, r.source_sha256 FROM runs r "
+        f"SELECT r.operator, r.probe, r.status, {record_sql('r')}, r.source_path, r.source_sha256 FROM runs r "
         "JOIN _wanted w ON r.operator = w.operator AND r.probe = w.probe WHERE r.wave = ?",
         [wave],
     ).fetchall()
@@ -92,7 +99,7 @@ def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, st
 def read_baselines(con, wave: str) -> list[RunRecord]:
     """Every present baseline of a wave, in probe order."""
     rows = con.execute(
-        "SELECT record, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
+        f"SELECT {record_sql()}, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
     ).fetchall()
     return [parse_runresult(json.loads(record), path) for record, path in rows]
 
@@ -107,7 +114,7 @@ def endpoints(con, wave: str) -> set[str]:
     for runs that ended in RUN_ERROR before their record said (a dead provider), as their attempt
     in the run root recorded it."""
     rows = con.execute(
-        "SELECT DISTINCT json_extract_string(record, '$.endpoint') FROM runs WHERE wave = ? AND status = 'present'", [wave]
+        f"SELECT DISTINCT json_extract_string({record_sql()}, '$.endpoint') FROM runs WHERE wave = ? AND status = 'present'", [wave]
     ).fetchall()
     found = {r[0] for r in rows if r[0]}
     if con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'attempts'").fetchone():
