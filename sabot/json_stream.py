@@ -17,7 +17,7 @@ import re
 import ijson
 
 MAX_DEPTH = 500
-CHUNK = 1 << 16
+CHUNK = 1 << 22  # yajl rescans a token cut across reads from its start: small reads make one long text quadratic
 # A \\uD800-\\uDFFF escape whose backslash is itself unescaped: the run of backslashes before it is even.
 SURROGATE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u[dD]([89a-fA-F])[0-9a-fA-F]{2}")
 ESCAPE_MAX = 6  # bytes of one \\uXXXX escape
