@@ -11,7 +11,7 @@ import pandas as pd
 from sabot.corpus import EVENTS, CorpusError, CorpusScan, digest_of
 from sabot.json_stream import StreamError, stream_document
 from sabot.store.db import insert, now, transaction
-from sabot.store.runs import EVENT_COLUMNS, RUN_COLUMNS, RunSlot, write_slots
+from sabot.store.runs import EVENT_COLUMNS, RUN_COLUMNS, RUN_DTYPES, RunSlot, write_slots
 from sabot.store.spend import write_calls
 from sabot.trace import TraceError, parse_event, parse_runresult
 
@@ -71,76 +71,105 @@ def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str
     streams), else from the store's copy: no run is ever whole in Python. A record with priced calls
     is read whole for its spend, as a live run's is."""
     absent = [s for s in slots if s.source_sha256 is None]
-    write_slots(con, wave, absent, dagster_run_id)
+    present = [s for s in slots if s.source_sha256 is not None]
+    if absent:
+        write_slots(con, wave, absent, dagster_run_id)
     imported = latest_import(con, wave)
     root = Path(imported["corpus_root"]) if imported else None
-    at = now()
-    with one_thread(con):
-        for slot in slots:
-            if slot.source_sha256 is not None:
-                _write_landed_slot(con, wave, slot, root, dagster_run_id, at)
-    return len(slots) - len(absent), len(absent)
-
-
-def _write_landed_slot(con, wave: str, slot: RunSlot, root: Path | None, dagster_run_id: str, at) -> None:
-    op, probe = slot.operator or "", slot.probe
-    key = [wave, op, probe.key]
+    con.register("_keys", pd.DataFrame([(wave, s.operator or "", s.probe.key) for s in present], columns=["wave", "operator", "probe"]))
     for table in ("runs", "events"):
-        con.execute(f"DELETE FROM {table} WHERE wave = ? AND operator = ? AND probe = ?", key).fetchall()
-    doc = _stream_events(con, wave, slot, root)
-    r = doc["trace"]["run_id"]
-    con.execute("UPDATE events SET run_id = ? WHERE wave = ? AND operator = ? AND probe = ?", [r, *key]).fetchall()
-    con.execute(
-        f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({', '.join('?' * len(RUN_COLUMNS))})",
-        [*key, "present", r, probe.framework, probe.config, probe.task, probe.seed, doc["injection_seq"], doc["injection_verified"],
-         doc["task_passed"], doc["error"], slot.source_path, slot.source_sha256, None, dagster_run_id, at, None],
-    ).fetchall()  # record NULL: an imported run's record is its landed file (runs.record_sql), not a second copy
-    if doc.get("usage"):
-        body = con.execute("SELECT body FROM corpus_files WHERE wave = ? AND rel_path = ?", [wave, slot.source_path]).fetchall()[0][0]
-        write_calls(con, wave, slot.operator, probe.key, parse_runresult(json.loads(body), slot.source_path), slot.source_sha256)
+        con.execute(f"DELETE FROM {table} WHERE (wave, operator, probe) IN (SELECT wave, operator, probe FROM _keys)").fetchall()
+    con.unregister("_keys")
+    at, rows, events = now(), [], _EventWriter(con, wave)
+    with one_thread(con):
+        for slot in present:
+            doc = _stream_events(con, events, slot, root)
+            events.finish(slot, doc["trace"]["run_id"])
+            rows.append(_run_row(wave, slot, doc, dagster_run_id, at))
+            if doc.get("usage"):
+                body = con.execute("SELECT body FROM corpus_files WHERE wave = ? AND rel_path = ?", [wave, slot.source_path]).fetchall()[0][0]
+                write_calls(con, wave, slot.operator, slot.probe.key, parse_runresult(json.loads(body), slot.source_path), slot.source_sha256)
+        events.flush()
+        insert(con, "runs", pd.DataFrame(rows, columns=RUN_COLUMNS).astype(RUN_DTYPES))
+    return len(present), len(absent)
 
 
-def _stream_events(con, wave: str, slot: RunSlot, root: Path | None) -> dict:
-    """Insert a landed run's events (run_id left blank) and return the rest of its record."""
+def _run_row(wave: str, slot: RunSlot, doc: dict, dagster_run_id: str, at) -> dict:
+    """A present slot's row; `record` NULL: an imported run's record is its landed file (`record_sql`)."""
+    p = slot.probe
+    return {"wave": wave, "operator": slot.operator or "", "probe": p.key, "status": "present", "run_id": doc["trace"]["run_id"],
+            "framework": p.framework, "config": p.config, "task": p.task, "seed": p.seed, "injection_seq": doc["injection_seq"],
+            "injection_verified": doc["injection_verified"], "task_passed": doc["task_passed"], "error": doc["error"],
+            "source_path": slot.source_path, "source_sha256": slot.source_sha256, "record": None,
+            "dagster_run_id": dagster_run_id, "materialized_at": at, "attempt": None}
+
+
+class _EventWriter:
+    """Events of many runs, inserted EVENT_BATCH rows at a time. A run's id is known only once its
+    file is read through, so its rows wait with a blank id, filled in by `finish` (or, for rows
+    already inserted, updated)."""
+
+    def __init__(self, con, wave: str):
+        self.con, self.wave, self.rows, self.blank = con, wave, [], set()
+
+    def add(self, slot: RunSlot, index: int, obj) -> None:
+        e = parse_event(obj, slot.source_path, index)
+        self.rows.append({"wave": self.wave, "operator": slot.operator or "", "probe": slot.probe.key, "run_id": "", "seq": e.seq,
+                          "agent": e.agent, "kind": e.kind, "payload": json.dumps(e.payload)})
+        if len(self.rows) >= EVENT_BATCH:
+            self.blank.add((slot.operator or "", slot.probe.key))
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            insert(self.con, "events", pd.DataFrame(self.rows, columns=EVENT_COLUMNS))
+            self.rows.clear()
+
+    def finish(self, slot: RunSlot, run_id: str) -> None:
+        key = (slot.operator or "", slot.probe.key)
+        for row in self.rows:
+            if (row["operator"], row["probe"]) == key:
+                row["run_id"] = run_id
+        if key in self.blank:
+            self.con.execute("UPDATE events SET run_id = ? WHERE wave = ? AND operator = ? AND probe = ?", [run_id, self.wave, *key]).fetchall()
+
+    def discard(self, slot: RunSlot) -> None:
+        key = (slot.operator or "", slot.probe.key)
+        self.rows = [row for row in self.rows if (row["operator"], row["probe"]) != key]
+        if key in self.blank:
+            self.con.execute("DELETE FROM events WHERE wave = ? AND operator = ? AND probe = ?", [self.wave, *key]).fetchall()
+            self.blank.discard(key)
+
+
+def _stream_events(con, events: _EventWriter, slot: RunSlot, root: Path | None) -> dict:
+    """Add a landed run's events to `events` and return the rest of its record: from the corpus file
+    if it still holds the landed bytes, else from the store's copy."""
     source = root / slot.source_path if root else None
     if source is not None and source.is_file() and not source.is_symlink():
         with open(source, "rb") as fp:
-            doc, sha256 = _insert_events(con, wave, slot, fp)
+            doc, sha256 = _read_events(events, slot, fp)
         if sha256 == slot.source_sha256:
             return doc
-        con.execute("DELETE FROM events WHERE wave = ? AND operator = ? AND probe = ?", [wave, slot.operator or "", slot.probe.key]).fetchall()
-    raw = con.execute("SELECT encode(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", [wave, slot.source_path]).fetchall()[0][0]
-    return _insert_events(con, wave, slot, io.BytesIO(raw))[0]
+        events.discard(slot)
+    raw = con.execute("SELECT encode(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", [events.wave, slot.source_path]).fetchall()[0][0]
+    return _read_events(events, slot, io.BytesIO(raw))[0]
 
 
-def _insert_events(con, wave: str, slot: RunSlot, fp) -> tuple[dict, str]:
-    batch: list[dict] = []
-
-    def flush() -> None:
-        insert(con, "events", pd.DataFrame(batch, columns=EVENT_COLUMNS))
-        batch.clear()
-
-    def add(index: int, obj) -> None:
-        e = parse_event(obj, slot.source_path, index)
-        batch.append({"wave": wave, "operator": slot.operator or "", "probe": slot.probe.key, "run_id": "", "seq": e.seq,
-                      "agent": e.agent, "kind": e.kind, "payload": json.dumps(e.payload)})
-        if len(batch) >= EVENT_BATCH:
-            flush()
-
+def _read_events(events: _EventWriter, slot: RunSlot, fp) -> tuple[dict, str]:
     try:
-        doc, sha256, _ = stream_document(fp, EVENTS, add)
+        doc, sha256, _ = stream_document(fp, EVENTS, lambda index, obj: events.add(slot, index, obj))
     except (StreamError, TraceError):  # a corpus file changed on disk into something else: not the landed bytes
         return {}, ""
-    flush()
     return doc, sha256
 
 
 def latest_import(con, wave: str) -> dict | None:
-    row = con.execute(
+    rows = con.execute(
         "SELECT corpus_root, imported_at, files, missing, not_run, registry_hash FROM corpus_imports "
         "WHERE wave = ? ORDER BY imported_at DESC LIMIT 1",
         [wave],
-    ).fetchone()
+    ).fetchall()
+    row = rows[0] if rows else None
     if row is None:
         return None
     root, at, files, missing, not_run, registry_hash = row

@@ -21,6 +21,7 @@ RUN_COLUMNS = [
     "wave", "operator", "probe", "status", "run_id", "framework", "config", "task", "seed", "injection_seq",
     "injection_verified", "task_passed", "error", "source_path", "source_sha256", "record", "dagster_run_id", "materialized_at", "attempt",
 ]
+RUN_DTYPES = {"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"}
 EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind", "payload"]
 
 
@@ -61,7 +62,7 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
         for e in r.events if r else ():
             events.append({"wave": wave, "operator": op, "probe": s.probe.key, "run_id": r.run_id, "seq": e.seq, "agent": e.agent, "kind": e.kind, "payload": json.dumps(e.payload)})
     keys = pd.DataFrame([(wave, s.operator or "", s.probe.key) for s in slots], columns=["wave", "operator", "probe"])
-    runs_df = pd.DataFrame(runs, columns=RUN_COLUMNS).astype({"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"})
+    runs_df = pd.DataFrame(runs, columns=RUN_COLUMNS).astype(RUN_DTYPES)
     replace_rows(con, "runs", keys, runs_df)
     replace_rows(con, "events", keys, pd.DataFrame(events, columns=EVENT_COLUMNS))
     for s in slots:  # spend follows every stored record, so no write path can drop it
