@@ -9,6 +9,10 @@ files and their verdicts), with one fault run grown to the given size: `events` 
 as the command line runs it, in a fresh process with a fresh store and Dagster instance; its peak
 resident set (the kernel's ru_maxrss of the child) is printed, and so is that of the same import
 with the trace left as it is, so the figure the file adds can be read off. Printed, never asserted.
+
+`--phases` also runs the large import's steps one by one in a fresh process (the scan, the landing
+transaction, the run assets), resetting the kernel's peak-RSS mark (`/proc/self/clear_refs`) before
+each, and prints each step's peak above what the process held when it began.
 """
 
 import argparse
@@ -60,10 +64,63 @@ def import_peak(corpus: Path, work: Path) -> tuple[int, float]:
     return int(kib) * 1024, time.perf_counter() - started
 
 
+PHASE_SCRIPT = """
+import re, sys, time
+from pathlib import Path
+
+def rss(field):
+    return int(re.search(field + r":\\s+(\\d+)", Path("/proc/self/status").read_text()).group(1)) * 1024
+
+def phase(name, fn):
+    Path("/proc/self/clear_refs").write_text("5")  # the peak mark restarts at the current RSS
+    start, t = rss("VmRSS"), time.perf_counter()
+    out = fn()
+    print("PHASE", name, start, rss("VmHWM"), round(time.perf_counter() - t, 2), flush=True)
+    return out
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+from sabot.corpus import LIMITS, scan
+from sabot.registry import Registry
+from sabot.store.db import connect
+from sabot.store.landing import write_import
+from sabot_assets.definitions import build_definitions
+from sabot_assets.materialize import WaveRunner, blocks
+
+corpus, store = Path(sys.argv[1]), Path(sys.argv[2])
+registry = Registry()
+wave = registry.wave("public_wave2")
+with dg.DagsterInstance.get() as instance:
+    defs = build_definitions(registry, DuckDBResource(database=str(store)))
+    found = phase("scan", lambda: scan(wave, corpus, registry.field(LIMITS, "max_file_bytes")))
+    def land():
+        with connect(store) as con:
+            write_import(con, found, registry.content_hash)
+    phase("landing", land)
+    runner = WaveRunner(defs, wave, instance)
+    phase("pre-registration", runner.preregister)
+    spans = blocks(wave, {(f.probe.framework, f.probe.config, f.probe.task) for f in found.files})
+    phase("run assets", lambda: [runner.runs(b) for b in spans])
+"""
+
+
+def phases(corpus: Path, work: Path) -> list[tuple[str, int, int, float]]:
+    """(step, RSS when it began, its peak RSS, seconds) for each step of one import, in a fresh process."""
+    work.mkdir()
+    env = {**os.environ, "SABOT_VAR": str(work), "DAGSTER_HOME": str(ROOT), "SABOT_DAGSTER_STORAGE": str(work / "dagster")}
+    out = subprocess.run([sys.executable, "-c", PHASE_SCRIPT, str(corpus), str(work / "sabot.duckdb")], cwd=ROOT, env=env,
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"phased import failed:\n{out.stderr[-3000:]}")
+    rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("PHASE ")]
+    return [(" ".join(r[:-3]), int(r[-3]), int(r[-2]), float(r[-1])) for r in rows]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=60)
     parser.add_argument("--shape", choices=("events", "text"), default="events")
+    parser.add_argument("--phases", action="store_true", help="also the peak RSS of each step of the large import")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sabot-bench-import-") as tmp:
         tmp = Path(tmp)
@@ -74,12 +131,15 @@ def main() -> None:
         size = (large / GROWN).stat().st_size
         base, base_s = import_peak(plain, tmp / "var-plain")
         peak, peak_s = import_peak(large, tmp / "var-large")
+        steps = phases(large, tmp / "var-phases") if args.phases else []
     mb = 2**20
     print(f"trace: {size / mb:.1f} MB ({args.shape}); the rest of the block as published")
     print(f"import without the large trace: peak RSS {base / mb:.0f} MB ({base_s:.1f} s)")
     print(f"import with it:                 peak RSS {peak / mb:.0f} MB ({peak_s:.1f} s)")
     print(f"added by the trace: {(peak - base) / mb:.0f} MB = {(peak - base) / size:.2f} x the file "
           f"(whole process: {peak / size:.2f} x; target: under 4 x the file)")
+    for name, start, top, seconds in steps:
+        print(f"  {name:<17} peak RSS {top / mb:5.0f} MB, {(top - start) / mb:4.0f} MB above its start = {(top - start) / size:.2f} x the file ({seconds:.1f} s)")
 
 
 if __name__ == "__main__":

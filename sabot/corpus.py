@@ -10,26 +10,26 @@ import reads the corpus's own files, never what a link points at), two files for
 beside `seed15`), a file over the registered size cap (`data/standard/corpus_import.v1.json`), and
 text the store cannot hold (a lone surrogate escape such as `\\ud800`), naming the field.
 
-The scan keeps no file's content: a file is read, validated and let go, and read again when it is
-stored (its hash checked against the scan's), so an import's memory follows its largest file, not
-the corpus.
+The scan keeps no file's content, and never holds one whole: a file is streamed (`sabot.json_stream`),
+a run's events validated one at a time, and the file is read again by the store itself when it
+lands (its hash checked against the scan's), so an import's memory follows one event, not a file.
 """
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sabot.matrix import Cell, Probe
 from sabot.registry import WaveDef, sha256_bytes
-from sabot.trace import RunRecord, TraceError, parse_runresult
+from sabot.json_stream import StreamError, read_document
+from sabot.trace import RunRecord, TraceError, parse_event, parse_runresult
 
 RUN_FILES = {"runresult.json": "fault", "baseline-runresult.json": "baseline"}
 VERDICT_FILES = {"cellverdict.json": "cellverdict", "judgeverdict.json": "judgeverdict", "judgeverdict-variant1.json": "judgeverdict-variant1"}
 BASELINE_DIR = "baseline"
 LIMITS = "standard/corpus_import.v1.json"
-SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+EVENTS = ("trace", "events")  # the array of a run file streamed one item at a time
 
 
 class CorpusError(ValueError):
@@ -111,45 +111,40 @@ def _read_file(wave: WaveDef, root: Path, path: Path, max_bytes: int) -> CorpusF
     size = path.lstat().st_size
     if size > max_bytes:
         raise CorpusError(f"{source}: {size / 2**20:.1f} MB, over the registered cap of {max_bytes / 2**20:g} MB for one corpus file ({LIMITS}); nothing was imported")
-    raw = path.read_bytes()
-    try:
-        obj = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise CorpusError(f"{source}: not valid JSON ({exc})") from exc
-    if SURROGATE_ESCAPE.search(raw):
-        _require_text(obj, source, "")
     kind = RUN_FILES.get(path.name) or VERDICT_FILES[path.name]
     if kind in ("fault", "baseline") and (kind == "baseline") != (operator is None):
         raise CorpusError(f"{source}: a {path.name} does not belong in the {'baseline' if operator is None else operator} directory")
+    is_run = kind in ("fault", "baseline")
+    try:
+        obj, sha256 = read_document(path, EVENTS if is_run else (), _event_checker(source))
+    except StreamError as exc:
+        raise CorpusError(f"{source}: {exc}") from None
+    except TraceError as exc:
+        raise CorpusError(str(exc)) from None
     failed = None
-    if kind in ("fault", "baseline"):
+    if is_run:
         try:
-            record = parse_runresult(obj, source)
+            record = parse_runresult(obj, source)  # its events were checked one by one as they streamed past
         except TraceError as exc:
             raise CorpusError(str(exc)) from exc
         _check_matches_path(record, probe, operator, source)
         failed = bool(record.error) or not record.task_passed
     elif not isinstance(obj, dict):
         raise CorpusError(f"{source}: expected a JSON object")
-    return CorpusFile(kind, operator, probe, source, sha256_bytes(raw), path, size, failed)
+    return CorpusFile(kind, operator, probe, source, sha256, path, size, failed)
 
 
-def _require_text(value, source: str, where: str) -> None:
-    """Every string of a parsed file is text the store can hold as UTF-8: JSON lets a lone surrogate
-    escape through (`"\\ud800"`), which no UTF-8 store accepts. One line names the file and field."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _require_text(key, source, f"{where} (a key)" if where else "a key")
-            _require_text(item, source, f"{where}.{key}" if where else key)
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _require_text(item, source, f"{where}[{i}]")
-    elif isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise CorpusError(f"{source}: {where}: a lone surrogate ({value[exc.start]!r}) at character {exc.start} "
-                              "is not text; the store holds UTF-8 only") from None
+def _event_checker(source: str):
+    """Each streamed event read as the scorer will read it, and no seq twice."""
+    seqs: set[int] = set()
+
+    def check(index: int, obj) -> None:
+        seq = parse_event(obj, source, index).seq
+        if seq in seqs:
+            raise TraceError(source, "trace.events", "duplicate seq numbers")
+        seqs.add(seq)
+
+    return check
 
 
 def expected_path(wave: WaveDef, cell_or_probe) -> str:

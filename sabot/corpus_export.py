@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sabot.matrix import Probe
 from sabot.registry import WaveDef
+from sabot.store.runs import record_sql
 
 RUNS_DIR = "harness/runs"
 
@@ -25,7 +26,7 @@ def export_wave(con, wave: WaveDef, ruleset: str, root: Path) -> list[Path]:
     """Write every present run of the wave, and its cell verdict under `ruleset`, under root/harness/runs/<wave>."""
     corpus_dir = f"{RUNS_DIR}/{wave.name}"
     written = []
-    runs = con.execute("SELECT operator, probe, record FROM runs WHERE wave = ? AND status = 'present' ORDER BY probe, operator", [wave.name]).fetchall()
+    runs = con.execute(f"SELECT operator, probe, {record_sql()} FROM runs WHERE wave = ? AND status = 'present' ORDER BY probe, operator", [wave.name]).fetchall()
     for operator, probe_key, record in runs:
         probe = Probe.parse(probe_key)
         name = "runresult.json" if operator else "baseline-runresult.json"

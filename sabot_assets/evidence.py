@@ -44,7 +44,7 @@ from sabot.store.published import read_report
 from sabot.store.db import connect
 from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import
-from sabot.store.runs import StoredRun, read_baselines, read_runs
+from sabot.store.runs import StoredRun, read_baselines, read_runs, record_sql
 from sabot.store.verdicts import read_verdicts
 from sabot.trace import TraceError, parse_runresult
 from sabot_assets.waves.scoreboard_assets import conformance_label, expected_rows, footnotes, with_cell_links
@@ -212,7 +212,7 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
         raise VerifyError(f"store {store_path}: no such store (a bundle is verified by its directory)")
     run_root = run_root_beside(store_path)
     with connect(store_path, read_only=True) as con:
-        rows = con.execute("SELECT operator, probe, status, record, source_path, source_sha256, attempt FROM runs WHERE wave = ? ORDER BY probe, operator",
+        rows = con.execute(f"SELECT operator, probe, status, {record_sql()}, source_path, source_sha256, attempt FROM runs WHERE wave = ? ORDER BY probe, operator",
                            [wave.name]).fetchall()
         if not rows:
             raise VerifyError(f"store {store_path}: wave {wave.name} has no stored runs")

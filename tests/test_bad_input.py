@@ -3,8 +3,10 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import dagster as dg
 import pytest
@@ -14,6 +16,7 @@ from sabot.corpus import CorpusError
 from sabot.registry import RegistryError
 from sabot.store.db import connect
 from sabot.store.landing import landed_digest
+from sabot.store.runs import record_sql
 from sabot_assets.corpus_jobs import import_corpus
 from sabot_assets.definitions import build_definitions
 from tests.conftest import PROJECT, WAVE2_DIR, require_corpus
@@ -41,7 +44,7 @@ def env(registry, tmp_path):
 
 def stored_state(store_path):
     with connect(store_path, read_only=True) as con:
-        runs = con.execute("SELECT count(*), sum(hash(record)) FROM runs").fetchone()
+        runs = con.execute(f"SELECT count(*), sum(hash({record_sql()})) FROM runs").fetchone()
         return landed_digest(con, WAVE), runs
 
 
@@ -156,3 +159,46 @@ def test_a_file_over_the_registered_cap_is_refused_before_it_is_read(env):
         f.truncate(65 * 2**20)  # sparse: 65 MB as the file system reports it, no disk used
     assert refused(env, "over the registered cap").startswith(
         f"{RUN}: 65.0 MB, over the registered cap of 64 MB for one corpus file (standard/corpus_import.v1.json)")
+
+
+KILLED_LANDING = """
+import os, sys
+from pathlib import Path
+from sabot.corpus import LIMITS, scan
+from sabot.registry import Registry
+from sabot.store.db import connect
+from sabot.store.landing import write_import
+
+corpus, store, wave = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+registry = Registry()
+found = scan(registry.wave(wave), corpus, registry.field(LIMITS, "max_file_bytes"))
+last = found.files[-1].path  # landed last: every other file is in the transaction when it is reached
+last.unlink()
+os.mkfifo(last)  # opening it blocks until a writer comes, which none will
+print(last, flush=True)
+with connect(store) as con:
+    write_import(con, found, registry.content_hash)
+"""
+
+
+def test_an_import_killed_while_landing_leaves_the_store_as_it_was(env):
+    before = row_counts(env["store"]), stored_state(env["store"])
+    verdict = env["bad"] / BLOCK / "O2" / "seed12" / "judgeverdict.json"
+    verdict.write_text(json.dumps({**json.loads(verdict.read_text()), "note": "a corpus unlike the stored one"}))
+    child = subprocess.Popen([sys.executable, "-c", KILLED_LANDING, str(env["bad"]), str(env["store"]), WAVE], cwd=PROJECT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    fifo = child.stdout.readline().strip()
+    assert fifo, child.stderr.read()
+    deadline = time.monotonic() + 60
+    while True:  # a writer may open the FIFO only once the child holds it open to read: the landing is under way
+        try:
+            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            assert child.poll() is None, child.stderr.read()
+            assert time.monotonic() < deadline, "the landing never reached the last file"
+            time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)  # mid-transaction: every file but the last inserted, nothing committed
+    assert child.wait() == -signal.SIGKILL
+    os.close(writer)
+    assert (row_counts(env["store"]), stored_state(env["store"])) == before

@@ -6,7 +6,7 @@ the verdict's `fault_sha256` (the latest such, should two attempts be byte-ident
 
 import json
 
-from sabot.store.runs import attempt_history
+from sabot.store.runs import attempt_history, record_sql
 
 GROUP_COLUMNS = {
     "framework_config": ("framework", "config"),
@@ -80,7 +80,7 @@ def cell_detail(con, wave: str, ruleset: str, operator: str, probe: str) -> dict
     events = con.execute(
         "SELECT seq, agent, kind, payload FROM events WHERE wave = ? AND operator = ? AND probe = ? ORDER BY seq", [wave, operator, probe]
     ).fetchall()
-    record = next(iter(con.execute("SELECT record FROM runs WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator, probe]).fetchall()), None)
+    record = next(iter(con.execute(f"SELECT {record_sql()} FROM runs WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator, probe]).fetchall()), None)
     exchanges = json.loads(record[0]).get("exchanges", []) if record and record[0] else []
     return {
         "verdict": dict(zip(("status", "excluded", "detected_hard", "reacted", "recovered", "fault_run_id", "fault_sha256", "fault_attempt"), verdict)),

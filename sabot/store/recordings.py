@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sabot import runroot, seal
+from sabot.store.runs import record_sql
 
 
 class RecordingMissing(LookupError):
@@ -30,7 +31,7 @@ def read_recording(con, wave: str, operator: str | None, probe: str, cell: str, 
     """The cell's stored exchanges, after checking them against the sealed attempt they came from
     (before the first call is answered): the store's record must hash to its `source_sha256`, and
     that must be the hash the attempt's seal holds for its run file."""
-    row = con.execute("SELECT record, source_path, source_sha256, attempt FROM runs WHERE wave = ? AND operator = ? AND probe = ? AND status = 'present'",
+    row = con.execute(f"SELECT {record_sql()}, source_path, source_sha256, attempt FROM runs WHERE wave = ? AND operator = ? AND probe = ? AND status = 'present'",
                       [wave, operator or "", probe]).fetchone()
     if not row or not row[0]:
         raise RecordingMissing(f"replay of {cell}: the store holds no recorded run for this cell; nothing was sent")

@@ -21,7 +21,15 @@ RUN_COLUMNS = [
     "wave", "operator", "probe", "status", "run_id", "framework", "config", "task", "seed", "injection_seq",
     "injection_verified", "task_passed", "error", "source_path", "source_sha256", "record", "dagster_run_id", "materialized_at", "attempt",
 ]
+RUN_DTYPES = {"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"}
 EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind", "payload"]
+
+
+def record_sql(alias: str = "runs") -> str:
+    """A run's record in SQL: its own, or for an imported run the landed file it was read from
+    (stored once, in `corpus_files`; NULL if the landing has since been replaced)."""
+    return (f"COALESCE({alias}.record::VARCHAR, (SELECT f.body FROM corpus_files f WHERE f.wave = {alias}.wave "
+            f"AND f.rel_path = {alias}.source_path AND f.sha256 = {alias}.source_sha256))")
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,7 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
         for e in r.events if r else ():
             events.append({"wave": wave, "operator": op, "probe": s.probe.key, "run_id": r.run_id, "seq": e.seq, "agent": e.agent, "kind": e.kind, "payload": json.dumps(e.payload)})
     keys = pd.DataFrame([(wave, s.operator or "", s.probe.key) for s in slots], columns=["wave", "operator", "probe"])
-    runs_df = pd.DataFrame(runs, columns=RUN_COLUMNS).astype({"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"})
+    runs_df = pd.DataFrame(runs, columns=RUN_COLUMNS).astype(RUN_DTYPES)
     replace_rows(con, "runs", keys, runs_df)
     replace_rows(con, "events", keys, pd.DataFrame(events, columns=EVENT_COLUMNS))
     for s in slots:  # spend follows every stored record, so no write path can drop it
@@ -77,7 +85,7 @@ def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, st
         return {}
     con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
     rows = con.execute(
-        "SELECT r.operator, r.probe, r.status, r.record, r.source_path, r.source_sha256 FROM runs r "
+        f"SELECT r.operator, r.probe, r.status, {record_sql('r')}, r.source_path, r.source_sha256 FROM runs r "
         "JOIN _wanted w ON r.operator = w.operator AND r.probe = w.probe WHERE r.wave = ?",
         [wave],
     ).fetchall()
@@ -92,7 +100,7 @@ def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, st
 def read_baselines(con, wave: str) -> list[RunRecord]:
     """Every present baseline of a wave, in probe order."""
     rows = con.execute(
-        "SELECT record, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
+        f"SELECT {record_sql()}, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
     ).fetchall()
     return [parse_runresult(json.loads(record), path) for record, path in rows]
 
@@ -107,7 +115,7 @@ def endpoints(con, wave: str) -> set[str]:
     for runs that ended in RUN_ERROR before their record said (a dead provider), as their attempt
     in the run root recorded it."""
     rows = con.execute(
-        "SELECT DISTINCT json_extract_string(record, '$.endpoint') FROM runs WHERE wave = ? AND status = 'present'", [wave]
+        f"SELECT DISTINCT json_extract_string({record_sql()}, '$.endpoint') FROM runs WHERE wave = ? AND status = 'present'", [wave]
     ).fetchall()
     found = {r[0] for r in rows if r[0]}
     if con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'attempts'").fetchone():

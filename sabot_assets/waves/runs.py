@@ -5,7 +5,6 @@ into run slots. A slot the corpus lacks is recorded as absent (and named), never
 """
 
 import hashlib
-import json
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
@@ -14,9 +13,8 @@ from sabot.corpus import expected_path
 from sabot.matrix import Cell, Probe
 from sabot.registry import WaveDef
 from sabot.store.db import append_manifest, transaction
-from sabot.store.landing import landed_runs
-from sabot.store.runs import RunSlot, write_slots
-from sabot.trace import parse_runresult
+from sabot.store.landing import landed_files, write_landed_slots
+from sabot.store.runs import RunSlot
 from sabot_assets.constants import COST_TAG, IMPORT_RUNS_VERSION
 from sabot_assets.partitions import cell_partitions, probe_partitions
 from sabot_assets.resources import store_connection
@@ -26,21 +24,17 @@ def _land(context, store: DuckDBResource, wave: WaveDef, asset: str, kind: str, 
     """Write the slots of `targets` (Cells or Probes) from the landing zone, in one transaction."""
     keys = [((t.operator if isinstance(t, Cell) else ""), (t.probe if isinstance(t, Cell) else t).key) for t in targets]
     with store_connection(store) as con:
-        landed = landed_runs(con, wave.name, kind, keys)
+        landed = landed_files(con, wave.name, kind, keys)
         slots = []
         for target, key in zip(targets, keys):
             probe = target.probe if isinstance(target, Cell) else target
-            hit = landed.get(key)
-            if hit is None:
-                slots.append(RunSlot(key[0] or None, probe, expected_path(wave, target)))
-            else:
-                path, sha, body = hit
-                slots.append(RunSlot(key[0] or None, probe, path, parse_runresult(json.loads(body), path), sha))
+            path, sha = landed.get(key, (expected_path(wave, target), None))
+            slots.append(RunSlot(key[0] or None, probe, path, None, sha))  # a landed run's record stays in the store
         digest = hashlib.sha256("".join(sorted(f"{s.source_path}:{s.source_sha256}" for s in slots)).encode()).hexdigest()
         with transaction(con):
-            present, absent = write_slots(con, wave.name, slots, context.run_id)
+            present, absent = write_landed_slots(con, wave.name, slots, context.run_id)
             append_manifest(con, wave.name, asset, context.run_id, len(slots), present, digest, {"landing": kind})
-    absent_paths = [s.source_path for s in slots if s.record is None]
+    absent_paths = [s.source_path for s in slots if s.source_sha256 is None]
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": present,
