@@ -82,6 +82,7 @@ class Recording:
     exchanges: list
     endpoint_label: str
     intent: list
+    source: str = ""  # the stored run replayed (run file @ content hash)
 
 
 @dataclass(frozen=True)

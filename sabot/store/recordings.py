@@ -17,10 +17,11 @@ class StoredRecording:
     exchanges: list
     endpoint_label: str
     intent: list
+    source: str  # the stored run it replays: its run file and content hash (what a replay is stamped with)
 
 
 def read_recording(con, wave: str, operator: str | None, probe: str, cell: str) -> StoredRecording:
-    row = con.execute("SELECT record FROM runs WHERE wave = ? AND operator = ? AND probe = ? AND status = 'present'",
+    row = con.execute("SELECT record, source_path, source_sha256 FROM runs WHERE wave = ? AND operator = ? AND probe = ? AND status = 'present'",
                       [wave, operator or "", probe]).fetchone()
     if not row or not row[0]:
         raise RecordingMissing(f"replay of {cell}: the store holds no recorded run for this cell; nothing was sent")
@@ -29,4 +30,5 @@ def read_recording(con, wave: str, operator: str | None, probe: str, cell: str) 
         raise RecordingMissing(f"replay of {cell}: its stored run has no recorded model exchanges (made before they were recorded)")
     intent = con.execute("SELECT intent FROM simulator_intent WHERE wave = ? AND operator = ? AND probe = ?",
                          [wave, operator or "", probe]).fetchone()
-    return StoredRecording(record["exchanges"], record.get("endpoint") or "", json.loads(intent[0]) if intent else [])
+    source = f"{row[1]}@{(row[2] or '')[:12]}"
+    return StoredRecording(record["exchanges"], record.get("endpoint") or "", json.loads(intent[0]) if intent else [], source)

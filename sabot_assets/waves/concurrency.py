@@ -98,11 +98,11 @@ class PoolSlots:
     """Pool slots for the pipeline runs of one step. The step's own slot covers one run; every
     further run in flight claims a slot of its own, or is not launched yet."""
 
-    def __init__(self, context):
+    def __init__(self, context, holds_own: bool = True):
         self.storage = context.instance.event_log_storage
         self.run_id, self.step = context.run_id, str(context.op_handle)
         self.bounded = pool_limit(context.instance) is not None
-        self.own_free = True
+        self.own_free = holds_own  # a step outside the pool (the wave's schedule) claims a slot for every run
         self.owner_of_own: str | None = None
         self.claimed: set[str] = set()
 
@@ -134,10 +134,10 @@ class PoolSlots:
             self.release(item)
 
 
-def run_in_processes(context, fn, specs: list, on_crash, may_launch=lambda spec: True):
+def run_in_processes(context, fn, specs: list, on_crash, may_launch=lambda spec: True, holds_own_slot: bool = True):
     """(spec, result, seconds) as each run finishes: `fn(spec)` in a process of its own, up to the
     step's width at once, each launch holding a pool slot (and passing `may_launch`, the breaker)."""
-    slots = PoolSlots(context)
+    slots = PoolSlots(context, holds_own_slot)
 
     def launch(spec) -> bool:
         if not slots.acquire(spec.run_id):

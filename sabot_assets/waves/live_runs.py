@@ -33,8 +33,8 @@ from sabot.registry import Registry, WaveDef
 from sabot.store.db import StoreLocked, append_manifest
 from sabot.store.recordings import read_recording
 from sabot.store.runs import ingest_attempt
-from sabot.store.spend import rates_of, spend_at
-from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, NOT_LAUNCHED_KEY, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, UNINGESTED_KEY
+from sabot.store.spend import record_key
+from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, NOT_LAUNCHED_KEY, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, SCHEDULED_TAG, UNINGESTED_KEY
 from sabot_assets.partitions import cell_partitions, probe_partitions
 from sabot_assets.resources import store_connection
 from sabot.budget import usd
@@ -73,6 +73,23 @@ def reusable_attempts(run_root: Path, wave: str, slots, identity) -> dict:
                     out[(operator, probe)] = attempt
                 break
     return out
+
+
+def attempts_made_by(run_root: Path, wave: str, slots, dagster_run_id: str) -> dict:
+    """slot -> the latest finished attempt a given Dagster run (the wave's schedule) made there."""
+    out = {}
+    for operator, probe in slots:
+        for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
+            if runroot.read_attempt(run_root, directory).dagster_run_id == dagster_run_id:
+                out[(operator, probe)] = directory
+                break
+    return out
+
+
+def settle_cost(breaker, attempt, spec) -> None:
+    """A launched run's reservation gives way to what its record cost, keyed as the store keys it."""
+    cost = ((attempt.record.extra or {}).get("usage") or {}).get("cost_usd")
+    breaker.add(cost, spec, record_key(attempt.wave, attempt.operator, attempt.probe.key, attempt.record))
 
 
 class Settle:
@@ -125,12 +142,18 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
         settle.locked = exc
         context.log.warning(f"{asset}: {exc}")
     reuse = {} if rerun else reusable_attempts(run_root, wave.name, [slot_of[t] for t in runnable], identity)
-    to_run, replays = {}, {}
+    scheduled_by = context.run.tags.get(SCHEDULED_TAG)  # the wave's schedule ran these: settle, launch nothing
+    made = attempts_made_by(run_root, wave.name, [slot_of[t] for t in runnable], scheduled_by) if scheduled_by else {}
+    to_run, replays, unscheduled = {}, {}, 0
     for target in targets:
         if target not in runnable:
             settle.carved_out(target.key, wave)
+        elif slot_of[target] in made:
+            settle.finished(target.key, made[slot_of[target]])
         elif slot_of[target] in reuse:
             settle.finished(target.key, reuse[slot_of[target]].directory, reused=True)
+        elif scheduled_by:
+            unscheduled += 1  # the schedule never launched it (the spend breaker): missing, resumable
         else:
             operator, probe = slot_of[target]
             spec = RunSpec(wave.name, wave.protocol, probe.framework, probe.config, probe.task, operator, probe.seed)
@@ -141,17 +164,21 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     attempt = partial(run_attempt, registry=registry, run_root=run_root, work_root=work_root, identity=identity,
                       dagster_run_id=context.run_id, replays=replays)
     crashed = partial(crashed_attempt, run_root=run_root, identity=identity, dagster_run_id=context.run_id)
-    breaker = _breaker(context, store, identity, replaying)
+    breaker = _breaker(context, store, registry, identity, replaying)
     launched = 0
-    for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed, may_launch=breaker.may_launch):
-        launched += 1
-        finished = settle.finished(to_run[spec].key, directory, seconds=seconds)
-        breaker.add(((finished.record.extra or {}).get("usage") or {}).get("cost_usd"), spec)
-    if launched < len(to_run):  # the breaker stopped launching: those cells stay missing, never RUN_ERROR
-        context.log.info(f"{asset}: spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling; "
-                            f"{len(to_run) - launched} run(s) not launched, left missing for a later wave run")
+    try:
+        for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed, may_launch=breaker.may_launch):
+            launched += 1
+            finished = settle.finished(to_run[spec].key, directory, seconds=seconds)
+            settle_cost(breaker, finished, spec)
+    finally:
+        breaker.close()
+    not_launched = len(to_run) - launched + unscheduled
+    if not_launched:  # the breaker stopped launching: those cells stay missing, never RUN_ERROR
+        why = f"spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling" if breaker.cap is not None else "the wave's schedule stopped launching"
+        context.log.info(f"{asset}: {why}; {not_launched} run(s) not launched, left missing for a later wave run")
         context.log_event(dg.AssetObservation(context.asset_key, metadata={
-            NOT_LAUNCHED_KEY: len(to_run) - launched, "spent (USD)": round(breaker.spent, 6), "ceiling (USD)": breaker.cap}))
+            NOT_LAUNCHED_KEY: not_launched, "spent (USD)": round(breaker.spent, 6), "ceiling (USD)": breaker.cap}))
     tally, errors = settle.tally, settle.errors
     context.log.info(f"{asset}: {len(targets)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}")
     if not settle.locked:
@@ -164,24 +191,19 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     _fail_if_needed(asset, errors, settle.waiting, settle.locked, tally)
 
 
-def _breaker(context, store: DuckDBResource, identity, replaying: bool):
-    def read(query):
-        def at(simulated: bool):
-            try:
-                with store_connection(store) as con:
-                    return query(con, simulated)
-            except StoreLocked as exc:
-                # No spend figure, no launch: a paid run is never made blind to the cap.
-                raise dg.Failure(description=f"cannot read the spend so far to enforce the cap: {exc}", allow_retries=False) from exc
-        return at
-
-    return step_breaker(context.run.tags, read(spend_at), identity.endpoint, replaying, read(rates_of))
+def _breaker(context, store: DuckDBResource, registry: Registry, identity, replaying: bool):
+    try:
+        with store_connection(store) as con:
+            return step_breaker(context.run.tags, Path(store.database), con, identity.endpoint, replaying, registry)
+    except StoreLocked as exc:
+        # No spend figure, no launch: a paid run is never made blind to the cap.
+        raise dg.Failure(description=f"cannot read the spend so far to enforce the cap: {exc}", allow_retries=False) from exc
 
 
 def _recording(store: DuckDBResource, wave: WaveDef, spec: RunSpec, probe: Probe) -> Recording:
     with store_connection(store) as con:
         stored = read_recording(con, wave.name, spec.operator, probe.key, spec.run_id)
-    return Recording(stored.exchanges, stored.endpoint_label, stored.intent)
+    return Recording(stored.exchanges, stored.endpoint_label, stored.intent, stored.source)
 
 
 def _fail_if_needed(asset: str, errors: dict, waiting: list, locked, tally: dict) -> None:
