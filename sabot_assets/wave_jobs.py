@@ -1,18 +1,20 @@
 """Running a live wave (or a slice of it) through the asset graph."""
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
 
 from adapters.runner import PIPELINES
+from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, RegistryError, WaveDef
 from sabot_assets.constants import REPLAY_TAG, RERUN_TAG, RUNNER_VERSION, SCHEDULED_TAG
 from sabot_assets.materialize import Block, RunTally, WaveRunner
 from sabot_assets.waves.budget import ceiling_tag
-from sabot_assets.waves.concurrency import free_slots_of_dead_runs
-from sabot_assets.waves.schedule import BlockCounter, Plan, new_run_id, ordered, recordings_for, run_schedule, spec_of
+from sabot_assets.waves.concurrency import free_slots_of_dead_runs, host_label
+from sabot_assets.waves.schedule import BlockCounter, Plan, new_run_id, ordered, recordings_for, run_schedule, spec_of, wait_for_foreign
 
 
 @dataclass(frozen=True)
@@ -124,10 +126,10 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     schedule_tags = dict(runner.tags)
     runner.tags[SCHEDULED_TAG] = schedule_id  # the run assets settle what the schedule made
     block_of = {(b.framework, b.config, b.first_task): b for b in blocks}
-    counter = BlockCounter(blocks, lambda spec: block_of[(spec.framework, spec.config, spec.task)], plan.specs)
+    counter = BlockCounter(blocks, lambda spec: block_of[(spec.framework, spec.config, spec.task)], plan.specs + plan.foreign)
 
     def settle(landed) -> None:
-        for block in progress(_as_blocks_land(landed, counter)):
+        for block in progress(_as_blocks_land(landed, counter, plan)):
             runner.runs(block)
             runner.verdicts(block)
 
@@ -137,9 +139,11 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     return WaveRun(wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped, runner.tally)
 
 
-def _as_blocks_land(landed, counter: BlockCounter):
+def _as_blocks_land(landed, counter: BlockCounter, plan: Plan):
     yield from counter.ready_now()  # every run reused: nothing to wait for
     for spec, _directory in landed:
+        yield from counter.land(spec)
+    for spec in wait_for_foreign(plan):  # cells another command claimed: settled from its runs once it lets go
         yield from counter.land(spec)
     yield from counter.rest()  # blocks whose runs the breaker never launched settle as missing
 
@@ -158,8 +162,11 @@ def _plan(registry: Registry, store, chosen: Selected, tags: dict, rerun: bool, 
     identity = current_identity(registry, RUNNER_VERSION, wave.protocol)
     slots = chosen.slots()
     reuse = {} if rerun else reusable_attempts(run_root, wave.name, slots, identity)
-    specs = ordered([spec_of(wave, slot) for slot in slots if slot not in reuse])
+    wanted = ordered([spec_of(wave, slot) for slot in slots if slot not in reuse])
+    holder = f"{host_label()}:{os.getpid()}"
+    claimed = {s for s in wanted if runroot.claim(run_root, wave.name, Probe(s.framework, s.config, s.task, s.seed), s.operator, holder, host_label())}
+    specs, foreign = [s for s in wanted if s in claimed], [s for s in wanted if s not in claimed]
     with store_connection(store) as con:
         breaker = step_breaker(tags, store_path, con, identity.endpoint, replay, registry)
         replays = recordings_for(specs, lambda s: read_recording(con, wave.name, s.operator, Probe(s.framework, s.config, s.task, s.seed).key, s.run_id)) if replay else {}
-    return Plan(registry, run_root, store_path.parent / "runs" / wave.name, identity, specs, breaker, replays)
+    return Plan(registry, run_root, store_path.parent / "runs" / wave.name, identity, specs, breaker, replays, holder, foreign)

@@ -23,10 +23,10 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS settled (record_key TEXT PRIMARY KEY, kind TEXT NOT NULL, cost REAL NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS reserved (token TEXT PRIMARY KEY, kind TEXT NOT NULL, amount REAL NOT NULL, holder TEXT NOT NULL, at REAL NOT NULL);
-"""
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS settled (record_key TEXT PRIMARY KEY, kind TEXT NOT NULL, cost REAL NOT NULL, at REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS reserved (token TEXT PRIMARY KEY, kind TEXT NOT NULL, amount REAL NOT NULL, holder TEXT NOT NULL, at REAL NOT NULL)",
+)
 BUSY_TIMEOUT_SECONDS = 30.0  # a reservation is a few statements; another command holds the lock for milliseconds
 
 
@@ -52,7 +52,8 @@ class SpendLedger:
         self.path, self.host = Path(path), host
         self.holder = f"{host}:{os.getpid()}"
         with self._transaction() as con:
-            con.executescript(SCHEMA)
+            for statement in SCHEMA:  # not executescript: it commits the open transaction first
+                con.execute(statement)
 
     @contextmanager
     def _transaction(self):

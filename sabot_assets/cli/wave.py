@@ -79,12 +79,17 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if tally.not_launched:
         click.echo(f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {tally.not_launched} run(s) not launched stay missing, "
                    f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them", err=True)
+    if tally.waiting:
+        click.echo(f"{name}: the store stayed locked past the wait: {len(tally.waiting)} finished run(s) wait in the run root for ingest, "
+                   f"not lost; `sabot wave run {name}` ingests them once the lock is free:", err=True)
+        for path in sorted(tally.waiting):
+            click.echo(f"  {path}", err=True)
     if tally.run_errors:
         click.echo(f"{name}: {len(tally.run_errors)} cell(s) ended in RUN_ERROR (excluded, itemized; good runs stored earlier stay scored):", err=True)
         for key, error in sorted(tally.run_errors.items()):
             click.echo(f"  {key}: {error}", err=True)
         raise SystemExit(1)
-    if tally.not_launched:
+    if tally.not_launched or tally.waiting:
         raise SystemExit(1)
 
 

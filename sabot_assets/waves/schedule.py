@@ -58,6 +58,15 @@ class Plan:
     specs: list[RunSpec]  # in launch order
     breaker: object  # sabot.budget.Breaker (may_launch / add)
     replays: dict = field(default_factory=dict)  # spec -> Recording, for a replay
+    holder: str = ""  # "host:pid" of this command: the claims on its specs' slots
+    foreign: list = field(default_factory=list)  # specs another live command has claimed: waited for, never run here
+
+    def release(self, spec: RunSpec) -> None:
+        runroot.release_claim(self.run_root, spec.wave, Probe(spec.framework, spec.config, spec.task, spec.seed), spec.operator, self.holder)
+
+    def foreign_pending(self) -> list[RunSpec]:
+        host = self.holder.rpartition(":")[0]
+        return [s for s in self.foreign if runroot.live_claim(self.run_root, s.wave, Probe(s.framework, s.config, s.task, s.seed), s.operator, host)]
 
     def baseline_of(self, spec: RunSpec) -> RunSpec:
         return RunSpec(spec.wave, spec.protocol, spec.framework, spec.config, spec.task, None, spec.seed)
@@ -103,6 +112,7 @@ def _run_pool(context, plan: Plan, gate: Gate, landed: queue.Queue) -> None:
         while left:
             for spec, directory, _seconds in run_in_processes(context, attempt, left, crashed, may_launch=gate.may_launch, holds_own_slot=False):
                 left.remove(spec)
+                plan.release(spec)
                 gate.landed(spec)
                 settle_cost(plan.breaker, runroot.read_attempt(plan.run_root, directory), spec)
                 landed.put((spec, directory))
@@ -113,6 +123,8 @@ def _run_pool(context, plan: Plan, gate: Gate, landed: queue.Queue) -> None:
         landed.put(exc)
     finally:
         plan.breaker.close()
+        for spec in left:  # never launched: free for a later command
+            plan.release(spec)
         landed.put(DONE)
 
 
@@ -169,6 +181,8 @@ def run_schedule(wave_name: str, plan: Plan, instance: dg.DagsterInstance, tags:
     if not plan.specs:
         drive(iter(()))
         return
+    if not plan.holder:
+        raise ValueError("a schedule needs its claims' holder")
     raised: list = []
     result = schedule_job(wave_name, plan, drive, raised).execute_in_process(instance=instance, tags=tags, run_id=run_id, raise_on_error=False)
     if raised:
@@ -176,6 +190,18 @@ def run_schedule(wave_name: str, plan: Plan, instance: dg.DagsterInstance, tags:
     if not result.success:
         failure = next((e for e in result.all_events if e.is_failure), None)
         raise RuntimeError(f"the wave's schedule (run {run_id}) failed: {failure.message if failure else 'see the Dagster run log'}")
+
+
+def wait_for_foreign(plan: Plan, poll_seconds: float = 1.0):
+    """The specs other commands claimed, each as its claim is released (run, or given up)."""
+    waiting = list(plan.foreign)
+    while waiting:
+        pending = set(plan.foreign_pending())
+        done = [s for s in waiting if s not in pending]
+        waiting = [s for s in waiting if s in pending]
+        yield from done
+        if waiting:
+            time.sleep(poll_seconds)
 
 
 def new_run_id() -> str:
@@ -217,4 +243,4 @@ def recordings_for(specs: list[RunSpec], read) -> dict:
     return out
 
 
-__all__ = ["BlockCounter", "Plan", "new_run_id", "ordered", "recordings_for", "run_schedule", "spec_of"]
+__all__ = ["BlockCounter", "Plan", "new_run_id", "wait_for_foreign", "ordered", "recordings_for", "run_schedule", "spec_of"]
