@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -48,18 +49,22 @@ def _env(var: Path, **extra) -> dict:
     return {**env, "SABOT_VAR": str(var), **extra}
 
 
-def _sabot(var: Path, *args, **extra) -> subprocess.Popen:
-    return subprocess.Popen([str(PROJECT / ".venv/bin/sabot"), "wave", "run", *args], env=_env(var, **extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _sabot(var: Path, *args, **extra) -> tuple[subprocess.Popen, Path]:
+    """A command in the background, its output to files: a full pipe would stall it mid-wave."""
+    logs = Path(tempfile.mkdtemp(dir=var, prefix="out-"))
+    with open(logs / "out", "w") as out, open(logs / "err", "w") as err:
+        process = subprocess.Popen([str(PROJECT / ".venv/bin/sabot"), "wave", "run", *args], env=_env(var, **extra), stdout=out, stderr=err, text=True)
+    return process, logs
 
 
-def _finish(process: subprocess.Popen) -> tuple[int, str, str]:
-    out, err = process.communicate(timeout=600)
-    return process.returncode, out, err
+def _finish(started: tuple[subprocess.Popen, Path]) -> tuple[int, str, str]:
+    process, logs = started
+    process.wait(timeout=600)
+    return process.returncode, (logs / "out").read_text(), (logs / "err").read_text()
 
 
 def _attempts(var: Path) -> list[Path]:
-    return sorted((var / "runroot").glob("demo/*/*/*/*/*/attempt-*"))
+    return sorted((var / "runroot").glob("demo/*/*/*/*/*/attempt-*"))  # (command output lives in var/out-*)
 
 
 def _at_bounds(monkeypatch, registry) -> None:
@@ -147,8 +152,7 @@ def test_two_commands_on_one_slice_run_each_cell_once(tmp_path):
 
 
 CHILD = textwrap.dedent("""
-    import sys, time
-    from multiprocessing import forkserver
+    import sys
     from adapters.pool import run_many
     from tests.parent_watch_helper import sleep_and_report
 
