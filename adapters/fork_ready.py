@@ -7,6 +7,8 @@
   the script: under the Dagster CLI or a benchmark that is Dagster, DuckDB and pyarrow imported
   again, ~2-3 s a run (measured). Here the fork server runs the script once, as the child fixup
   would, and every child forked from it then skips the fixup.
+- **Parent death.** The server exits when the command that started it is gone, and every run
+  forked from it dies with it (`adapters.parent_watch`).
 - **GC freeze.** A forked child shares the server's heap copy-on-write; `gc.freeze()` keeps the
   collector from walking (and copying) every preloaded object in each child.
 """
@@ -18,6 +20,7 @@ import runpy
 import sys
 import types
 
+from adapters.parent_watch import exit_when_parent_dies
 from adapters.pool import MAIN_ENV  # the caller's main script, set before the server starts
 
 # Only ever imported by the fork server (never by the caller: it would swap the caller's __main__).
@@ -33,4 +36,5 @@ def _adopt_main(path: str | None) -> None:
 
 
 _adopt_main(json.loads(os.environ.get(MAIN_ENV) or "{}").get("init_main_from_path"))
+exit_when_parent_dies()  # the command that started the server: killed, it takes the server and its runs with it
 gc.freeze()

@@ -21,6 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from adapters.parent_watch import die_with_parent
 from adapters.runner import RunOutcome, RunSpec, run
 from sabot.trace import RunRecord
 
@@ -79,6 +80,7 @@ def _failure_of(item, exc: BaseException) -> RunFailed:
 
 
 def _in_child(fn: Callable, item, environ: dict):
+    die_with_parent()  # the fork server gone (its command killed): this run stops too, no call is left running
     # A forked child inherits the fork server's environment from when that started; the run must
     # see the caller's environment of now (endpoint switch, scripted latency, SABOT_* settings).
     os.environ.clear()

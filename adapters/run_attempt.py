@@ -40,6 +40,16 @@ def provider_circuit(registry, environ=None):
     return circuit_of(upstream, CallPolicy.load(registry, os.environ if environ is None else environ))
 
 
+REPLAY_ENDPOINT_PREFIX = "replay of "
+
+
+def replay_identity(identity: Identity, replay) -> Identity:
+    """A replayed attempt's identity: a replay of its source run, whatever endpoint the environment
+    names. No live identity starts so, so a replay never satisfies reuse for provider (or scripted) work."""
+    return Identity(identity.runner_version, f"{REPLAY_ENDPOINT_PREFIX}{replay.source or 'a stored run'} ({replay.endpoint_label})",
+                    identity.pipeline_model, identity.downgrade_model, identity.protocol)
+
+
 def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identity: Identity, dagster_run_id: str,
                 replay=None, replays: dict | None = None) -> Path:
     """Run one slot once (the runner's own retry-once included) and return its finished attempt directory.
@@ -48,6 +58,8 @@ def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identi
     Recording that answers every model call, so nothing is sent.
     """
     replay = replay if replay is not None else (replays or {}).get(spec)
+    if replay is not None:
+        identity = replay_identity(identity, replay)
     directory = runroot.allocate(run_root, spec.wave, _probe(spec), spec.operator)
     started = runroot.started_now()
     outcome = run(spec, registry, work_root, replay=replay)  # replay: answered from a Recording, nothing sent

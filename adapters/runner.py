@@ -69,6 +69,7 @@ class Recording:
     exchanges: list
     endpoint_label: str
     intent: list
+    source: str = ""  # the stored run replayed (run file @ content hash)
 
 
 @contextlib.contextmanager

@@ -18,6 +18,41 @@ from dataclasses import dataclass
 
 PROJECT_CAP_USD = 500.0  # §8: "Hard cap $500"
 CUT_SEEDS_TO = 3  # §8: "seeds are cut 5 -> 3 before any cell is cut"
+MARGIN_DOC = "standard/spend_margin.v1.json"
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The registered spend margin and a pilot run's bounds (data/standard/spend_margin.v1.json).
+
+    Metered spend (reported usage at the registered prices) times `factor` is what projections,
+    budgets and the cap are measured against: the reference found its meter under real billing."""
+
+    factor: float
+    max_calls: int
+    max_prompt_tokens: int
+    max_completion_tokens: int
+    source: str = MARGIN_DOC
+
+    @classmethod
+    def from_registry(cls, registry) -> "Margin":
+        doc = registry.doc(MARGIN_DOC)
+        bounds = doc["pilot_run_bounds"]
+        factor = float(doc["margin"])
+        if not math.isfinite(factor) or factor < 1:
+            raise BudgetError(f"{MARGIN_DOC}: margin must be a number >= 1, got {doc['margin']!r}")
+        return cls(factor, int(bounds["max_calls_per_run"]), int(bounds["max_prompt_tokens_per_call"]), int(bounds["max_completion_tokens_per_call"]))
+
+    def pilot_worst_case(self, prices) -> float:
+        """Metered USD one run can cost at most under the registered bounds, at the dearest prices
+        (`prices`: a sabot.pricing.PriceTable)."""
+        dear_in = max(p.input_per_million for p in prices.prices.values())
+        dear_out = max(p.output_per_million for p in prices.prices.values())
+        return self.max_calls * (self.max_prompt_tokens * dear_in + self.max_completion_tokens * dear_out) / 1e6
+
+    def bounds_text(self) -> str:
+        return (f"{self.max_calls} calls x ({self.max_prompt_tokens:,} prompt + {self.max_completion_tokens:,} completion tokens), "
+                f"margin x{self.factor:g} ({self.source})")
 
 
 def usd(amount: float) -> str:
@@ -47,30 +82,32 @@ class Rate:
 @dataclass(frozen=True)
 class Projection:
     runs: dict[str, int]  # framework -> runs to make
-    cost: float
+    cost: float  # margined: what the budget and the cap are measured against
     calls: float
     unknown: tuple[str, ...]  # frameworks with no recorded run to project from
+    metered: float = 0.0  # the recorded rates alone, before the margin
 
     def line(self) -> str:
         per = ", ".join(f"{fw} {n}" for fw, n in sorted(self.runs.items()))
-        return f"{usd(self.cost)} for {sum(self.runs.values())} run(s) ({per}; ~{self.calls:,.0f} model calls)"
+        margined = f", margined from {usd(self.metered)} metered" if self.cost != self.metered else ""
+        return f"{usd(self.cost)} for {sum(self.runs.values())} run(s) ({per}; ~{self.calls:,.0f} model calls{margined})"
 
 
-def project(specs: Iterable, known: dict[str, Rate]) -> Projection:
+def project(specs: Iterable, known: dict[str, Rate], margin: float = 1.0) -> Projection:
     """Runs to make (anything with .framework) times each framework's recorded per-run averages."""
     runs = Counter(spec.framework for spec in specs)
     unknown = tuple(sorted(fw for fw in runs if fw not in known))
-    cost = sum(n * known[fw].cost for fw, n in runs.items() if fw in known)
+    metered = sum(n * known[fw].cost for fw, n in runs.items() if fw in known)
     calls = sum(n * known[fw].calls for fw, n in runs.items() if fw in known)
-    return Projection(dict(runs), cost, calls, unknown)
+    return Projection(dict(runs), metered * margin, calls, unknown, metered)
 
 
-def check_projection(specs: list, known: dict[str, Rate], budget: float, seeds: tuple[int, ...]) -> Projection:
+def check_projection(specs: list, known: dict[str, Rate], budget: float, seeds: tuple[int, ...], margin: float = 1.0) -> Projection:
     """Refuse (BudgetError) a wave whose projection exceeds `budget`, naming the §8 alternative.
 
     Frameworks with no recorded run are projected at nothing and named in `unknown`: such a wave
     is a pilot, capped by the breaker alone, and its runs give the next wave its projection."""
-    full = project(specs, known)
+    full = project(specs, known, margin)
     if full.cost <= budget:
         return full
     over = f"projected spend {full.line()} exceeds the budget of {usd(budget)}. "
@@ -78,7 +115,7 @@ def check_projection(specs: list, known: dict[str, Rate], budget: float, seeds: 
         raise BudgetError(over + f"§8 cuts seeds 5 -> {CUT_SEEDS_TO} before any cell, but this wave has {len(seeds)} seed(s): "
                           "only cells can be cut (a narrower --framework/--config/--task/--operator slice)")
     kept = tuple(sorted(seeds)[:CUT_SEEDS_TO])
-    cut = project([s for s in specs if s.seed in kept], known)
+    cut = project([s for s in specs if s.seed in kept], known, margin)
     verdict = "fits" if cut.cost <= budget else "still exceeds it: cells would have to be cut next"
     raise BudgetError(
         over + f"§8 alternative: cut seeds {len(seeds)} -> {CUT_SEEDS_TO} (seeds {', '.join(map(str, kept))}) before any cell is cut: "
@@ -122,7 +159,14 @@ class Breaker:
         self.reserved[item] = reservation
         return True
 
-    def add(self, cost: float | None, item=None) -> None:
+    def close(self) -> None:
+        """Nothing held outside this process."""
+
+    def may_fit_later(self, item=None) -> bool:
+        """A refusal that runs in flight elsewhere may lift by settling (never, for this breaker)."""
+        return False
+
+    def add(self, cost: float | None, item=None, record_key: str | None = None) -> None:
         """A launched run finished: its reservation gives way to what it cost."""
         self.reserved.pop(item, None)
         if cost is None:
@@ -130,3 +174,63 @@ class Breaker:
         if not math.isfinite(cost) or cost < 0:
             raise BudgetError(f"a run reported a cost of {cost!r}")
         self.spent += cost
+
+
+class LedgerBreaker(Breaker):
+    """A breaker that reserves from the store-wide ledger (`sabot.store.ledger.SpendLedger`), so every
+    command and Dagster run on one store stops at the same ceiling between them.
+
+    `ceiling` is margined USD; the ledger holds metered USD. A launch reserves the run's expected
+    metered cost (its framework's recorded rate, else `pilot`, the registered worst case) and is
+    allowed only while margin x (settled + reserved + this one) stays within the ceiling, checked
+    and reserved in one ledger transaction. A settled run replaces its reservation with its cost."""
+
+    def __init__(self, ledger, kind: str, ceiling: float, margin: float, expected: dict[str, float], pilot: float):
+        super().__init__(ceiling, 0.0, expected)
+        self.ledger, self.kind, self.margin, self.pilot = ledger, kind, margin, pilot
+        self.tokens: dict = {}
+
+    def _reservation(self, item) -> float:
+        return self.expected.get(getattr(item, "framework", None), self.pilot)
+
+    @property
+    def spent(self) -> float:
+        """Margined spend settled so far across every command on the store."""
+        return self.ledger.totals(self.kind)[0] * self.margin
+
+    @spent.setter
+    def spent(self, _value) -> None:  # the base class initializes it; the ledger is the figure
+        pass
+
+    @property
+    def tripped(self) -> bool:
+        return self.spent >= self.cap
+
+    def may_launch(self, item=None) -> bool:
+        token = f"{self.ledger.holder}:{id(self)}:{getattr(item, 'run_id', item)}"
+
+        def fits(settled: float, reserved: float, amount: float) -> bool:
+            return (settled + reserved + amount) * self.margin <= self.cap + 1e-12
+
+        if not self.ledger.reserve(token, self.kind, self._reservation(item), fits):
+            return False
+        self.tokens[item] = token
+        return True
+
+    def may_fit_later(self, item=None) -> bool:
+        """Refused only for what is reserved: it fits once the runs in flight (any command's) settle."""
+        settled, reserved = self.ledger.totals(self.kind)
+        return reserved > 0 and (settled + self._reservation(item)) * self.margin <= self.cap
+
+    def add(self, cost: float | None, item=None, record_key: str | None = None) -> None:
+        if cost is not None and (not math.isfinite(cost) or cost < 0):
+            raise BudgetError(f"a run reported a cost of {cost!r}")
+        token = self.tokens.pop(item, None)
+        if token is not None:
+            self.ledger.settle(token, self.kind, record_key, cost)
+
+    def close(self) -> None:
+        """Release what never settled (a step that stopped early): the ledger keeps no stale hold."""
+        for token in self.tokens.values():
+            self.ledger.release(token)
+        self.tokens.clear()

@@ -71,8 +71,9 @@ def totals(rows: list[dict], source: str) -> dict:
     }
 
 
-def spend_text(spend: dict | None, project: dict | None) -> str:
-    """The board's spend line: calls, tokens and cost of the wave, and of the whole project store.
+def spend_text(spend: dict | None, project: dict | None, margin: float | None = None) -> str:
+    """The board's spend line: calls, tokens and cost of the wave, and of the whole project store;
+    with the registered spend `margin`, the margined figure the cap is measured against beside it.
 
     Against the scripted model no money is spent: the figure is what its reported usage would cost at
     the registered prices, and it is labelled so."""
@@ -82,8 +83,9 @@ def spend_text(spend: dict | None, project: dict | None) -> str:
     simulated = bool(spend["endpoints"]) and all(e.startswith("simulation") for e in spend["endpoints"])
     what = "simulated usage priced at spec prices, no money spent" if simulated else "provider usage"
     unpriced = f"; {spend['unpriced_calls']} call(s) unpriced" if spend["unpriced_calls"] else ""
-    line = (f"spend ({what}): ${spend['cost_usd']:.4f} over {spend['calls']} call(s); tokens: prompt {spend['prompt_tokens']}, "
+    margined = (lambda cost: f" metered, ${cost * margin:.4f} margined (x{margin:g})") if margin else (lambda cost: "")
+    line = (f"spend ({what}): ${spend['cost_usd']:.4f}{margined(spend['cost_usd'])} over {spend['calls']} call(s); tokens: prompt {spend['prompt_tokens']}, "
             f"completion {spend['completion_tokens']}, cached {spend['cached_tokens']}, reasoning {spend['reasoning_tokens']}{unpriced}")
     if project:
-        line += f"\nproject spend (all waves in this store): ${project['cost_usd']:.4f} over {project['calls']} call(s)"
+        line += f"\nproject spend (all waves in this store): ${project['cost_usd']:.4f}{margined(project['cost_usd'])} over {project['calls']} call(s)"
     return line

@@ -201,3 +201,77 @@ def unfinished_attempts(root: Path, wave: str, probe: Probe, operator: str | Non
     """Attempt directories whose run never finished (the process died mid-run)."""
     base = slot_dir(root, wave, probe, operator)
     return sorted((p for p in base.glob("attempt-*") if not (p / META_FILE).exists()), key=_number)
+
+
+# ---------------------------------------------------------------------------
+# Claims: a slot is claimed before it runs, so two commands never run it twice
+# ---------------------------------------------------------------------------
+
+CLAIM_FILE = "claim.json"
+HALF_WRITTEN_SECONDS = 10.0  # an unreadable claim younger than this is still being written
+
+
+def _age_seconds(path: Path) -> float:
+    import time
+
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _holder_gone(holder: str, host: str) -> bool:
+    """A claim of a process on this host that no longer exists; another host's claim is never judged here."""
+    claim_host, _, pid = holder.rpartition(":")
+    if claim_host != host or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def claim_holder(root: Path, wave: str, probe: Probe, operator: str | None) -> str | None:
+    try:
+        return json.loads((slot_dir(root, wave, probe, operator) / CLAIM_FILE).read_text())["holder"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def claim(root: Path, wave: str, probe: Probe, operator: str | None, holder: str, host: str) -> bool:
+    """Claim a slot for `holder` ("host:pid") with an exclusive create; a claim whose process is gone
+    (on this host) is taken over. False: a live process holds it."""
+    base = slot_dir(root, wave, probe, operator)
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / CLAIM_FILE
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            current = claim_holder(root, wave, probe, operator)
+            if current == holder:
+                return True
+            if current is None and _age_seconds(path) < HALF_WRITTEN_SECONDS:
+                return False  # being written by the process that just created it
+            if current is not None and not _holder_gone(current, host):
+                return False
+            path.unlink(missing_ok=True)  # a dead holder's (or a half-written) claim
+            continue
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"holder": holder, "at": _now()}, fh)
+        return True
+    return False
+
+
+def live_claim(root: Path, wave: str, probe: Probe, operator: str | None, host: str) -> str | None:
+    """The holder of a slot's claim while that process lives (as far as this host can tell)."""
+    holder = claim_holder(root, wave, probe, operator)
+    return None if holder is None or _holder_gone(holder, host) else holder
+
+
+def release_claim(root: Path, wave: str, probe: Probe, operator: str | None, holder: str) -> None:
+    if claim_holder(root, wave, probe, operator) == holder:
+        (slot_dir(root, wave, probe, operator) / CLAIM_FILE).unlink(missing_ok=True)

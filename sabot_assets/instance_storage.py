@@ -184,6 +184,22 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
 
 
 @contextmanager
+def _creation_lock(base_dir: str):
+    """One process at a time creates or migrates the storage: two commands starting on a fresh
+    instance would otherwise both create its tables ("table runs already exists"). The second waits
+    here (an flock on a file beside the storage, released if its holder dies), then finds them made."""
+    import fcntl
+
+    os.makedirs(base_dir, exist_ok=True)
+    with open(os.path.join(base_dir, ".storage-create.lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
 def _one_migration_directory():
     """Alembic's `ScriptDirectory.from_config`, memoized per script location while the block runs.
     The directory is read-only once parsed, so sharing it changes no check or stamp."""
@@ -212,7 +228,7 @@ class SabotSqliteStorage(DagsterSqliteStorage):
         # The instance hands batches to `store_event_batch` only while this is set (it reads it per
         # event); every process that loads this instance (CLI, UI, daemon, run workers) gets it.
         os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", BATCH_SIZE)
-        with _one_migration_directory():
+        with _creation_lock(base_dir), _one_migration_directory():
             super().__init__(base_dir, inst_data)
             self._event_log_storage.dispose()
             self._event_log_storage = BatchedSqliteEventLogStorage(_event_logs_directory(base_dir))

@@ -1,17 +1,20 @@
 """Running a live wave (or a slice of it) through the asset graph."""
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
 
 from adapters.runner import PIPELINES
+from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, RegistryError, WaveDef
-from sabot_assets.constants import REPLAY_TAG, RERUN_TAG, RUNNER_VERSION
+from sabot_assets.constants import REPLAY_TAG, RERUN_TAG, RUNNER_VERSION, SCHEDULED_TAG
 from sabot_assets.materialize import Block, RunTally, WaveRunner
 from sabot_assets.waves.budget import ceiling_tag
-from sabot_assets.waves.concurrency import free_slots_of_dead_runs
+from sabot_assets.waves.concurrency import free_slots_of_dead_runs, host_label
+from sabot_assets.waves.schedule import BlockCounter, Plan, new_run_id, ordered, recordings_for, run_schedule, spec_of, wait_for_foreign
 
 
 @dataclass(frozen=True)
@@ -118,13 +121,14 @@ def missing_slots(store_path: Path, chosen: Selected) -> int:
 def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, wave_name: str, frameworks=None,
              progress=iter, selection: Slice | None = None, rerun: bool = False, replay: bool = False,
              spend_ceiling: float | None = None) -> WaveRun:
-    """Baselines and fault runs block by block (one framework, config and task at a time), then the board.
+    """Every run of the slice in one schedule (baselines first, then fault runs, across blocks), each
+    block's run assets and verdicts materialized as soon as its runs have landed, then the board.
 
     Cells whose stored run is complete at the same runner version, endpoint, model ids and protocol
     are reused, not run again, unless `rerun`. Cells ending in RUN_ERROR are scored (excluded,
     itemized) and returned in the tally; the caller decides the exit status. Once the spend breaker
-    stops launching (project spend reached `spend_ceiling`, or the project cap), no further block is
-    run: the board is made from what was stored, and the rest resumes later.
+    stops launching (project spend reached `spend_ceiling`, or the project cap), no further run is
+    launched: the board is made from what was stored, and the rest resumes later.
     """
     registry.require_registered()
     chosen = select(registry, wave_name, selection, frameworks)
@@ -138,11 +142,54 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     runner = WaveRunner(defs, wave, instance, tags or None)
     runner.preregister()
     blocks = [Block(fw, cfg, task, task, chosen.operators, chosen.seeds) for fw in chosen.frameworks for cfg in chosen.configs for task in chosen.tasks]
-    for block in progress(blocks):
-        runner.runs(block)
-        runner.verdicts(block)
-        if runner.tally.not_launched:
-            break
+    plan = _plan(registry, defs.resources["store"], chosen, runner.tags, rerun or replay, replay)
+    schedule_id = new_run_id()
+    schedule_tags = dict(runner.tags)
+    runner.tags[SCHEDULED_TAG] = schedule_id  # the run assets settle what the schedule made
+    block_of = {(b.framework, b.config, b.first_task): b for b in blocks}
+    counter = BlockCounter(blocks, lambda spec: block_of[(spec.framework, spec.config, spec.task)], plan.specs + plan.foreign)
+
+    def settle(landed) -> None:
+        for block in progress(_as_blocks_land(landed, counter, plan)):
+            runner.runs(block)
+            runner.verdicts(block)
+
+    run_schedule(wave.name, plan, instance, schedule_tags, settle, schedule_id)
     runner.kappa()
     runner.board()
     return WaveRun(wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped, runner.tally)
+
+
+def _as_blocks_land(landed, counter: BlockCounter, plan: Plan):
+    yield from counter.ready_now()  # every run reused: nothing to wait for
+    for spec, _directory in landed:
+        yield from counter.land(spec)
+    for spec in wait_for_foreign(plan):  # cells another command claimed: settled from its runs once it lets go
+        yield from counter.land(spec)
+    yield from counter.rest()  # blocks whose runs the breaker never launched settle as missing
+
+
+def _plan(registry: Registry, store, chosen: Selected, tags: dict, rerun: bool, replay: bool) -> Plan:
+    """The schedule's runs: every slot of the slice less those a matching complete run answers, in
+    launch order, with the step breaker's ceiling and, for a replay, the recordings that answer them."""
+    from adapters.run_attempt import current_identity, provider_circuit
+    from sabot_assets.resources import store_connection
+    from sabot.store.recordings import read_recording
+    from sabot_assets.waves.budget import step_breaker
+    from sabot_assets.waves.live_runs import reusable_attempts, run_root_beside
+
+    store_path = Path(store.database)
+    wave, run_root = chosen.wave, run_root_beside(store_path)
+    identity = current_identity(registry, RUNNER_VERSION, wave.protocol)
+    slots = chosen.slots()
+    reuse = {} if rerun else reusable_attempts(run_root, wave.name, slots, identity)
+    wanted = ordered([spec_of(wave, slot) for slot in slots if slot not in reuse])
+    holder = f"{host_label()}:{os.getpid()}"
+    claimed = {s for s in wanted if runroot.claim(run_root, wave.name, Probe(s.framework, s.config, s.task, s.seed), s.operator, holder, host_label())}
+    specs, foreign = [s for s in wanted if s in claimed], [s for s in wanted if s not in claimed]
+    with store_connection(store) as con:
+        breaker = step_breaker(tags, store_path, con, identity.endpoint, replay, registry)
+        replays = recordings_for(specs, lambda s: read_recording(con, wave.name, s.operator, Probe(s.framework, s.config, s.task, s.seed).key, s.run_id,
+                                                                 run_root)) if replay else {}
+    circuit = None if replay else provider_circuit(registry)
+    return Plan(registry, run_root, store_path.parent / "runs" / wave.name, identity, specs, breaker, replays, holder, foreign, circuit)

@@ -111,3 +111,32 @@ def test_the_seed_cut_is_a_slice_the_wave_can_run(registry):
     assert covered == {(op, seed) for op in ("O1", "O3", "O4") for seed in (11, 12, 14)}
     with pytest.raises(Exception, match="has no seed"):
         select(registry, "wave1", Slice(seeds=(99,)))
+
+
+def test_breakers_on_one_ledger_share_the_ceiling_and_margin(tmp_path):
+    """Two commands' breakers on one store: reservations of both count against each, margined."""
+    from sabot.budget import LedgerBreaker
+    from sabot.store.ledger import SpendLedger
+
+    spec = lambda s: RunSpec("w", 2, "langgraph", "default", "T1", "O1", s)  # noqa: E731
+    first, second = (LedgerBreaker(SpendLedger(tmp_path / "store.spend.sqlite", "host"), "provider", 1.5, 2.0, {"langgraph": 0.3}, 5.0)
+                     for _ in range(2))
+    assert first.may_launch(spec(1)) and first.may_launch(spec(2))  # (0.3 + 0.3) x 2 = 1.2
+    assert not second.may_launch(spec(3))  # (0.3 x 3) x 2 = 1.8 would pass the 1.5 ceiling
+    assert second.may_fit_later(spec(3))  # once the runs in flight settle below their reservations
+    first.add(0.1, spec(1), "w|O1|p|a")
+    assert second.may_launch(spec(3))  # (0.1 + 0.3 + 0.3) x 2 = 1.4
+    first.add(0.1, spec(1), "w|O1|p|a")  # the same record again (a re-ingest): counted once
+    assert first.spent == pytest.approx(0.2)
+    pilot = LedgerBreaker(SpendLedger(tmp_path / "store.spend.sqlite", "host"), "provider", 1.5, 2.0, {}, 5.0)
+    assert not pilot.may_launch(spec(4)) and not pilot.may_fit_later(spec(4))  # a pilot's worst case never fits
+
+
+def test_the_registered_margin_and_a_pilot_runs_worst_case(registry):
+    from sabot.budget import Margin
+    from sabot.pricing import PriceTable
+
+    margin = Margin.from_registry(registry)
+    assert margin.factor == 2.0
+    # 40 calls x (12,000 x $2.50 + 3,000 x $15.00) per million tokens at the dearer model's prices
+    assert margin.pilot_worst_case(PriceTable.from_registry(registry)) == pytest.approx(3.0)

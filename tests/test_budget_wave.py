@@ -53,21 +53,19 @@ def var(tmp_path_factory):
     return tmp_path_factory.mktemp("budget")
 
 
-def test_a_wave_whose_spend_reaches_its_budget_stops_launching_and_resumes_later(var):
-    stopped = _sabot(var, *SLICE, "--budget", "0.001")  # one run costs more than that
-    assert stopped.returncode == 1, stopped.stderr[-2000:]
-    assert "pilot: no recorded run of langgraph at this endpoint to project from" in stopped.stdout
-    assert "6 run(s) not launched stay missing, not RUN_ERROR" in stopped.stderr
-    assert "RUN_ERROR: 0" in stopped.stdout
-    assert len(_attempts(var, "demo")) == 1  # the baseline, and nothing after it
-    with connect(var / "sabot.duckdb", read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM attempts WHERE outcome <> 'complete'").fetchone()[0] == 0
-
-    assert _fault_run_status(var) == {}  # the six cells are missing: neither failed nor materialized
+def test_a_pilot_whose_budget_cannot_pay_one_run_is_refused_then_runs_in_full(var):
+    """--budget 0.001 is below one pilot run's registered worst case: refused before any call (the
+    breaker stopping mid-wave, across two commands, is tests/test_wave_guards.py)."""
+    refused = _sabot(var, *SLICE, "--budget", "0.001")
+    assert refused.returncode == 1, refused.stderr[-2000:]
+    assert "a pilot run of langgraph (no recorded run at this endpoint) can cost up to $" in refused.stderr
+    assert "no run is launched" in refused.stderr
+    assert _attempts(var, "demo") == [] and not (var / "sabot.duckdb").exists()  # not one call, nothing stored
 
     resumed = _sabot(var, *SLICE)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert "6 run, 1 reused" in resumed.stdout
+    assert "7 run, 0 reused" in resumed.stdout
+    assert "metered, $" in resumed.stdout and "margined (x2)" in resumed.stdout  # the board prints both figures
     assert len(_attempts(var, "demo")) == 7
     status = _fault_run_status(var)
     assert len(status) == 6 and set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}
@@ -92,7 +90,7 @@ def test_a_provider_wave_is_never_labelled_simulation_even_when_every_run_failed
     # RUN_ERROR cells are the subject here, not the endpoint breaker (tests/test_provider_faults.py): kept closed
     quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05},
                                  "breaker": {"consecutive_failures": 1000}}))
-    out = _sabot(tmp_path, *SLICE, "--operator", "O1", "--budget", "1", "--json", str(tmp_path / "board.json"),
+    out = _sabot(tmp_path, *SLICE, "--operator", "O1", "--budget", "7", "--json", str(tmp_path / "board.json"),
                  SABOT_MODEL_BASE_URL="http://127.0.0.1:3598/v1", SABOT_MODEL_API_KEY="sk-test", SABOT_CALL_POLICY=str(quick))
     assert out.returncode == 1 and "2 cell(s) ended in RUN_ERROR" in out.stderr
     assert "model endpoint: provider http://127.0.0.1:3598/v1" in out.stdout

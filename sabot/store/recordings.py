@@ -25,6 +25,7 @@ class StoredRecording:
     exchanges: list
     endpoint_label: str
     intent: list
+    source: str  # the stored run it replays: its run file and content hash (what a replay is stamped with)
 
 
 def read_recording(con, wave: str, operator: str | None, probe: str, cell: str, run_root: Path) -> StoredRecording:
@@ -41,7 +42,8 @@ def read_recording(con, wave: str, operator: str | None, probe: str, cell: str, 
     check_recording(run_root, cell, record, *row[1:])
     intent = con.execute("SELECT intent FROM simulator_intent WHERE wave = ? AND operator = ? AND probe = ?",
                          [wave, operator or "", probe]).fetchone()
-    return StoredRecording(record["exchanges"], record.get("endpoint") or "", json.loads(intent[0]) if intent else [])
+    source = f"{row[1]}@{(row[2] or '')[:12]}"
+    return StoredRecording(record["exchanges"], record.get("endpoint") or "", json.loads(intent[0]) if intent else [], source)
 
 
 def check_recording(run_root: Path, cell: str, record: dict, source_path: str, source_sha256: str, attempt: int | None) -> None:

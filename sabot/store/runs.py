@@ -165,6 +165,8 @@ def ingest_attempt(con, attempt: Attempt, dagster_run_id: str) -> bool:
              json.dumps(attempt.intent), attempt.dagster_run_id, attempt.started_at, attempt.finished_at, now()],
         ).fetchall()  # finish the statement before registering frames on this connection
         _rewrite_slot(con, attempt.wave, attempt.operator, attempt.probe, dagster_run_id)
+        # Every paid call is stored, a RUN_ERROR attempt's too, even where the slot keeps a good run.
+        write_calls(con, attempt.wave, attempt.operator, attempt.probe.key, attempt.record)
     return True
 
 

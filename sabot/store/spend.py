@@ -19,6 +19,29 @@ SUMS = ("COUNT(*) AS calls, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, CO
         "COALESCE(SUM(cost_usd), 0) AS cost_usd, COUNT(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_calls")
 
 
+def record_sha256(record) -> str:
+    """The content hash a run record's calls are keyed by (a replay equal to its source adds nothing)."""
+    return hashlib.sha256(json.dumps(to_runresult(record), sort_keys=True).encode()).hexdigest()
+
+
+def record_key(wave: str, operator: str | None, probe: str, record) -> str:
+    """One run record's key in the spend ledger: as the store keys its calls."""
+    return f"{wave}|{operator or ''}|{probe}|{record_sha256(record)}"
+
+
+def kind_of(endpoint: str | None) -> str:
+    return "simulated" if (endpoint or "").startswith("simulation") else "provider"
+
+
+def stored_costs(con) -> dict:
+    """record key -> (kind, metered cost) of every priced record in the store: what the ledger syncs."""
+    if not _has_calls_table(con):
+        return {}
+    rows = con.execute("SELECT wave, operator, probe, record_sha256, ANY_VALUE(endpoint), SUM(cost_usd) FROM model_calls "
+                       "WHERE cost_usd IS NOT NULL GROUP BY wave, operator, probe, record_sha256").fetchall()
+    return {f"{w}|{op}|{p}|{sha}": (kind_of(endpoint), float(cost)) for w, op, p, sha, endpoint, cost in rows}
+
+
 def write_calls(con, wave: str, operator: str | None, probe: str, record, _source_sha256: str | None = None) -> int:
     """Store a run record's priced calls (from its `usage`), once per record content (call in a transaction).
 
@@ -27,11 +50,11 @@ def write_calls(con, wave: str, operator: str | None, probe: str, record, _sourc
     usage = (record.extra or {}).get("usage") if record else None
     if not usage:
         return 0
-    record_sha256 = hashlib.sha256(json.dumps(to_runresult(record), sort_keys=True).encode()).hexdigest()
+    sha = record_sha256(record)
     op = operator or ""
     con.execute("DELETE FROM model_calls WHERE wave = ? AND operator = ? AND probe = ? AND record_sha256 = ?",
-                [wave, op, probe, record_sha256])
-    rows = [{"wave": wave, "operator": op, "probe": probe, "run_id": record.run_id, "record_sha256": record_sha256,
+                [wave, op, probe, sha])
+    rows = [{"wave": wave, "operator": op, "probe": probe, "run_id": record.run_id, "record_sha256": sha,
              "price_table": usage["price_table"], "endpoint": record.extra.get("endpoint"),
              **{k: r[k] for k in CALL_COLUMNS if k in r}} for r in usage["per_call"]]
     frame = pd.DataFrame(rows, columns=CALL_COLUMNS).astype({"status": "Int64", "n": "Int64", "cost_usd": "Float64"})

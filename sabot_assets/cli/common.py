@@ -75,7 +75,7 @@ def publish(doc: dict, json_out, started: float) -> None:
 
     click.echo(scoreboard_text(doc))
     if (doc.get("spend") or {}).get("calls"):  # an imported corpus made no calls here: no line
-        click.echo(spend_text(doc["spend"], doc.get("project_spend")))
+        click.echo(spend_text(doc["spend"], doc.get("project_spend"), doc.get("spend_margin")))
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n")

@@ -79,6 +79,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
                f"{tally.carved_out} carved out; RUN_ERROR: {len(tally.run_errors)}")
     wave_def = ctx.registry.wave(name)
     doc = score_document(STORE_PATH, wave_def, wave_def.headline_ruleset)
+    doc["spend_margin"] = _margin(ctx.registry)
     if getattr(ctx.registry, "project", None) is not None:
         click.echo("\n".join(project_lines(STORE_PATH, wave_def, ctx.registry.project)))
     publish(doc, json_out, started)
@@ -87,12 +88,17 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     elif tally.not_launched:
         click.echo(f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {tally.not_launched} run(s) not launched stay missing, "
                    f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them", err=True)
+    if tally.waiting:
+        click.echo(f"{name}: the store stayed locked past the wait: {len(tally.waiting)} finished run(s) wait in the run root for ingest, "
+                   f"not lost; `sabot wave run {name}` ingests them once the lock is free:", err=True)
+        for path in sorted(tally.waiting):
+            click.echo(f"  {path}", err=True)
     if tally.run_errors:
         click.echo(f"{name}: {len(tally.run_errors)} cell(s) ended in RUN_ERROR (excluded, itemized; good runs stored earlier stay scored):", err=True)
         for key, error in sorted(tally.run_errors.items()):
             click.echo(f"  {key}: {error}", err=True)
         raise SystemExit(1)
-    if tally.not_launched or tally.stopped:
+    if tally.not_launched or tally.stopped or tally.waiting:
         raise SystemExit(1)
 
 
@@ -130,6 +136,17 @@ def _stop_paragraph(ctx: Context, name: str, selection, reason: str) -> str:
             f"scored). Once the cause is fixed, `{command}` resumes them.")
 
 
+def _margin(registry) -> float | None:
+    """The registered spend margin the board prints beside metered spend (a project without one: none)."""
+    from sabot.budget import Margin
+    from sabot.registry import RegistryError
+
+    try:
+        return Margin.from_registry(registry).factor
+    except RegistryError:
+        return None
+
+
 def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float | None, endpoint_label: str) -> float | None:
     """Project the wave's cost before any model call (refused over budget, SPEC §8) and return the
     spend ceiling its runs stop launching at."""
@@ -140,7 +157,7 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
 
     chosen = select(ctx.registry, name, selection)
     to_launch = runs_to_launch(ctx.registry, STORE_PATH, chosen, rerun)
-    ceiling, projection, spent = plan_spend(STORE_PATH, to_launch, chosen.wave.seeds, budget, endpoint_label)
+    ceiling, projection, spent = plan_spend(STORE_PATH, to_launch, chosen.wave.seeds, budget, endpoint_label, ctx.registry)
     if projection is None:
         if ceiling is not None or to_launch:
             click.echo(f"{name}: {len(to_launch)} run(s) to launch" + ("" if ceiling is None else f"; spend ceiling {usd(ceiling)} (spent so far {usd(spent)})"))

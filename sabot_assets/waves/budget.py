@@ -10,57 +10,94 @@ is given (which is how the breaker is tested offline).
 
 from pathlib import Path
 
-from sabot.budget import PROJECT_CAP_USD, Breaker, BudgetError, Projection, check_projection, usd
+from sabot.budget import PROJECT_CAP_USD, Breaker, BudgetError, LedgerBreaker, Margin, Projection, check_projection, usd
+from sabot.pricing import PriceTable
 from sabot.store.db import connect
-from sabot.store.spend import rates_of, spend_at
+from sabot.store.ledger import SpendLedger, ledger_path
+from sabot.store.spend import rates_of, stored_costs
 from sabot_assets.constants import SPEND_CEILING_TAG
+from sabot_assets.waves.concurrency import host_label
 
 
 def is_simulated(endpoint_label: str) -> bool:
     return endpoint_label.startswith("simulation")
 
 
+def kind(simulated: bool) -> str:
+    return "simulated" if simulated else "provider"
+
+
 def ceiling_for(spent: float, budget: float | None, simulated: bool) -> float | None:
-    """Project spend at which launching stops: this wave's budget on top of what is spent, never past
-    the project cap; no ceiling for simulated usage unless a budget is given."""
+    """Margined project spend at which launching stops: this wave's budget on top of what is spent,
+    never past the project cap; no ceiling for simulated usage unless a budget is given."""
     if simulated:
         return None if budget is None else spent + budget
     return PROJECT_CAP_USD if budget is None else min(PROJECT_CAP_USD, spent + budget)
 
 
-def plan_spend(store_path: Path, specs: list, seeds: tuple[int, ...], budget: float | None, endpoint_label: str) -> tuple[float | None, Projection | None, float]:
-    """(ceiling, projection, spent so far) for the runs a wave will launch; BudgetError, before any
-    model call, when the project cap is spent or the projection exceeds what is left."""
+def synced_ledger(store_path: Path, con=None) -> SpendLedger:
+    """The store's ledger, holding every stored record's cost and no reservation of a dead process."""
+    ledger = SpendLedger(ledger_path(store_path), host_label())
+    ledger.drop_dead_reservations()
+    if con is not None:
+        ledger.sync(stored_costs(con))
+    elif Path(store_path).exists():
+        with connect(store_path, read_only=True) as read:
+            ledger.sync(stored_costs(read))
+    return ledger
+
+
+def pilot_worst_case(registry) -> tuple[Margin, float]:
+    margin = Margin.from_registry(registry)
+    return margin, margin.pilot_worst_case(PriceTable.from_registry(registry))
+
+
+def plan_spend(store_path: Path, specs: list, seeds: tuple[int, ...], budget: float | None, endpoint_label: str,
+               registry) -> tuple[float | None, Projection | None, float]:
+    """(ceiling, projection, margined spend so far) for the runs a wave will launch; BudgetError,
+    before any model call, when the cap is spent, the margined projection exceeds what is left, or
+    what is left cannot pay for one pilot run's worst case."""
     simulated = is_simulated(endpoint_label)
-    spent, known = 0.0, {}
+    margin, pilot = pilot_worst_case(registry)
+    ledger = synced_ledger(store_path)
+    settled, reserved = ledger.totals(kind(simulated))
+    known = {}
     if Path(store_path).exists():
         with connect(store_path, read_only=True) as con:
-            spent, known = spend_at(con, simulated), rates_of(con, simulated)
+            known = rates_of(con, simulated)
+    spent = settled * margin.factor
     ceiling = ceiling_for(spent, budget, simulated)
     if ceiling is None or not specs:
         return ceiling, None, spent
-    left = ceiling - spent
+    left = ceiling - (settled + reserved) * margin.factor
     if left <= 0:
-        raise BudgetError(f"the project has spent {usd(spent)} of its {usd(ceiling)} cap (SPEC §8); no run is launched")
-    return ceiling, check_projection(specs, known, left, seeds), spent
+        raise BudgetError(f"the project has spent {usd(spent)} (margined; {usd(settled)} metered) of its {usd(ceiling)} ceiling (SPEC §8); no run is launched")
+    projection = check_projection(specs, known, left, seeds, margin.factor)
+    if projection.unknown and pilot * margin.factor > left:
+        raise BudgetError(f"a pilot run of {', '.join(projection.unknown)} (no recorded run at this endpoint) can cost up to "
+                          f"{usd(pilot * margin.factor)} margined under the registered bounds ({margin.bounds_text()}), "
+                          f"more than the {usd(left)} left of the ceiling {usd(ceiling)}; no run is launched")
+    return ceiling, projection, spent
 
 
 def ceiling_tag(ceiling: float | None) -> dict[str, str]:
     return {} if ceiling is None else {SPEND_CEILING_TAG: repr(float(ceiling))}
 
 
-def step_breaker(tags, spent_at, endpoint_label: str, replaying: bool, rates_at=lambda simulated: {}) -> Breaker:
-    """The breaker of one run step: the run's ceiling tag (else the project cap against a provider),
-    starting from the store's spend so far (`spent_at(simulated)`), each run in flight reserving its
-    framework's recorded cost per run (`rates_at(simulated)`). Concurrent Dagster runs each start
-    from the stored figure and do not see each other's reservations, so together they can pass the
-    cap by the runs they hold in flight. A replay spends nothing and is never stopped."""
+def step_breaker(tags, store_path: Path, con, endpoint_label: str, replaying: bool, registry) -> Breaker:
+    """The breaker of one run step or schedule: the run's ceiling tag (else the project cap against
+    a provider), reserving from the store-wide ledger, so concurrent commands and Dagster runs stop
+    at the same figure between them. A run reserves its framework's recorded cost per run, a pilot
+    run its registered worst case. A replay spends nothing and is never stopped."""
     simulated = is_simulated(endpoint_label)
     tagged = tags.get(SPEND_CEILING_TAG)
     ceiling = float(tagged) if tagged else (None if simulated else PROJECT_CAP_USD)
     if replaying or ceiling is None:
         return Breaker(None)
-    return Breaker(ceiling, spent_at(simulated), {fw: rate.cost for fw, rate in rates_at(simulated).items()})
+    margin, pilot = pilot_worst_case(registry)
+    ledger = synced_ledger(store_path, con)
+    expected = {fw: rate.cost for fw, rate in rates_of(con, simulated).items()}
+    return LedgerBreaker(ledger, kind(simulated), ceiling, margin.factor, expected, pilot)
 
 
-__all__ = ["BudgetError", "ceiling_for", "ceiling_tag", "is_simulated", "plan_spend", "step_breaker"]
+__all__ = ["BudgetError", "ceiling_for", "ceiling_tag", "is_simulated", "plan_spend", "step_breaker", "synced_ledger"]

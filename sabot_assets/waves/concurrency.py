@@ -96,18 +96,25 @@ def width_of(context) -> int:
 
 class PoolSlots:
     """Pool slots for the pipeline runs of one step. The step's own slot covers one run; every
-    further run in flight claims a slot of its own, or is not launched yet."""
+    further run in flight claims a slot of its own, or is not launched yet.
 
-    def __init__(self, context):
+    With `hand_over`, a finished run's slot passes straight to the step's next run instead of being
+    freed and claimed again: freed, Dagster assigns it to the oldest step waiting on the pool, which
+    notices only at its next poll (backing off to 15 s), and the slot idles meanwhile. A slot goes
+    back to the pool once the step has nothing left to launch."""
+
+    def __init__(self, context, holds_own: bool = True, hand_over: bool = False):
         self.storage = context.instance.event_log_storage
         self.run_id, self.step = context.run_id, str(context.op_handle)
         self.bounded = pool_limit(context.instance) is not None
-        self.own_free = True
+        self.own_free = holds_own  # a step outside the pool (the wave's schedule) claims a slot for every run
         self.owner_of_own: str | None = None
-        self.claimed: set[str] = set()
+        self.claimed: dict[str, str] = {}  # item -> its slot's key
+        self.hand_over, self.idle, self.made = hand_over, [], 0
 
-    def _key(self, item: str) -> str:
-        return f"{self.step}[{item}]"
+    def _new_key(self, item: str) -> str:
+        self.made += 1
+        return f"{self.step}[slot-{self.made}]" if self.hand_over else f"{self.step}[{item}]"
 
     def acquire(self, item: str) -> bool:
         if self.own_free:
@@ -115,41 +122,61 @@ class PoolSlots:
             return True
         if not self.bounded:
             return True
-        status = self.storage.claim_concurrency_slot(LLM_POOL, self.run_id, self._key(item))
-        if status.is_claimed:
-            self.claimed.add(item)
+        if self.idle:
+            self.claimed[item] = self.idle.pop()
             return True
-        self.storage.free_concurrency_slot_for_step(self.run_id, self._key(item))  # leave no pending claim behind
+        key = self._new_key(item)
+        status = self.storage.claim_concurrency_slot(LLM_POOL, self.run_id, key)
+        if status.is_claimed:
+            self.claimed[item] = key
+            return True
+        self.storage.free_concurrency_slot_for_step(self.run_id, key)  # leave no pending claim behind
         return False
 
-    def release(self, item: str) -> None:
+    def release(self, item: str, keep: bool = False) -> None:
+        """The run of `item` finished; with `keep` (and hand-over), its slot waits for the next run."""
         if item == self.owner_of_own:
             self.own_free, self.owner_of_own = True, None
         elif item in self.claimed:
-            self.claimed.discard(item)
-            self.storage.free_concurrency_slot_for_step(self.run_id, self._key(item))
+            key = self.claimed.pop(item)
+            if keep and self.hand_over:
+                self.idle.append(key)
+            else:
+                self.storage.free_concurrency_slot_for_step(self.run_id, key)
+
+    def free_idle(self) -> None:
+        while self.idle:
+            self.storage.free_concurrency_slot_for_step(self.run_id, self.idle.pop())
 
     def close(self) -> None:
         for item in list(self.claimed):
             self.release(item)
+        self.free_idle()
 
 
-def run_in_processes(context, fn, specs: list, on_crash, may_launch=lambda spec: True):
+def run_in_processes(context, fn, specs: list, on_crash, may_launch=lambda spec: True, holds_own_slot: bool = True):
     """(spec, result, seconds) as each run finishes: `fn(spec)` in a process of its own, up to the
-    step's width at once, each launch holding a pool slot (and passing `may_launch`, the breaker)."""
-    slots = PoolSlots(context)
+    step's width at once, each launch holding a pool slot (and passing `may_launch`, the breaker).
+    A step outside the pool (`holds_own_slot=False`, the wave's schedule) hands slots over."""
+    slots = PoolSlots(context, holds_own_slot, hand_over=not holds_own_slot)
+    launched = 0
 
     def launch(spec) -> bool:
+        nonlocal launched
         if not slots.acquire(spec.run_id):
             return False
         if not may_launch(spec):  # asked last: the breaker reserves the run's expected cost when it says yes
             slots.release(spec.run_id)
+            slots.free_idle()  # launching stops here for now: what it holds goes back to the pool
             return False
+        launched += 1
         return True
 
     try:
         for spec, result, seconds in run_many(fn, specs, width_of(context), launch, on_crash):
-            slots.release(spec.run_id)
+            slots.release(spec.run_id, keep=launched < len(specs))
+            if launched >= len(specs):
+                slots.free_idle()
             yield spec, result, seconds
     finally:
         slots.close()

@@ -35,8 +35,8 @@ from sabot.store.db import StoreLocked, append_manifest
 from sabot.trace import TraceError
 from sabot.store.recordings import read_recording
 from sabot.store.runs import ingest_attempt
-from sabot.store.spend import rates_of, spend_at
-from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, NOT_LAUNCHED_KEY, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, STOPPED_KEY, UNINGESTED_KEY
+from sabot.store.spend import record_key
+from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, NOT_LAUNCHED_KEY, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, SCHEDULED_TAG, STOPPED_KEY, UNINGESTED_KEY
 from sabot_assets.partitions import cell_partitions, probe_partitions
 from sabot_assets.resources import store_connection
 from sabot.budget import usd
@@ -98,13 +98,31 @@ def rerun_reasons(run_root: Path, wave: str, slots, identity) -> dict[str, int]:
     reasons: dict[str, int] = {}
     for operator, probe in slots:
         for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
-            attempt = runroot.read_attempt(run_root, directory)
-            if attempt.outcome == "complete":
+            attempt = sealed_attempt(run_root, directory)
+            if attempt is not None and attempt.outcome == "complete":
                 if attempt.identity != identity:
                     reason = identity.change_from(attempt.identity)
                     reasons[reason] = reasons.get(reason, 0) + 1
                 break
     return reasons
+
+
+def attempts_made_by(run_root: Path, wave: str, slots, dagster_run_id: str) -> dict:
+    """slot -> the latest finished attempt a given Dagster run (the wave's schedule) made there."""
+    out = {}
+    for operator, probe in slots:
+        for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
+            attempt = sealed_attempt(run_root, directory)  # a refused one is named where it is ingested
+            if attempt is not None and attempt.dagster_run_id == dagster_run_id:
+                out[(operator, probe)] = directory
+                break
+    return out
+
+
+def settle_cost(breaker, attempt, spec) -> None:
+    """A launched run's reservation gives way to what its record cost, keyed as the store keys it."""
+    cost = ((attempt.record.extra or {}).get("usage") or {}).get("cost_usd")
+    breaker.add(cost, spec, record_key(attempt.wave, attempt.operator, attempt.probe.key, attempt.record))
 
 
 class Settle:
@@ -165,12 +183,18 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     reuse = {} if rerun else reusable_attempts(run_root, wave.name, [slot_of[t] for t in runnable], identity, settle.refused)
     for reason in sorted(set(settle.refused.values())):  # shown as found; the step fails naming them at the end
         context.log.error(f"{asset}: refused {reason}")
-    to_run, replays = {}, {}
+    scheduled_by = context.run.tags.get(SCHEDULED_TAG)  # the wave's schedule ran these: settle, launch nothing
+    made = attempts_made_by(run_root, wave.name, [slot_of[t] for t in runnable], scheduled_by) if scheduled_by else {}
+    to_run, replays, unscheduled = {}, {}, 0
     for target in targets:
         if target not in runnable:
             settle.carved_out(target.key, wave)
+        elif slot_of[target] in made:
+            settle.finished(target.key, made[slot_of[target]])
         elif slot_of[target] in reuse:
             settle.finished(target.key, reuse[slot_of[target]].directory, reused=True)
+        elif scheduled_by:
+            unscheduled += 1  # the schedule never launched it (the spend breaker): missing, resumable
         else:
             operator, probe = slot_of[target]
             spec = RunSpec(wave.name, wave.protocol, probe.framework, probe.config, probe.task, operator, probe.seed)
@@ -181,7 +205,7 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     attempt = partial(run_attempt, registry=registry, run_root=run_root, work_root=work_root, identity=identity,
                       dagster_run_id=context.run_id, replays=replays)
     crashed = partial(crashed_attempt, run_root=run_root, identity=identity, dagster_run_id=context.run_id)
-    breaker = _breaker(context, store, identity, replaying)
+    breaker = _breaker(context, store, registry, identity, replaying)
     circuit = None if replaying else provider_circuit(registry)
     closed = _EndpointGate(circuit)
     launched = 0
@@ -189,11 +213,15 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
     def may_launch(spec) -> bool:  # the endpoint first: an open one reserves no spend
         return closed(spec) and breaker.may_launch(spec)
 
-    for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed, may_launch=may_launch):
-        launched += 1
-        finished = settle.finished(to_run[spec].key, directory, seconds=seconds)
-        breaker.add(((finished.record.extra or {}).get("usage") or {}).get("cost_usd") if finished else None, spec)
-    _report_unlaunched(context, asset, len(to_run) - launched, settle.stopped, closed, circuit, breaker)
+    try:
+        for spec, directory, seconds in run_in_processes(context, attempt, list(to_run), crashed, may_launch=may_launch):
+            launched += 1
+            finished = settle.finished(to_run[spec].key, directory, seconds=seconds)
+            if finished is not None:
+                settle_cost(breaker, finished, spec)
+    finally:
+        breaker.close()
+    _report_unlaunched(context, asset, len(to_run) - launched + unscheduled, settle.stopped, closed, circuit, breaker)
     tally, errors = settle.tally, settle.errors
     context.log.info(f"{asset}: {len(targets)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}")
     if not settle.locked:
@@ -209,15 +237,15 @@ def _run_targets(context, store: DuckDBResource, registry: Registry, wave: WaveD
 
 def _report_unlaunched(context, asset: str, unlaunched: int, stopped: dict, closed, circuit, breaker) -> None:
     """Why runs were never launched (or cut off), on the asset: they stay missing, never RUN_ERROR."""
-    if closed.reason is not None or stopped:  # the endpoint stopped the wave
+    opened = closed.reason or (circuit.opened() if circuit is not None and (unlaunched or stopped) else None)
+    if opened or stopped:  # the endpoint stopped the wave (here, or in the wave's schedule)
         missing = unlaunched + len(stopped)
-        opened = closed.reason or (circuit.opened() if circuit is not None else None)
         reason = (opened or {}).get("message") or next(iter(stopped.values())).removeprefix("stopped: ")
         context.log.warning(f"{asset}: the endpoint stopped the wave: {reason}; {missing} run(s) left missing for a later wave run")
         context.log_event(dg.AssetObservation(context.asset_key, metadata={NOT_LAUNCHED_KEY: missing, STOPPED_KEY: reason}))
-    elif unlaunched:  # the spend breaker stopped launching
-        context.log.info(f"{asset}: spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling; "
-                         f"{unlaunched} run(s) not launched, left missing for a later wave run")
+    elif unlaunched:  # the spend breaker (or the wave's schedule) stopped launching
+        why = f"spend reached {usd(breaker.spent)} of its {usd(breaker.cap)} ceiling" if breaker.cap is not None else "the wave's schedule stopped launching"
+        context.log.info(f"{asset}: {why}; {unlaunched} run(s) not launched, left missing for a later wave run")
         context.log_event(dg.AssetObservation(context.asset_key, metadata={
             NOT_LAUNCHED_KEY: unlaunched, "spent (USD)": round(breaker.spent, 6), "ceiling (USD)": breaker.cap}))
 
@@ -235,24 +263,19 @@ class _EndpointGate:
         return self.reason is None
 
 
-def _breaker(context, store: DuckDBResource, identity, replaying: bool):
-    def read(query):
-        def at(simulated: bool):
-            try:
-                with store_connection(store) as con:
-                    return query(con, simulated)
-            except StoreLocked as exc:
-                # No spend figure, no launch: a paid run is never made blind to the cap.
-                raise dg.Failure(description=f"cannot read the spend so far to enforce the cap: {exc}", allow_retries=False) from exc
-        return at
-
-    return step_breaker(context.run.tags, read(spend_at), identity.endpoint, replaying, read(rates_of))
+def _breaker(context, store: DuckDBResource, registry: Registry, identity, replaying: bool):
+    try:
+        with store_connection(store) as con:
+            return step_breaker(context.run.tags, Path(store.database), con, identity.endpoint, replaying, registry)
+    except StoreLocked as exc:
+        # No spend figure, no launch: a paid run is never made blind to the cap.
+        raise dg.Failure(description=f"cannot read the spend so far to enforce the cap: {exc}", allow_retries=False) from exc
 
 
 def _recording(store: DuckDBResource, wave: WaveDef, spec: RunSpec, probe: Probe) -> Recording:
     with store_connection(store) as con:
         stored = read_recording(con, wave.name, spec.operator, probe.key, spec.run_id, run_root_of(store))
-    return Recording(stored.exchanges, stored.endpoint_label, stored.intent)
+    return Recording(stored.exchanges, stored.endpoint_label, stored.intent, stored.source)
 
 
 def _refuse_if_needed(asset: str, refused: dict) -> None:

@@ -1,0 +1,74 @@
+"""Benchmark: how full one wave's schedule keeps the pool.
+
+    .venv/bin/python bench/bench_schedule.py                  # wave 2's LangGraph rows: 350 runs (~2.5 min)
+    .venv/bin/python bench/bench_schedule.py --task T1        # a proportional slice: one task, 70 runs
+
+The selection runs through `run_wave` (the CLI's path: pre-registration, the schedule, every block
+settled and scored as its runs land, kappa, board) on a fresh store and a fresh on-disk Dagster
+instance whose `llm_agent` pool limit is the concurrency. Every scripted call takes the fixed
+latency (SABOT_SCRIPTED_LATENCY), so the ideal wall time is calls x latency / concurrency.
+
+Printed, never asserted: runs, model calls, ideal and measured wall time, efficiency (ideal / wall;
+the issue's target is at least 0.8) and the load average before and after.
+"""
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from sabot.registry import Registry
+from sabot.store.db import connect
+from sabot_assets.definitions import build_definitions
+from sabot_assets.wave_jobs import Slice, run_wave
+from sabot_assets.waves.concurrency import set_pool_limit
+
+LATENCY_ENV = "SABOT_SCRIPTED_LATENCY"
+
+
+def load() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+
+
+def measure(wave: str, framework: str, tasks: tuple[str, ...] | None, concurrency: int, latency: float) -> dict:
+    os.environ[LATENCY_ENV] = str(latency)
+    registry = Registry()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "dagster").mkdir()
+        store_path = tmp / "sabot.duckdb"
+        with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+            set_pool_limit(instance, concurrency)
+            defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
+            start = time.perf_counter()
+            result = run_wave(registry, defs, instance, wave, [framework], selection=Slice(tasks=tasks))
+            wall = time.perf_counter() - start
+        with connect(store_path, read_only=True) as con:
+            records = [json.loads(r) for (r,) in con.execute("SELECT record FROM runs WHERE wave = ? AND status = 'present'", [wave]).fetchall()]
+    calls = sum(len(r.get("exchanges", [])) for r in records)
+    ideal = calls * latency / concurrency
+    return {"runs": len(records), "ran": result.tally.ran, "run_errors": len(result.tally.run_errors), "calls": calls,
+            "ideal_s": round(ideal, 1), "wall_s": round(wall, 1), "efficiency": round(ideal / wall, 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wave", default="wave2")
+    parser.add_argument("--framework", default="langgraph")
+    parser.add_argument("--task", action="append", help="a proportional slice: these tasks only (repeatable)")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--latency", type=float, default=1.0)
+    args = parser.parse_args()
+    before = load()
+    figures = measure(args.wave, args.framework, tuple(args.task) if args.task else None, args.concurrency, args.latency)
+    print(json.dumps({"wave": args.wave, "framework": args.framework, "tasks": args.task or "all", "concurrency": args.concurrency,
+                      "latency_s": args.latency, **figures, "load_before": before, "load_after": load()}))
+
+
+if __name__ == "__main__":
+    main()
