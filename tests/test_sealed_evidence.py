@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 from dagster_duckdb import DuckDBResource
 
+from sabot.store.recordings import RecordingRefused
 from sabot import runroot, seal
 from sabot.matrix import Probe
 from sabot.store.db import connect
@@ -123,12 +124,13 @@ def test_an_edited_stored_reply_is_refused_by_replay_before_any_call(store_copy,
         reply = record["exchanges"][-1]["reply"]
         reply["choices"][0]["message"]["content"] += "\nFLAGS: the record was edited"
         con.execute("UPDATE runs SET record = ? WHERE operator = 'O1'", [json.dumps(record)])
-    with pytest.raises(MaterializationError, match=rf"replay of demo-langgraph-T1-default-O1-s11: the store's record of {source_path} differs from the file it was ingested from"):
+    # The wave's schedule reads every recording before its first launch: the replay is refused whole.
+    with pytest.raises(RecordingRefused, match=rf"replay of demo-langgraph-T1-default-O1-s11: the store's record of {source_path} differs from the file it was ingested from"):
         _run(registry, store_copy, replay=True)
     with pytest.raises(VerifyError, match=rf"store: runs.record of {source_path}: differs from the file it was ingested from"):
         verify_wave(registry, store_copy / "sabot.duckdb", "demo")
     verdicts, attempts = _verdicts(store_copy)
-    assert verdicts == before[0]  # the baseline replayed (its recording is intact) as a new, equal attempt; the cell did not
+    assert verdicts == before[0]
     assert [a for a in attempts if a[0] == "O1"] == [a for a in before[1] if a[0] == "O1"]
 
 

@@ -17,14 +17,16 @@ from sabot_assets.cli.wave import wave
 
 
 class _Sabot(click.Group):
-    """A held store lock ends any command with one line naming the holder, never a traceback."""
+    """A held store lock, or a replay with nothing sound to replay, ends any command with one line
+    naming what and where, never a traceback."""
 
     def invoke(self, ctx):
         from sabot.store.db import StoreLocked
+        from sabot.store.recordings import RecordingMissing, RecordingRefused
 
         try:
             return super().invoke(ctx)
-        except StoreLocked as exc:
+        except (StoreLocked, RecordingMissing, RecordingRefused) as exc:
             raise click.ClickException(str(exc)) from exc
         finally:
             # Everything left is freed when the process exits: without this, the collector walks

@@ -84,14 +84,24 @@ def ceiling_tag(ceiling: float | None) -> dict[str, str]:
     return {} if ceiling is None else {SPEND_CEILING_TAG: repr(float(ceiling))}
 
 
+def _ceiling(tags, simulated: bool) -> float | None:
+    tagged = tags.get(SPEND_CEILING_TAG)
+    return float(tagged) if tagged else (None if simulated else PROJECT_CAP_USD)
+
+
+def spend_is_capped(tags, endpoint_label: str, replaying: bool) -> bool:
+    """Whether a step's launches are bounded by spend at all (else its breaker needs no store read):
+    a replay never is; the scripted model only under a --budget."""
+    return not replaying and _ceiling(tags, is_simulated(endpoint_label)) is not None
+
+
 def step_breaker(tags, store_path: Path, con, endpoint_label: str, replaying: bool, registry) -> Breaker:
     """The breaker of one run step or schedule: the run's ceiling tag (else the project cap against
     a provider), reserving from the store-wide ledger, so concurrent commands and Dagster runs stop
     at the same figure between them. A run reserves its framework's recorded cost per run, a pilot
     run its registered worst case. A replay spends nothing and is never stopped."""
     simulated = is_simulated(endpoint_label)
-    tagged = tags.get(SPEND_CEILING_TAG)
-    ceiling = float(tagged) if tagged else (None if simulated else PROJECT_CAP_USD)
+    ceiling = _ceiling(tags, simulated)
     if replaying or ceiling is None:
         return Breaker(None)
     margin, pilot = pilot_worst_case(registry)
@@ -100,4 +110,4 @@ def step_breaker(tags, store_path: Path, con, endpoint_label: str, replaying: bo
     return LedgerBreaker(ledger, kind(simulated), ceiling, margin.factor, expected, pilot)
 
 
-__all__ = ["BudgetError", "ceiling_for", "ceiling_tag", "is_simulated", "plan_spend", "step_breaker", "synced_ledger"]
+__all__ = ["BudgetError", "ceiling_for", "ceiling_tag", "is_simulated", "plan_spend", "spend_is_capped", "step_breaker", "synced_ledger"]

@@ -39,8 +39,8 @@ from sabot.store.spend import record_key
 from sabot_assets.constants import COST_TAG, LLM_POOL, LIVE_CHUNK, NOT_LAUNCHED_KEY, REPLAY_TAG, RERUN_TAG, RUN_ERRORS_KEY, RUNNER_VERSION, SCHEDULED_TAG, STOPPED_KEY, UNINGESTED_KEY
 from sabot_assets.partitions import cell_partitions, probe_partitions
 from sabot_assets.resources import store_connection
-from sabot.budget import usd
-from sabot_assets.waves.budget import step_breaker
+from sabot.budget import Breaker, usd
+from sabot_assets.waves.budget import spend_is_capped, step_breaker
 from sabot_assets.waves.concurrency import run_in_processes
 from sabot_assets.waves.cell_metadata import attempt_metadata, carved_out_metadata, log_line, run_error_observation
 
@@ -264,6 +264,8 @@ class _EndpointGate:
 
 
 def _breaker(context, store: DuckDBResource, registry: Registry, identity, replaying: bool):
+    if not spend_is_capped(context.run.tags, identity.endpoint, replaying):  # nothing to read: a lock cannot stop the runs
+        return Breaker(None)
     try:
         with store_connection(store) as con:
             return step_breaker(context.run.tags, Path(store.database), con, identity.endpoint, replaying, registry)
