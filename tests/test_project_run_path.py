@@ -8,7 +8,9 @@ endpoint, a `--rerun` against a provider refusing the key (401: the wave stops),
 changed. Everything is a real wave into the session's store.
 """
 
+import hashlib
 import json
+import os
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -197,6 +199,58 @@ def test_the_pipeline_process_holds_no_provider_key(waves):
         assert environ["OPENAI_BASE_URL"].startswith("http://127.0.0.1:") and environ["OPENAI_API_KEY"] != KEY
 
 
+MEMORY_PROBE = (
+    "\n\n# Added by the test: whether a string is anywhere in this process's readable memory (/proc/self/mem),\n"
+    "# known to the probe by a prefix and a digest only, so the probe itself does not put it there.\n"
+    "import hashlib as _hashlib, json as _json\n\n\n"
+    "def _in_memory(prefix, digest, length, block=1 << 24):\n"
+    "    scanned = 0\n"
+    "    with open('/proc/self/maps') as maps, open('/proc/self/mem', 'rb', 0) as mem:\n"
+    "        for line in maps.read().splitlines():\n"
+    "            span, perms = line.split()[:2]\n"
+    "            start, end = (int(x, 16) for x in span.split('-'))\n"
+    "            for at in range(start, end, block) if perms.startswith('r') else ():\n"
+    "                try:\n"
+    "                    mem.seek(at)\n"
+    "                    chunk = mem.read(min(block + length, end - at))\n"
+    "                except (OSError, OverflowError, ValueError):  # [vvar], [vsyscall]\n"
+    "                    break\n"
+    "                scanned += len(chunk)\n"
+    "                hit = chunk.find(prefix)\n"
+    "                while hit >= 0:\n"
+    "                    if _hashlib.sha256(chunk[hit:hit + length]).hexdigest() == digest:\n"
+    "                        return True, scanned\n"
+    "                    hit = chunk.find(prefix, hit + 1)\n"
+    "    return False, scanned\n\n\n"
+    "with open('key-in-memory.json', 'w') as _out:\n"
+    "    _json.dump({name: _in_memory(*probe) for name, probe in %r.items()}, _out)\n")
+
+
+def _probe(secret: str) -> tuple[bytes, str, int]:
+    return secret[:6].encode(), hashlib.sha256(secret.encode()).hexdigest(), len(secret)
+
+
+def test_the_pipeline_process_never_held_the_provider_key_in_its_memory(tmp_path, monkeypatch):
+    """With a provider key the pipeline runs in a fresh interpreter, not a fork of the process holding
+    the key: a scan of all its readable memory finds the placeholder key it was given, never the provider's."""
+    from adapters.byo.runner import PROXY_KEY, execute
+
+    copy = tmp_path / "scanned_desk"
+    shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    probes = {"provider key": _probe(KEY), "placeholder key": _probe(PROXY_KEY)}
+    (copy / "refund_desk.py").write_text((copy / "refund_desk.py").read_text() + MEMORY_PROBE % probes)
+    project = Project.load(copy)
+    provider = Provider(project)
+    with provider.server:
+        monkeypatch.setenv("SABOT_MODEL_BASE_URL", provider.server.base_url)
+        monkeypatch.setenv("SABOT_MODEL_API_KEY", KEY)
+        record = execute(project, None, 1, "scanned", tmp_path / "run")
+    assert record.error is None and provider.server.exchanges  # the run went to the provider, with the key
+    found = json.loads((tmp_path / "run" / "key-in-memory.json").read_text())
+    assert found["placeholder key"][0] and found["placeholder key"][1] > 10_000_000  # the scan sees what the process holds
+    assert found["provider key"][0] is False, found
+
+
 HANG = ("\n\nimport subprocess as _subprocess, time as _time\n"
         "_build_graph = build_graph\n\n\n"
         "def build_graph():  # the test's hang: a helper process started, then no return\n"
@@ -212,6 +266,18 @@ def _gone(pid: int) -> bool:
         return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0] in ("Z", "X")
     except FileNotFoundError:
         return True
+
+
+def _ends(pid: int, seconds: float = 5) -> bool:
+    """Whether `pid` is gone within `seconds` (a SIGKILL is delivered when the process is next scheduled)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_a_pipeline_that_hangs_is_stopped_at_the_wall_limit_naming_its_file(tmp_path):
@@ -236,6 +302,51 @@ def test_a_pipeline_that_hangs_is_stopped_at_the_wall_limit_naming_its_file(tmp_
     assert took < 30 and "attempt" not in error  # stopped once, not retried: it would hang again
     helper = int((tmp_path / "runs" / outcome.record.run_id / "helper.pid").read_text())
     assert _gone(helper)  # what the pipeline started ended with it
+
+
+CONFINED = ("import os, subprocess, time\n\n\n"
+            "def hang(pid_file):\n"
+            "    helper = subprocess.Popen(['sleep', '600'])\n"
+            "    with open(pid_file, 'w') as out:\n"
+            "        out.write(str(helper.pid))\n"
+            "    time.sleep(600)\n\n\n"
+            "def fail():\n"
+            "    raise KeyError('no such refund')\n\n\n"
+            "def vanish():\n"
+            "    os._exit(3)\n\n\n"
+            "def environment():\n"
+            "    return dict(os.environ)\n")
+
+
+@pytest.mark.parametrize("secrets", [(), (KEY,)], ids=["forked", "fresh interpreter"])
+def test_the_pipeline_process_ends_and_answers_alike_forked_or_fresh(tmp_path, monkeypatch, secrets):
+    """Offline the pipeline's process is a fork; with a key to keep, a fresh interpreter: in both, the
+    wall limit names the file and line and ends the session, the result and errors come back as data."""
+    import functools
+    import importlib
+    import sys
+
+    from adapters.byo.confine import ChildDied, ChildFailed, WallLimitExceeded, run_confined
+
+    (tmp_path / "confined_here.py").write_text(CONFINED)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "confined_here", raising=False)
+    monkeypatch.setenv("SABOT_MODEL_API_KEY", KEY)
+    work = importlib.import_module("confined_here")
+    with pytest.raises(WallLimitExceeded) as hung:
+        run_confined(functools.partial(work.hang, str(tmp_path / "helper.pid")), 2, tmp_path, secrets)
+    assert hung.value.where == "confined_here.py:8 in hang"
+    assert _ends(int((tmp_path / "helper.pid").read_text()))
+    with pytest.raises(ChildFailed) as failed:
+        run_confined(work.fail, 30, tmp_path, secrets)
+    assert (failed.value.kind, failed.value.message) == ("KeyError", "'no such refund'") and "confined_here.py" in failed.value.trace
+    with pytest.raises(ChildDied):
+        run_confined(work.vanish, 30, tmp_path, secrets)
+    environ = run_confined(work.environment, 30, tmp_path, secrets)
+    assert environ["PATH"] == os.environ["PATH"] and not any(KEY in v for v in environ.values())
+    if secrets:  # what the fresh interpreter is handed is checked for the key before it starts
+        with pytest.raises(ValueError, match="holds a secret"):
+            run_confined(functools.partial(len, KEY), 30, tmp_path, secrets)
 
 
 def test_a_projects_code_and_its_fault_durations_are_part_of_a_runs_identity(monkeypatch):

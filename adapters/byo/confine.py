@@ -1,16 +1,21 @@
-"""The process a team's pipeline runs in: forked from the run, without the provider's key, on a wall limit.
+"""The process a team's pipeline runs in: without the provider's key, in a session of its own, on a wall limit.
 
 The run's own process hosts the model gateway (which alone holds the provider key) and the fault
 layer in front of it; the team's code (factory, pipeline, tools, pass criterion) runs in a child
-forked from it, in a session of its own, whose environment has the credentials removed and the
-OpenAI SDK pointed at the fault layer with a placeholder key. Its result comes back as data over a
-pipe. Past the wall limit the child's whole process group is killed; its Python stack, dumped by
-faulthandler just before, names where in the project's code it was.
+whose environment has the credentials removed and the OpenAI SDK pointed at the fault layer with a
+placeholder key. Its result comes back as data over a pipe. Past the wall limit the child's whole
+process group is killed; its Python stack, dumped by faulthandler just before, names where in the
+project's code it was.
 
-What this is not: a memory boundary. The child is a fork, so its address space starts as a copy of
-the run's; the key is in no variable, argument or environment entry it is handed, but a pipeline
-that scanned its own memory could find it. Code that must not be trusted that far runs behind
-`sabot.sandbox` instead.
+With a secret to keep (a provider key), the child is a fresh interpreter (`sys.executable`, the
+scrubbed environment, no open file of the run's but stdio and its own): the work reaches it as pickled data
+(module, function, arguments), never as inherited memory, so its memory never held the key; it
+pays its imports again (the framework included) on every run. Without one (the project's test
+double) the child is forked from the run's process, which is faster and has nothing to hide.
+
+What this is not: a boundary against its own user. The child runs as the run's uid, which may
+read the run's process through /proc (its memory, unless that process is made non-dumpable).
+Code that must not be trusted that far runs behind `sabot.sandbox` instead.
 """
 
 import faulthandler
@@ -19,6 +24,8 @@ import os
 import pickle
 import re
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -51,31 +58,33 @@ def scrubbed_environment(environ: dict, secrets: tuple[str, ...]) -> dict:
 
 
 def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, secrets: tuple[str, ...] = ()):
-    """`work()` in a forked child with the secrets gone from its environment; its (picklable) return
-    value, or its exception re-raised here as `ChildFailed` text. Past `wall_seconds`:
-    WallLimitExceeded, naming the innermost frame of the child inside `root`."""
+    """`work()` in a child with the secrets gone from its environment (and, if there are any, from
+    its memory: a fresh interpreter, `work` picklable); its (picklable) return value, or its
+    exception re-raised here as `ChildFailed` text. Past `wall_seconds`: WallLimitExceeded, naming
+    the innermost frame of the child inside `root`."""
     read_end, write_end = os.pipe()
     stack = tempfile.TemporaryFile()
-    gc.freeze()  # the child's collector then never walks (and so copies) the heap it shares with this process
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
+    try:
+        child = _spawned(work, write_end, stack, secrets) if any(secrets) else _forked(work, read_end, write_end, stack, secrets)
+    except BaseException:
         os.close(read_end)
-        _child(work, write_end, stack.fileno(), secrets)
-    gc.unfreeze()
-    os.close(write_end)
+        stack.close()
+        raise
+    finally:
+        os.close(write_end)
     received = bytearray()
     reader = threading.Thread(target=_drain, args=(read_end, received), daemon=True)
     reader.start()
     reader.join(wall_seconds)
     try:
         if reader.is_alive():  # hung: its stack first, then the whole process group
-            where = _stack_of(pid, stack, root)
-            _kill_group(pid)
+            where = _stack_of(child.pid, stack, root)
+            _kill_group(child.pid)
             reader.join(5)
             raise WallLimitExceeded(wall_seconds, where)
-        _kill_group(pid)  # whatever the pipeline left running in its session ends with it
+        _kill_group(child.pid)  # whatever the pipeline left running in its session ends with it
     finally:
-        os.waitpid(pid, 0)
+        child.wait()
         stack.close()
     if not received:
         raise ChildDied("the pipeline's process ended without a result (killed, or it exited on its own)")
@@ -93,14 +102,73 @@ class ChildFailed(Exception):
         self.kind, self.message, self.trace = detail
 
 
-def _child(work: Callable[[], object], write_end: int, stack_fd: int, secrets: tuple[str, ...]) -> None:
-    code = 0
+class _Forked:
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def wait(self) -> None:
+        os.waitpid(self.pid, 0)
+
+
+def _forked(work: Callable[[], object], read_end: int, write_end: int, stack, secrets: tuple[str, ...]) -> _Forked:
+    gc.freeze()  # the child's collector then never walks (and so copies) the heap it shares with this process
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read_end)
+        _in_fork(work, write_end, stack.fileno(), secrets)
+    gc.unfreeze()
+    return _Forked(pid)
+
+
+def _in_fork(work: Callable[[], object], write_end: int, stack_fd: int, secrets: tuple[str, ...]) -> None:
     try:
         os.setsid()  # its own process group: the wall limit kills whatever it started too
-        faulthandler.register(signal.SIGUSR1, file=stack_fd, all_threads=True)
         clean = scrubbed_environment(dict(os.environ), secrets)
         os.environ.clear()
         os.environ.update(clean)
+    except BaseException:
+        os._exit(70)
+    _serve(work, write_end, stack_fd)
+
+
+# The fresh interpreter's first lines: the run's import path (a list of str, first in the work file),
+# then the rest is served by this module.
+BOOTSTRAP = ("import os, pickle, sys\n"
+             "source = os.fdopen(int(sys.argv[1]), 'rb')\n"
+             "sys.path[:0] = pickle.load(source)\n"
+             "from adapters.byo.confine import serve_spawned\n"
+             "serve_spawned(source, int(sys.argv[2]), int(sys.argv[3]))\n")
+
+
+def _spawned(work: Callable[[], object], write_end: int, stack, secrets: tuple[str, ...]) -> subprocess.Popen:
+    data = pickle.dumps(work)
+    if any(s and s.encode() in data for s in secrets):
+        raise ValueError("the work handed to the pipeline's process holds a secret it must not see")
+    source = tempfile.TemporaryFile()
+    with source:
+        pickle.dump(list(sys.path), source)
+        source.write(data)
+        source.flush()
+        source.seek(0)
+        fds = (source.fileno(), write_end, stack.fileno())
+        return subprocess.Popen([sys.executable, "-c", BOOTSTRAP, *map(str, fds)], env=scrubbed_environment(dict(os.environ), secrets),
+                                close_fds=True, pass_fds=fds, start_new_session=True)
+
+
+def serve_spawned(source, write_end: int, stack_fd: int) -> None:
+    """The fresh interpreter's side: the pickled work read from `source`, run, answered on `write_end`."""
+    _serve(lambda: _loaded(source)(), write_end, stack_fd)
+
+
+def _loaded(source) -> Callable[[], object]:
+    with source:
+        return pickle.load(source)  # imports the work's modules: the stack dump is registered by then
+
+
+def _serve(work: Callable[[], object], write_end: int, stack_fd: int) -> None:
+    code = 0
+    try:
+        faulthandler.register(signal.SIGUSR1, file=stack_fd, all_threads=True)
         try:
             payload = ("ok", work())
         except BaseException as exc:  # handed back as text: a live exception does not cross processes

@@ -261,7 +261,7 @@ def _in_pipeline_process(project: Project, operator: str | None, spec: dict | No
 
 
 def warm(framework: str) -> None:
-    """Import the framework in the run's own process, once, so the pipeline's forked process finds it loaded."""
+    """Import the framework in the run's own process, once, so a forked pipeline process (offline) finds it loaded."""
     for name in (*getattr(FRAMEWORKS[framework], "WARM", ()), *CLIENT_MODULES):
         try:
             importlib.import_module(name)
