@@ -47,7 +47,11 @@ def replay_identity(identity: Identity, replay) -> Identity:
     """A replayed attempt's identity: a replay of its source run, whatever endpoint the environment
     names. No live identity starts so, so a replay never satisfies reuse for provider (or scripted) work."""
     return Identity(identity.runner_version, f"{REPLAY_ENDPOINT_PREFIX}{replay.source or 'a stored run'} ({replay.endpoint_label})",
-                    identity.pipeline_model, identity.downgrade_model, identity.protocol)
+                    identity.pipeline_model, identity.downgrade_model, identity.protocol, identity.code)
+
+
+def is_replay(identity: Identity) -> bool:
+    return identity.endpoint.startswith(REPLAY_ENDPOINT_PREFIX)
 
 
 def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identity: Identity, dagster_run_id: str,

@@ -42,6 +42,7 @@ from sabot.matrix import Cell, Probe
 from sabot.registry import LOCK_NAME, Registry, WaveDef
 from sabot.store.published import read_report
 from sabot.store.db import connect
+from judges.soft.location import located
 from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import
 from sabot.store.runs import StoredRun, read_baselines, read_runs, record_sql
@@ -207,6 +208,13 @@ def _check_landed(con, wave: str, rows) -> None:
                 raise VerifyError(f"{source}: differs from the file landed in the store at import (sha256 {sha[:12]})")
 
 
+def located_from_runs(judged: dict, runs: dict) -> dict:
+    """Judge verdicts with where each quote was written, re-derived from the runs at hand (the boards
+    count a notice quoted from before the injection apart, judges.soft.location)."""
+    records = {key: run.record for key, run in runs.items() if run.record is not None and key in judged}
+    return located(judged, records)
+
+
 def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> Published:
     if not Path(store_path).is_file():
         raise VerifyError(f"store {store_path}: no such store (a bundle is verified by its directory)")
@@ -229,7 +237,7 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
         kappa = read_report(con, wave.name, "soft", "kappa.json")
         return Published(
             wave=wave, runs=runs, baselines=read_baselines(con, wave.name),
-            judged={(op, probe): v for (op, probe, _), v in read_judgements(con, wave.name, variant=0).items()},
+            judged=located_from_runs({(op, probe): v for (op, probe, _), v in read_judgements(con, wave.name, variant=0).items()}, runs),
             label=conformance_label(con, wave), missing=imported["missing"] if imported else [],
             kappa=json.loads(kappa) if kappa else None,
             cells={v: read_verdicts(con, wave.name, v) for v in wave.readings},
@@ -367,7 +375,7 @@ def published_in_bundle(registry: Registry, directory: Path, manifest: dict) -> 
     facts = _read_json(directory, "published/wave.json")
     for operator, probe, source_path in facts.get("absent", []):
         runs[(operator, probe)] = StoredRun("absent", None, source_path, None)
-    judged = {(j["operator"], j["probe"]): j for j in _read_json(directory, "evidence/judgements.json")}
+    judged = located_from_runs({(j["operator"], j["probe"]): j for j in _read_json(directory, "evidence/judgements.json")}, runs)
     return Published(
         wave=wave, runs=runs, baselines=baselines, judged=judged, label=_label_of(runs) if wave.source == "live" else wave.label,
         missing=facts["missing"], kappa=facts["kappa"],

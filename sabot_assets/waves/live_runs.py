@@ -25,7 +25,7 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from adapters.pool import crashed_attempt
-from adapters.run_attempt import current_identity, provider_circuit, run_attempt
+from adapters.run_attempt import current_identity, is_replay, provider_circuit, run_attempt
 from adapters.runner import Recording, RunSpec
 from sabot import runroot
 from sabot.matrix import Cell, Probe
@@ -86,6 +86,8 @@ def reusable_attempts(run_root: Path, wave: str, slots, identity, refused: dict 
             if attempt is None:
                 continue
             if attempt.outcome == "complete":
+                if is_replay(attempt.identity) and not is_replay(identity):
+                    continue  # a replay never answers for live work; the live run it replayed still may
                 if attempt.identity == identity:
                     out[(operator, probe)] = attempt
                 break
@@ -100,6 +102,8 @@ def rerun_reasons(run_root: Path, wave: str, slots, identity) -> dict[str, int]:
         for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
             attempt = sealed_attempt(run_root, directory)
             if attempt is not None and attempt.outcome == "complete":
+                if is_replay(attempt.identity) and not is_replay(identity):
+                    continue  # as reuse reads them (reusable_attempts)
                 if attempt.identity != identity:
                     reason = identity.change_from(attempt.identity)
                     reasons[reason] = reasons.get(reason, 0) + 1
