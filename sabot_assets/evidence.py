@@ -124,18 +124,22 @@ def rederive(registry: Registry, pub: Published) -> int:
     boards = {}
     for ruleset in rulesets:
         v = ruleset.version
-        rows = []
+        rows, acts = [], []
         for stored in pub.cells.get(v, []):
             cell = Cell(stored["operator"], Probe(stored["framework"], stored["config"], stored["task"], int(stored["seed"])))
-            derived, _ = verdict_rows(wave, ruleset, cell, pub.runs.get((cell.operator, cell.probe.key)), pub.runs.get(("", cell.probe.key)), "")
+            derived, cell_acts = verdict_rows(wave, ruleset, cell, pub.runs.get((cell.operator, cell.probe.key)), pub.runs.get(("", cell.probe.key)), "")
             diff = first_difference(_json({k: x for k, x in stored.items() if k not in IGNORED_FIELDS}),
                                     _json({k: x for k, x in derived.items() if k not in IGNORED_FIELDS and k in stored}))
             if diff:
                 raise VerifyError(f"{pub.where['cells'].format(v=v)}: cell {cell.key}: {diff}")
             rows.append(stored)
+            acts += cell_acts
         rows += _run_error_rows(wave, ruleset, pub, {(r["operator"], r["probe"]) for r in rows})
+        # The retry tally as the store's acts table orders it (sabot.store.verdicts.retry_acts).
+        retries = [(bool(a["counted"]), a["note"]) for a in sorted(acts, key=lambda a: (a["operator"], a["probe"], a["seq"]))
+                   if a["act"] == "retry_with_reason"]
         board = build_board(registry, v, rows, pub.baselines, wave.operators, pub.judged, pub.label, expected_rows(wave),
-                            floor=floor_rules(ruleset, rulesets))
+                            floor=floor_rules(ruleset, rulesets), expected_cells=wave.cell_keys(), retries=retries)
         diff = first_difference(_json(pub.boards.get(v)), _json(board))
         if diff:
             raise VerifyError(f"{pub.where['board'].format(v=v)}: {diff}")

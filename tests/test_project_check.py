@@ -22,6 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 REFUND_DESK, ONCALL, SUPPLIERS = (ROOT / "examples" / name for name in ("refund_desk", "oncall_triage", "supplier_vetting"))
 
 
+@pytest.fixture(autouse=True)
+def short_wall_limit(tmp_path, monkeypatch):
+    """A pipeline that hangs fails its test within minutes, not at the registered 30-minute wall limit
+    (a CrewAI baseline forked from a process that had run crews hung once)."""
+    policy = tmp_path / "wall_limit_policy.json"
+    policy.write_text('{"run_wall_limit_seconds": 240}')
+    monkeypatch.setenv("SABOT_CALL_POLICY", str(policy))
+
+
 def copy_of(example: Path, tmp_path: Path, registered: bool = False) -> Path:
     copy = tmp_path / example.name
     shutil.copytree(example, copy, ignore=shutil.ignore_patterns("__pycache__", *(() if registered else ("registry.lock.json",))))

@@ -174,7 +174,23 @@ def _hooks(before_llm, before_tool):
         unregister_before_tool_call_hook(before_tool)
 
 
+def revive_event_bus() -> None:
+    """A fork copies only the forking thread. A CrewAI event bus whose thread pool and loop thread
+    were started in the parent (a crew kicked off there before) would, in the pipeline's forked
+    process, queue every event for threads that do not exist, and `kickoff` waits on the first
+    forever. Its lazy start is armed again here, so the child starts its own on the first event."""
+    from crewai.events.event_bus import crewai_event_bus as bus
+    from crewai.utilities.rw_lock import RWLock
+
+    loop_thread = getattr(bus, "_loop_thread", None)
+    if bus._executor_initialized and (loop_thread is None or not loop_thread.is_alive()):
+        bus._executor_initialized = False
+        bus._pending_futures, bus._futures_lock, bus._rwlock = set(), threading.Lock(), RWLock()
+        type(bus)._instance_lock = threading.RLock()
+
+
 def run(crew, inputs: dict, acts: Acts, where) -> dict:
+    revive_event_bus()
     state = _CrewRun(crew, acts)
 
     def before_llm(context) -> None:
