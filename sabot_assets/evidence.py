@@ -148,7 +148,7 @@ def rederive(registry: Registry, pub: Published) -> int:
         if markdown != pub.reports.get(v):
             raise VerifyError(f"{pub.where['report'].format(v=v)}: {_first_line_difference(pub.reports.get(v), markdown)}")
     if pub.html is not None:
-        html = render_html(wave.name, pub.label, boards, wave.headline_ruleset, pub.missing, footnotes(registry, rulesets, pub.label))
+        html = render_html(wave.name, pub.label, boards, wave.headline_ruleset, pub.missing, footnotes(registry, rulesets, pub.label), pub.kappa)
         if html != pub.html:
             raise VerifyError(f"{pub.where['html']}: {_first_line_difference(pub.html, html)}")
     return sum(len(c) for c in pub.cells.values())
