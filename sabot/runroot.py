@@ -220,8 +220,9 @@ def _age_seconds(path: Path) -> float:
         return 0.0
 
 
-def _holder_gone(holder: str, host: str) -> bool:
-    """A claim of a process on this host that no longer exists; another host's claim is never judged here."""
+def holder_gone(holder: str, host: str) -> bool:
+    """A "host:pid" holder (a claim, a run's launcher) that was a process on this host and no longer
+    exists; another host's is never judged here."""
     claim_host, _, pid = holder.rpartition(":")
     if claim_host != host or not pid.isdigit():
         return False
@@ -256,7 +257,7 @@ def claim(root: Path, wave: str, probe: Probe, operator: str | None, holder: str
                 return True
             if current is None and _age_seconds(path) < HALF_WRITTEN_SECONDS:
                 return False  # being written by the process that just created it
-            if current is not None and not _holder_gone(current, host):
+            if current is not None and not holder_gone(current, host):
                 return False
             path.unlink(missing_ok=True)  # a dead holder's (or a half-written) claim
             continue
@@ -269,7 +270,7 @@ def claim(root: Path, wave: str, probe: Probe, operator: str | None, holder: str
 def live_claim(root: Path, wave: str, probe: Probe, operator: str | None, host: str) -> str | None:
     """The holder of a slot's claim while that process lives (as far as this host can tell)."""
     holder = claim_holder(root, wave, probe, operator)
-    return None if holder is None or _holder_gone(holder, host) else holder
+    return None if holder is None or holder_gone(holder, host) else holder
 
 
 def release_claim(root: Path, wave: str, probe: Probe, operator: str | None, holder: str) -> None:

@@ -13,6 +13,7 @@ import socket
 import dagster as dg
 
 from adapters.pool import DEFAULT_CONCURRENCY, run_many
+from sabot.runroot import holder_gone
 from sabot_assets.constants import CONCURRENCY_TAG, LAUNCHER_TAG, LLM_POOL
 
 
@@ -32,16 +33,8 @@ def launcher_tag() -> dict[str, str]:
 
 
 def _process_gone(launcher: str | None) -> bool:
-    host, _, pid = (launcher or "").rpartition(":")
-    if host != host_label() or not pid.isdigit():
-        return False  # another host's, or not launched in-process: its own monitoring answers for it
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    # another host's, or not launched in-process: its own monitoring answers for it
+    return holder_gone(launcher or "", host_label())
 
 
 def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
