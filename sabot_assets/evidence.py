@@ -42,7 +42,6 @@ from sabot.matrix import Cell, Probe
 from sabot.registry import LOCK_NAME, Registry, WaveDef
 from sabot.store.published import read_report
 from sabot.store.db import connect
-from judges.soft.location import located
 from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import
 from sabot.store.runs import StoredRun, read_baselines, read_runs, record_sql
@@ -50,6 +49,7 @@ from sabot.store.verdicts import read_verdicts
 from sabot.trace import TraceError, parse_runresult
 from sabot_assets.waves.scoreboard_assets import conformance_label, expected_rows, footnotes, with_cell_links
 from sabot_assets.waves.live_runs import run_root_beside
+from sabot_assets.waves.judging import located_from_runs
 from sabot_assets.waves.verdicts import verdict_rows
 
 MANIFEST, BUNDLE_FORMAT = "manifest.json", "sabot-bundle/1"
@@ -210,13 +210,6 @@ def _check_landed(con, wave: str, rows) -> None:
             source = root / path
             if source.is_file() and hashlib.sha256(source.read_bytes()).hexdigest() != sha:
                 raise VerifyError(f"{source}: differs from the file landed in the store at import (sha256 {sha[:12]})")
-
-
-def located_from_runs(judged: dict, runs: dict) -> dict:
-    """Judge verdicts with where each quote was written, re-derived from the runs at hand (the boards
-    count a notice quoted from before the injection apart, judges.soft.location)."""
-    records = {key: run.record for key, run in runs.items() if run.record is not None and key in judged}
-    return located(judged, records)
 
 
 def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> Published:

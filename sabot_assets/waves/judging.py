@@ -73,7 +73,13 @@ def located_judgements(con, wave: str) -> dict:
     (`judges.soft.location`): only noticed verdicts need their fault run read."""
     judged = {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave, variant=0).items()}
     noticed = [key for key, v in judged.items() if v["status"] == "ok" and v["noticed"]]
-    records = {key: stored.record for key, stored in read_runs(con, wave, noticed).items() if stored.record is not None}
+    return located_from_runs(judged, read_runs(con, wave, noticed))
+
+
+def located_from_runs(judged: dict, runs: dict) -> dict:
+    """Judge verdicts with where each quote was written, from the runs at hand (the store's, or a
+    bundle's for `sabot verify`): the boards count a notice quoted from before the injection apart."""
+    records = {key: run.record for key, run in runs.items() if run.record is not None and key in judged}
     return located(judged, records)
 
 
