@@ -235,16 +235,25 @@ def holder_gone(holder: str, host: str) -> bool:
     return False
 
 
-def claim_holder(root: Path, wave: str, probe: Probe, operator: str | None) -> str | None:
+def claim_record(root: Path, wave: str, probe: Probe, operator: str | None) -> dict | None:
+    """The claim file's content ({"holder", "at"} and, for a Dagster step's claim, "owner"), or None."""
     try:
-        return json.loads((slot_dir(root, wave, probe, operator) / CLAIM_FILE).read_text())["holder"]
-    except (OSError, ValueError, KeyError):
+        record = json.loads((slot_dir(root, wave, probe, operator) / CLAIM_FILE).read_text())
+    except (OSError, ValueError):
         return None
+    return record if isinstance(record, dict) and "holder" in record else None
 
 
-def claim(root: Path, wave: str, probe: Probe, operator: str | None, holder: str, host: str) -> bool:
+def claim_holder(root: Path, wave: str, probe: Probe, operator: str | None) -> str | None:
+    record = claim_record(root, wave, probe, operator)
+    return None if record is None else record["holder"]
+
+
+def claim(root: Path, wave: str, probe: Probe, operator: str | None, holder: str, host: str,
+          owner: str | None = None, stale=None) -> bool:
     """Claim a slot for `holder` ("host:pid") with an exclusive create; a claim whose process is gone
-    (on this host) is taken over. False: a live process holds it."""
+    (on this host), or that `stale(record)` says is over (its owner, e.g. a Dagster run, ended), is
+    taken over. `owner` is recorded beside the holder. False: a live process holds it."""
     base = slot_dir(root, wave, probe, operator)
     base.mkdir(parents=True, exist_ok=True)
     path = base / CLAIM_FILE
@@ -252,17 +261,18 @@ def claim(root: Path, wave: str, probe: Probe, operator: str | None, holder: str
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            current = claim_holder(root, wave, probe, operator)
+            record = claim_record(root, wave, probe, operator)
+            current = None if record is None else record["holder"]
             if current == holder:
                 return True
             if current is None and _age_seconds(path) < HALF_WRITTEN_SECONDS:
                 return False  # being written by the process that just created it
-            if current is not None and not holder_gone(current, host):
+            if current is not None and not holder_gone(current, host) and not (stale is not None and stale(record)):
                 return False
             path.unlink(missing_ok=True)  # a dead holder's (or a half-written) claim
             continue
         with os.fdopen(fd, "w") as fh:
-            json.dump({"holder": holder, "at": _now()}, fh)
+            json.dump({"holder": holder, "at": _now(), **({"owner": owner} if owner else {})}, fh)
         return True
     return False
 

@@ -10,6 +10,7 @@ from sabot.registry import Registry
 from sabot_assets.automation import rescore_sensor
 from sabot_assets.contrasts import build_contrast_assets
 from sabot_assets.guard import guard_assets
+from sabot_assets.hosts import run_executor
 from sabot_assets.quiet import beta_used_on_purpose
 from sabot_assets.resources import default_store
 from sabot_assets.waves.factory import build_wave
@@ -32,7 +33,7 @@ def build_definitions(registry: Registry | None = None, store=None, scorer: str 
         jobs=jobs,
         sensors=[rescore_sensor],
         resources={"store": store},
-        executor=dg.in_process_executor,  # every step is short; one process per run avoids store contention
+        executor=run_executor(),  # in-process on one machine; the worker hosts' where the deployment has them
     )
 
 

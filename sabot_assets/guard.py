@@ -38,10 +38,18 @@ def guard_assets(assets: list[dg.AssetsDefinition], registry: Registry, store) -
 
 
 def is_guarded(asset: dg.AssetsDefinition) -> bool:
+    if isinstance(asset.node_def, dg.GraphDefinition):  # a graph-backed asset: every step checks for itself
+        return all(getattr(op.compute_fn.decorated_fn, GUARDED, False) for op in asset.node_def.iterate_op_defs())
     return getattr(asset.op.compute_fn.decorated_fn, GUARDED, False)
 
 
 def _guarded(asset: dg.AssetsDefinition, registry: Registry, store) -> dg.AssetsDefinition:
+    if isinstance(asset.node_def, dg.GraphDefinition):
+        # Rebuilding a graph's ops would mean rebuilding the graph: its ops call require_registered
+        # themselves (sabot_assets.waves.live_runs) and are marked so; one that does not is refused.
+        if not is_guarded(asset):
+            raise TypeError(f"graph-backed asset {asset.key.to_user_string()} has a step that does not check the registry (sabot_assets.guard)")
+        return asset
     # Dagster has no pre-step hook, so the op is rebuilt around a wrapper of its function. The
     # wrapper keeps the function's signature (functools.wraps), which is how Dagster decides what
     # to pass it (context, resources), so the asset behaves exactly as before after the check.

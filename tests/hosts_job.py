@@ -1,7 +1,7 @@
 """A trivial job for the worker-host harness: every step records, in the shared run root, where it
 ran (host label and the address its host reaches the coordinator from) and when. The steps run on
-the worker hosts; the last one, which collects them, is routed to the coordinator's store queue, as a
-settle step that writes the store will be."""
+the worker hosts (tagged for their queue); the last one, which collects them, goes to the coordinator's
+store queue, the executor's default, as a settle step that writes the store does."""
 
 import json
 import os
@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import dagster as dg
 
-from sabot_assets.hosts import hosts_executor, store_step_tags
+from sabot_assets.hosts import hosts_executor, worker_step_tags
 from sabot_assets.waves.concurrency import host_label
 
 STEPS = 8
@@ -38,7 +38,7 @@ def record_step(context, started: float) -> str:
 
 
 def _step(index: int):
-    @dg.op(name=f"step_{index}", pool=POOL)
+    @dg.op(name=f"step_{index}", pool=POOL, tags=worker_step_tags())
     def _work(context) -> str:
         started = time.time()
         time.sleep(2.0)
@@ -47,7 +47,7 @@ def _step(index: int):
     return _work
 
 
-@dg.op(tags=store_step_tags(), ins={f"step_{i}": dg.In(str) for i in range(STEPS)})
+@dg.op(ins={f"step_{i}": dg.In(str) for i in range(STEPS)})
 def collect(context, **done):
     record_step(context, time.time())
 

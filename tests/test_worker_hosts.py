@@ -9,6 +9,7 @@ times, is exactly the limit), and the collecting step went to the coordinator's 
 """
 
 import json
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -47,3 +48,51 @@ def test_a_job_runs_each_step_once_on_both_worker_hosts_within_the_pool(worker_h
     assert peak_in_flight([(r["started"], r["ended"]) for r in records]) == limit
     assert collected["label"] == STORE_WORKER and collected["address"] == worker_hosts.coordinator
     assert collected["started"] >= max(r["ended"] for r in records)
+
+
+def test_the_queue_tag_is_dagster_celery_s_and_run_steps_go_where_the_store_is():
+    from dagster_celery.tags import DAGSTER_CELERY_QUEUE_TAG
+
+    from sabot.registry import Registry
+    from sabot_assets.hosts import STORE_QUEUE, WORKER_QUEUE
+    from sabot_assets.hosts import DAGSTER_CELERY_QUEUE_TAG as spelled
+    from sabot_assets.waves.live_runs import build_live_run_assets
+
+    assert spelled == DAGSTER_CELERY_QUEUE_TAG
+    registry = Registry()
+    for asset in build_live_run_assets(registry.wave("demo"), registry, dg.AssetKey(["demo", "probes"])):
+        ops = {op.name.rpartition("__")[2]: op for op in asset.node_def.iterate_op_defs()}
+        assert sorted(ops) == ["execute", "prepare", "settle"]
+        assert ops["execute"].tags[DAGSTER_CELERY_QUEUE_TAG] == WORKER_QUEUE and ops["execute"].pool == "llm_agent"
+        assert ops["prepare"].tags[DAGSTER_CELERY_QUEUE_TAG] == ops["settle"].tags[DAGSTER_CELERY_QUEUE_TAG] == STORE_QUEUE
+        assert ops["prepare"].pool is None and ops["settle"].pool is None  # settling never holds a run's slot
+
+
+def test_a_cell_claim_is_taken_over_only_from_a_gone_process_or_an_ended_run(tmp_path):
+    from sabot import runroot
+    from sabot.matrix import Probe
+    from sabot_assets.waves.live_runs import claim_over
+
+    @dg.op
+    def noop():
+        return None
+
+    @dg.job
+    def ended():
+        noop()
+
+    probe = Probe("langgraph", "default", "t1", 1)
+    with dg.instance_for_test() as instance:
+        ended_run = ended.execute_in_process(instance=instance).run_id
+        over = lambda record: claim_over(instance, record)  # noqa: E731
+        live = f"w1:{os.getpid()}"  # a live process (this one), on another host than the claimer's
+        assert runroot.claim(tmp_path, "demo", probe, "O1", live, "w1", owner="run-a/execute", stale=over)
+        # A redelivered step on another host: the same owner, but its first delivery may still run: refused.
+        assert not runroot.claim(tmp_path, "demo", probe, "O1", "w2:1", "w2", owner="run-a/execute", stale=over)
+        assert runroot.claim(tmp_path, "demo", probe, "O1", live, "w1", owner="run-a/execute", stale=over)  # the holder again: yes
+        runroot.release_claim(tmp_path, "demo", probe, "O1", live)
+        assert runroot.claim(tmp_path, "demo", probe, "O1", live, "w1", owner=f"{ended_run}/execute", stale=over)
+        # Its Dagster run has ended: judged from the instance, on any host, so another host takes it over.
+        assert runroot.claim(tmp_path, "demo", probe, "O1", "w2:1", "w2", owner="run-b/execute", stale=over)
+        assert runroot.claim_record(tmp_path, "demo", probe, "O1") == {**runroot.claim_record(tmp_path, "demo", probe, "O1"),
+                                                                      "holder": "w2:1", "owner": "run-b/execute"}

@@ -150,8 +150,9 @@ def peak_in_flight(intervals) -> int:
 
 
 @contextmanager
-def hosts_layout(tmp: Path, labels=LABELS):
-    """The coordinator's services and a worker host per label, all stopped and removed on exit."""
+def hosts_layout(tmp: Path, labels=LABELS, extra_env: dict[str, str] | None = None):
+    """The coordinator's services and a worker host per label, all stopped and removed on exit;
+    `extra_env` joins the environment every host gets (the scripted model's latency, the chunk size)."""
     pg_port = os.environ.get("SABOT_HOSTS_PG_PORT", "55433")
     redis_port = os.environ.get("SABOT_HOSTS_REDIS_PORT", "56380")
     pg_dir, redis_dir = Path(f"/tmp/sabot-hosts-pg-{pg_port}"), Path(f"/tmp/sabot-hosts-redis-{redis_port}")
@@ -168,6 +169,7 @@ def hosts_layout(tmp: Path, labels=LABELS):
                  "SABOT_REDIS_DIR": str(redis_dir), "SABOT_SHARED": str(tmp / "shared")},
         ).stdout
         env = dict(line.removeprefix("export ").split("=", 1) for line in services.splitlines() if line.startswith("export "))
+        env.update(extra_env or {})
         hosts = WorkerHosts(env=env, coordinator=coordinator, addresses={label: _netns("address", str(i + 1)) for i, label in enumerate(LABELS)},
                             logs=tmp)
         with hosts.environment():

@@ -11,7 +11,9 @@
 #   SABOT_COORDINATOR_ADDRESS (required)  the address the workers reach this host on
 #   SABOT_WORKER_NETWORK (required for services)  the network (CIDR) Postgres trusts the workers from
 #   SABOT_PG_PORT (55432), SABOT_REDIS_PORT (56379), SABOT_UI_PORT (3000)
-#   SABOT_SHARED (/srv/sabot): the path every host mounts; step storage and the run root live in it
+#   SABOT_SHARED (/srv/sabot): the path every host mounts; step storage and the run root live in it.
+#     The store (SABOT_DB) is named there too, so every host derives the same run root beside it;
+#     only the coordinator's store-queue worker ever opens it.
 set -euo pipefail
 PROJECT=$(cd "$(dirname "$0")/../.." && pwd)
 ADDRESS=${SABOT_COORDINATOR_ADDRESS:?the address the worker hosts reach this host on}
@@ -29,11 +31,12 @@ export SABOT_DAGSTER_PG_URL=$pg
 export SABOT_CELERY_BROKER=$broker
 export SABOT_DAGSTER_STORAGE=$SHARED/dagster
 export SABOT_RUN_ROOT=$SHARED/runroot
+export SABOT_DB=$SHARED/sabot.duckdb
 ENV
 }
 
 needs_environment() {
-  for name in SABOT_DAGSTER_PG_URL SABOT_CELERY_BROKER SABOT_DAGSTER_STORAGE SABOT_RUN_ROOT; do
+  for name in SABOT_DAGSTER_PG_URL SABOT_CELERY_BROKER SABOT_DAGSTER_STORAGE SABOT_RUN_ROOT SABOT_DB; do
     [ -n "${!name:-}" ] || { echo "coordinator.sh: $name is not set: eval \"\$($0 services)\" first" >&2; exit 2; }
   done
   export DAGSTER_HOME="$PROJECT/deploy/hosts" DAGSTER_DISABLE_TELEMETRY=1

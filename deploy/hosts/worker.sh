@@ -9,14 +9,14 @@
 # several steps at once on a host, start several, each with its own SABOT_WORKER_NAME.
 #   SABOT_HOST_LABEL (required)  this host's name in launcher tags and in the worker's name; unique
 #                                per host even where hosts share a host name (containers, namespaces)
-#   SABOT_DAGSTER_PG_URL, SABOT_CELERY_BROKER, SABOT_DAGSTER_STORAGE, SABOT_RUN_ROOT: as on the
+#   SABOT_DAGSTER_PG_URL, SABOT_CELERY_BROKER, SABOT_DAGSTER_STORAGE, SABOT_RUN_ROOT, SABOT_DB: as on the
 #                                coordinator (deploy/hosts/coordinator.sh prints them)
 #   SABOT_WORKER_NAME (the label), SABOT_WORKER_QUEUE (dagster: the executor's default queue)
 #   SABOT_WORKER_HOME (/tmp/sabot-worker-NAME): this worker's DAGSTER_HOME, holding a link to the
 #                                instance file and the settings module dagster-celery writes
 set -euo pipefail
 PROJECT=$(cd "$(dirname "$0")/../.." && pwd)
-for name in SABOT_HOST_LABEL SABOT_DAGSTER_PG_URL SABOT_CELERY_BROKER SABOT_DAGSTER_STORAGE SABOT_RUN_ROOT; do
+for name in SABOT_HOST_LABEL SABOT_DAGSTER_PG_URL SABOT_CELERY_BROKER SABOT_DAGSTER_STORAGE SABOT_RUN_ROOT SABOT_DB; do
   [ -n "${!name:-}" ] || { echo "worker.sh: $name is not set (see the header of $0)" >&2; exit 2; }
 done
 NAME=${SABOT_WORKER_NAME:-$SABOT_HOST_LABEL}
