@@ -30,6 +30,9 @@ PROJECT = Path(__file__).resolve().parents[1]
 HOSTS = PROJECT / "deploy" / "hosts"
 LABELS = ("w1", "w2")  # the worker hosts
 STORE_WORKER = "coordinator"  # the label of the coordinator's store-queue worker (its name: "store")
+# What every host gets for a wave: 4 cells a backfill run (one run's execute step runs on one host,
+# so a small wave spreads over both) and a scripted model that answers fast.
+WAVE_ENV = {"SABOT_LIVE_CHUNK": "4", "SABOT_SCRIPTED_LATENCY": "0.02"}
 READY_DEADLINE_S = 240  # a worker imports Dagster and the executor first; slow on a loaded machine
 
 
@@ -192,5 +195,5 @@ def worker_hosts(tmp_path_factory):
         if os.environ.get("SABOT_REQUIRE_HOSTS"):
             pytest.fail(f"SABOT_REQUIRE_HOSTS is set but {missing}")
         pytest.skip(missing)
-    with hosts_layout(tmp_path_factory.mktemp("hosts")) as hosts:
+    with hosts_layout(tmp_path_factory.mktemp("hosts"), extra_env=WAVE_ENV) as hosts:
         yield hosts
