@@ -13,13 +13,14 @@ with the mutation the UI's "Launch backfill" sends, and times it from launch to 
 - two worker hosts at the same total C (the pool is shared through the instance's Postgres);
 - two worker hosts at 2C.
 
-Printed, never asserted: each wall time, the model calls made, the peak of runs in flight read from
-the attempts' start and end times in the run root, and the ratios two/one at C (the target is at
-most 1.1) and two at 2C / one at C (the target is at most 0.6).
+Each backfill run is a chunk of 50 cells (the default), so the slice is 2 Dagster runs whose
+`execute` steps each run on one worker host (a host runs one step at a time: `--pool solo`) and
+hold up to C of the pool's slots between them; `prepare` and `settle` run on the coordinator.
 
-What it needs first: the wave's run step must execute on a worker host and leave the store to a
-settle step on the coordinator's store queue (sabot_assets/hosts.py). Until the wave's assets are
-built that way, the script checks for it, says what is missing and exits 2 without a figure.
+Printed, never asserted: each wall time, the attempts and their peak in flight read from their start
+and end times in the run root, the load average, and the ratios two/one at C (the target is at most
+1.1) and two at 2C / one at C (the target is at most 0.6). Exits 2 without a figure where worker
+hosts cannot be laid out here (root, iproute2, redis-server, PostgreSQL).
 """
 
 import argparse
@@ -44,23 +45,6 @@ from tests.worker_hosts import LABELS, hosts_layout, peak_in_flight, unavailable
 
 LATENCY_ENV = "SABOT_SCRIPTED_LATENCY"
 DEADLINE_S = 3600
-
-
-def run_step_routing_missing() -> list[str]:
-    """What the wave's definitions lack for a run to execute on a worker host (empty: nothing)."""
-    from dagster_celery.tags import DAGSTER_CELERY_QUEUE_TAG
-
-    from sabot_assets.definitions import build_definitions
-    from sabot_assets.hosts import STORE_QUEUE, hosts_executor
-
-    job = build_definitions().resolve_implicit_global_asset_job_def()
-    missing = []
-    if not any(node.tags.get(DAGSTER_CELERY_QUEUE_TAG) == STORE_QUEUE for node in job.all_node_defs):
-        missing.append(f"no asset step is routed to the store queue '{STORE_QUEUE}' (sabot_assets.hosts.store_step_tags): "
-                       "the run step still writes the store itself, so it cannot run on a worker host")
-    if job.executor_def.name != hosts_executor().name:
-        missing.append(f"the definitions execute with '{job.executor_def.name}', not sabot_assets.hosts.hosts_executor()")
-    return missing
 
 
 def launch_backfill(instance, partitions: list[str]) -> str:
@@ -100,7 +84,7 @@ def measure(hosts: int, concurrency: int, latency: float) -> dict:
     """Wall seconds from launch to the backfill's end, attempts and their peak in flight, on `hosts` worker hosts."""
     from sabot.registry import Registry
 
-    os.environ[LATENCY_ENV] = str(latency)
+    os.environ[LATENCY_ENV] = str(latency)  # every host's environment starts from this one
     with tempfile.TemporaryDirectory() as tmp, hosts_layout(Path(tmp), LABELS[:hosts]) as layout, layout.environment():
         daemon = subprocess.Popen(["bash", str(PROJECT / "deploy/hosts/coordinator.sh"), "daemon"], cwd=PROJECT,
                                   env={**os.environ, "SABOT_COORDINATOR_ADDRESS": layout.coordinator},
@@ -121,7 +105,7 @@ def measure(hosts: int, concurrency: int, latency: float) -> dict:
             daemon.wait()
         intervals = attempt_intervals(Path(layout.env["SABOT_RUN_ROOT"]))
     return {"hosts": hosts, "concurrency": concurrency, "status": status, "wall_s": round(wall, 1),
-            "attempts": len(intervals), "peak_in_flight": peak_in_flight(intervals)}
+            "attempts": len(intervals), "peak_in_flight": peak_in_flight(intervals), "load_1min": round(os.getloadavg()[0], 2)}
 
 
 def main() -> int:
@@ -129,15 +113,15 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--latency", type=float, default=1.0, help="scripted seconds per model call")
     args = parser.parse_args()
-    missing = ([unavailable()] if unavailable() else []) + run_step_routing_missing()
+    missing = unavailable()
     if missing:
-        print("bench_hosts: cannot measure yet:\n  - " + "\n  - ".join(missing), file=sys.stderr)
+        print(f"bench_hosts: cannot lay out worker hosts here: {missing}", file=sys.stderr)
         return 2
-    one = measure(1, args.concurrency, args.latency)
-    two = measure(2, args.concurrency, args.latency)
-    double = measure(2, 2 * args.concurrency, args.latency)
-    for row in (one, two, double):
-        print(json.dumps(row))
+    rows = []
+    for hosts, concurrency in ((1, args.concurrency), (2, args.concurrency), (2, 2 * args.concurrency)):
+        rows.append(measure(hosts, concurrency, args.latency))
+        print(json.dumps(rows[-1]), flush=True)  # each as measured: a later failure keeps it
+    one, two, double = rows
     print(f"slice {WAVE} langgraph default {OPERATORS[0]}-{OPERATORS[1]}, latency {args.latency} s a call")
     print(f"two hosts / one host at concurrency {args.concurrency}: {two['wall_s'] / one['wall_s']:.2f} (target <= 1.1)")
     print(f"two hosts at {2 * args.concurrency} / one host at {args.concurrency}: {double['wall_s'] / one['wall_s']:.2f} (target <= 0.6)")

@@ -110,18 +110,24 @@ def test_a_cell_claim_is_taken_over_only_from_a_gone_process_or_an_ended_run(tmp
     probe = Probe("langgraph", "default", "t1", 1)
     with dg.instance_for_test() as instance:
         ended_run = ended.execute_in_process(instance=instance).run_id
-        over = lambda record: claim_over(instance, record)  # noqa: E731
+        def claim(holder: str, owner: str) -> bool:
+            return runroot.claim(tmp_path, "demo", probe, "O1", holder, holder.partition(":")[0], owner=owner,
+                                 stale=lambda record: claim_over(instance, record, owner))
+
         live = f"w1:{os.getpid()}"  # a live process (this one), on another host than the claimer's
-        assert runroot.claim(tmp_path, "demo", probe, "O1", live, "w1", owner="run-a/execute", stale=over)
-        # A redelivered step on another host: the same owner, but its first delivery may still run: refused.
-        assert not runroot.claim(tmp_path, "demo", probe, "O1", "w2:1", "w2", owner="run-a/execute", stale=over)
-        assert runroot.claim(tmp_path, "demo", probe, "O1", live, "w1", owner="run-a/execute", stale=over)  # the holder again: yes
-        runroot.release_claim(tmp_path, "demo", probe, "O1", live)
-        assert runroot.claim(tmp_path, "demo", probe, "O1", live, "w1", owner=f"{ended_run}/execute", stale=over)
-        # Its Dagster run has ended: judged from the instance, on any host, so another host takes it over.
-        assert runroot.claim(tmp_path, "demo", probe, "O1", "w2:1", "w2", owner="run-b/execute", stale=over)
-        assert runroot.claim_record(tmp_path, "demo", probe, "O1") == {**runroot.claim_record(tmp_path, "demo", probe, "O1"),
-                                                                      "holder": "w2:1", "owner": "run-b/execute"}
+        assert claim(live, "run-a/execute")
+        assert claim(live, "run-a/execute")  # the holder again: yes
+        # Another Dagster run's step on another host, while run-a may still run the cell: refused.
+        assert not claim("w2:1", "run-b/execute")
+        # The same run's step redelivered to another host: it is that step's own claim, taken over.
+        assert claim("w2:1", "run-a/execute")
+        assert runroot.claim_record(tmp_path, "demo", probe, "O1")["holder"] == "w2:1"
+        runroot.release_claim(tmp_path, "demo", probe, "O1", "w2:1")
+        assert claim(live, f"{ended_run}/execute")
+        # Its Dagster run has ended: judged from the instance, on any host, so another run takes it over.
+        assert claim("w2:1", "run-b/execute")
+        record = runroot.claim_record(tmp_path, "demo", probe, "O1")
+        assert (record["holder"], record["owner"]) == ("w2:1", "run-b/execute")
 
 
 def _launch_backfill(instance, cells: list[str]) -> str:

@@ -87,10 +87,15 @@ class WorkerHosts:
         """The labels of the workers answering the broker's ping."""
         from dagster_celery.executor import CeleryExecutor
         from dagster_celery.make_app import make_app
+        from kombu.exceptions import OperationalError
+        from redis.exceptions import ConnectionError as RedisConnectionError
 
         broker = self.env["SABOT_CELERY_BROKER"]
         app = make_app(CeleryExecutor.for_cli(broker=broker, backend=broker).app_args())
-        replies = app.control.ping(timeout=1.0) or []
+        try:
+            replies = app.control.ping(timeout=1.0) or []
+        except (OSError, RedisConnectionError, OperationalError):  # a broker just started may drop the first connection
+            return set()
         names = {name.split("@")[0] for reply in replies for name in reply}
         return {STORE_WORKER if name == "store" else name for name in names}
 

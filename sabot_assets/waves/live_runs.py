@@ -205,6 +205,7 @@ class StepPlan:
     locked: str | None = None  # the store lock that stopped the sweep
     spend: dict | None = None  # the spend breaker's terms (spend_terms); None: launches are not capped by spend
     rerun: bool = False
+    replaying: bool = False
 
 
 @dataclass
@@ -212,6 +213,7 @@ class StepResults:
     """What `execute` did: the runs it made, the cells another holder had claimed, why it stopped launching."""
 
     ran: list = field(default_factory=list)  # (key, attempt directory, seconds)
+    reused: list = field(default_factory=list)  # (key, attempt directory): a matching run landed since prepare
     foreign: list = field(default_factory=list)  # keys whose claim another live process holds
     unlaunched: int = 0
     opened: dict | None = None  # the endpoint breaker's reason, when it stopped the wave
@@ -269,7 +271,7 @@ def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, a
     rerun = context.run.tags.get(RERUN_TAG) == "true"
     replaying = context.run.tags.get(REPLAY_TAG) == "true"  # answered from the stored exchanges, nothing sent
     runnable = [t for t in targets if not (isinstance(t, Cell) and wave.is_carved_out(t))]
-    plan = StepPlan(wave.name, asset, identity, keys, rerun=rerun)
+    plan = StepPlan(wave.name, asset, identity, keys, rerun=rerun, replaying=replaying)
     try:
         with store_connection(store) as con:  # finished runs a lock or a crash left behind
             swept = ingest_pending(con, run_root, wave.name, [_slot(t) for t in runnable], context.run_id, plan.refused)
@@ -356,8 +358,9 @@ class _EndpointGate:
 class _Claims:
     """The cells this step runs, each claimed in the run root first. The holder is this process
     (host label and pid), the owner this Dagster run and step: a claim is taken over once its
-    process is gone (judged on its own host) or its Dagster run has ended (judged from the instance,
-    on any host), never while another live process may still be running the cell."""
+    process is gone (judged on its own host), its Dagster run has ended (judged from the instance,
+    on any host), or it is this very step's (an earlier delivery of it: the broker redelivers a
+    step only after its worker went silent for the visibility timeout, deploy/hosts/celery.yaml)."""
 
     def __init__(self, context, run_root: Path):
         self.instance, self.run_root = context.instance, run_root
@@ -365,7 +368,7 @@ class _Claims:
         self.owner = f"{context.run_id}/{context.op_handle}"
 
     def _over(self, record: dict) -> bool:
-        return claim_over(self.instance, record)
+        return claim_over(self.instance, record, self.owner)
 
     def take(self, spec: RunSpec) -> bool:
         return runroot.claim(self.run_root, spec.wave, _probe_of(spec), spec.operator, self.holder, host_label(), self.owner, self._over)
@@ -379,8 +382,11 @@ class _Claims:
                 and runroot.live_claim(self.run_root, spec.wave, _probe_of(spec), spec.operator, host_label()) is not None)
 
 
-def claim_over(instance: dg.DagsterInstance, record: dict) -> bool:
-    """Whether a claim's owner, a Dagster run, has ended: then no process of it runs the cell any more."""
+def claim_over(instance: dg.DagsterInstance, record: dict, owner: str) -> bool:
+    """Whether a claim may be taken over by `owner` (a Dagster run and step): it is that step's own
+    (an earlier delivery), or its Dagster run has ended, so no process of it runs the cell any more."""
+    if record.get("owner") == owner:
+        return True
     run_id = str(record.get("owner") or "").partition("/")[0]
     run = instance.get_run_by_id(run_id) if run_id else None
     return run is not None and run.is_finished
@@ -409,8 +415,11 @@ def execute(context, store: DuckDBResource, registry: Registry, plan: StepPlan) 
         slot = (spec.operator, _probe_of(spec))
         done = attempts_made_by(run_root, plan.wave, [slot], context.run_id)  # a redelivered step: what its first delivery made
         again = {} if plan.rerun else reusable_attempts(run_root, plan.wave, [slot], plan.identity)  # landed since prepare
+        if slot in done:
+            results.ran.append((key, done[slot], None))
+        elif slot in again:
+            results.reused.append((key, again[slot].directory))
         if slot in done or slot in again:
-            results.ran.append((key, done[slot] if slot in done else again[slot].directory, None))
             claims.release(spec)
         else:
             mine.append(spec)
@@ -418,7 +427,7 @@ def execute(context, store: DuckDBResource, registry: Registry, plan: StepPlan) 
                       identity=plan.identity, dagster_run_id=context.run_id, replays=plan.replays)
     crashed = partial(crashed_attempt, run_root=run_root, identity=plan.identity, dagster_run_id=context.run_id)
     breaker = _execute_breaker(plan, store_path)
-    circuit = None if plan.replays else provider_circuit(registry)
+    circuit = None if plan.replaying else provider_circuit(registry)
     closed = _EndpointGate(circuit)
 
     def may_launch(spec) -> bool:  # the endpoint first: an open one reserves no spend
@@ -461,6 +470,7 @@ def settle(context, store: DuckDBResource, wave: WaveDef, plan: StepPlan, result
     if results.skipped:
         context.log.warning(f"{asset}: nothing executed: {results.skipped}")
     ran = {key: (Path(directory), seconds) for key, directory, seconds in results.ran}
+    reused_since = {key: Path(directory) for key, directory in results.reused}
     for key in plan.keys:
         if key in plan.carved:
             done.carved_out(key, wave)
@@ -470,6 +480,8 @@ def settle(context, store: DuckDBResource, wave: WaveDef, plan: StepPlan, result
             done.finished(key, Path(plan.reused[key]), reused=True)
         elif key in ran:
             done.finished(key, ran[key][0], seconds=ran[key][1])
+        elif key in reused_since:
+            done.finished(key, reused_since[key], reused=True)
     unlaunched = results.unlaunched + plan.unscheduled + _settle_foreign(context, done, plan, results, run_root)
     _report_unlaunched(context, asset_key, asset, unlaunched, done.stopped, results)
     tally, errors = done.tally, done.errors
