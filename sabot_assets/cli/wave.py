@@ -112,8 +112,10 @@ def _say_why_stored_runs_rerun(ctx: Context, name: str, selection) -> None:
 
 
 def _close_endpoint(ctx: Context) -> None:
-    """A new `wave run` is the user's word that they acted on why the endpoint stopped (a new key, a
-    topped-up quota): its breaker starts closed. A Retry-After pause still holds."""
+    """A new `wave run` is the user's word that they acted on why the endpoint stopped (a topped-up
+    quota, a provider back up): the breaker's cool-down ends now and one probe decides, the rule every
+    path follows after a cool-down (adapters/gateway/limiter.py). A new key or base URL needs no word:
+    it is a new circuit. A Retry-After pause still holds."""
     from adapters.run_attempt import provider_circuit
 
     circuit = provider_circuit(ctx.registry)
