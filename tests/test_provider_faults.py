@@ -202,6 +202,23 @@ def test_an_error_body_echoing_the_key_leaves_no_trace_of_it(store, provider_env
     assert key_occurrences(store.tmp) == []
 
 
+def test_without_the_cli_a_new_key_finds_a_closed_breaker(store, provider_env, monkeypatch):
+    """The asset step as a UI backfill or the daemon runs it (no `sabot wave run`, so no reset): the
+    breaker a refused key opened holds for that key, and a run with the fixed key finds a new circuit
+    at once. (The cool-down and its half-open probe: tests/test_shared_state_postgres.py, both backends.)"""
+    with FaultProvider("401", key=KEY) as provider:
+        provider_env(provider)
+        tally, _ = store.runs(T1)
+        assert provider.calls == 1 and "answered 401" in tally.stopped
+        provider.mode = "404-model"  # the provider would answer now, but the key is the one it refused
+        tally, _ = store.runs(T1)
+        assert provider.calls == 1 and tally.ran == 0, "the breaker holds for the refused key: nothing sent"
+        monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-proj-FIXED-key-4e1d")
+        tally, _ = store.runs(T1)
+    assert tally.stopped is None and tally.run_errors == {} and tally.ran == SLOTS
+    assert provider.answered == provider.calls - 1 > 0
+
+
 def test_the_cli_stops_with_one_paragraph_saying_what_failed_what_is_missing_and_how_to_resume(tmp_path):
     policy = tmp_path / "quick.json"
     policy.write_text(json.dumps(QUICK_POLICY))
