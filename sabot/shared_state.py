@@ -20,10 +20,12 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from urllib.parse import urlsplit
 
 SHARED_STATE_URL_ENV = "SABOT_SHARED_STATE_URL"
 HOST_LABEL_ENV = "SABOT_HOST_LABEL"
 POOL_MAX_CONNECTIONS = 2  # per process: a run holds the limiter's and the breaker's turn in sequence
+CONNECT_TIMEOUT_SECONDS = 10
 POOL_IDLE_SECONDS = 30.0  # a run idle between calls gives its connections back to the server soon
 
 _pools: dict[tuple[str, int], object] = {}
@@ -56,17 +58,32 @@ def host_label(environ=None) -> str:
 
 
 def connection_pool(url: str):
-    """This process's pool for `url` (psycopg_pool.ConnectionPool, opened on first use)."""
+    """This process's pool for `url` (psycopg_pool.ConnectionPool, opened on first use, after one
+    connection has shown the server answers: an unreachable one is a clear error at once, not a
+    pool timeout at the first model call)."""
     from psycopg_pool import ConnectionPool
 
     key = (url, os.getpid())
     with _pools_lock:
         pool = _pools.get(key)
         if pool is None:
+            _reach(url)
             pool = ConnectionPool(url, min_size=0, max_size=POOL_MAX_CONNECTIONS, max_idle=POOL_IDLE_SECONDS,
                                   name=f"sabot-shared-state-{os.getpid()}", open=True)
             _pools[key] = pool
         return pool
+
+
+def _reach(url: str) -> None:
+    import psycopg
+
+    try:
+        psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS).close()
+    except psycopg.Error as exc:
+        where = urlsplit(url)
+        name = f"{where.hostname}:{where.port or 5432}{where.path}"  # never the password
+        raise SharedStateError(f"the shared state {SHARED_STATE_URL_ENV} names Postgres at {name}, which cannot be reached "
+                               f"from host {host_label()}: {str(exc).strip().splitlines()[0]}") from exc
 
 
 def create_once(conn, statements: tuple[str, ...], name: str) -> None:

@@ -184,3 +184,19 @@ def test_a_failed_probe_opens_the_breaker_again_and_reset_only_ends_the_cool_dow
     reopened = circuit.failed({"kind": "retryable", "status": 503, "endpoint": endpoint, "message": "answered 503"})
     assert reopened and "the probe after the breaker's cool-down failed" in reopened["message"], "one failure, not 8, while half-open"
     assert _run(backend("host-b"), "probe", endpoint, config, 60.0)["opened"]["message"] == reopened["message"]
+
+
+def test_a_bad_or_unreachable_shared_state_url_is_a_clear_error_naming_it():
+    import socket
+
+    from sabot.shared_state import SharedStateError, connection_pool, shared_state_url
+
+    assert shared_state_url({}) is None, "unset: one host, the file backends"
+    with pytest.raises(SharedStateError, match="SABOT_SHARED_STATE_URL is not a Postgres URL .scheme 'mysql'"):
+        shared_state_url({"SABOT_SHARED_STATE_URL": "mysql://u:secret@db/x"})
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(SharedStateError, match=f"names Postgres at 127.0.0.1:{port}/sabot, which cannot be reached") as caught:
+        connection_pool(shared_state_url({"SABOT_SHARED_STATE_URL": f"postgresql://u:secret@127.0.0.1:{port}/sabot"}))
+    assert "secret" not in str(caught.value)

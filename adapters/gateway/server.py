@@ -404,6 +404,8 @@ class ModelGateway:
             raise _Retryable(f"answered {status}", status, wait, response)
         failure = ProviderFailure(CELL_FATAL, status, self.upstream.label, model,
                                   f"{where} answered {status} for model {model}: {said}")
+        if self.circuit is not None:
+            self.circuit.succeeded()  # the endpoint is up and took the key: a half-open breaker's probe is answered
         with self._lock:
             self.cell_failure = self.cell_failure or failure
         log.warning("%s: %s", self.cell, failure.message)
