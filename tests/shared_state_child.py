@@ -13,15 +13,18 @@ from adapters.gateway.limiter import endpoint_circuit, endpoint_limiter  # noqa:
 from adapters.gateway.policy import RateLimit  # noqa: E402
 
 
-def _wait_until(start: float) -> None:
-    time.sleep(max(0.0, start - time.time()))  # both processes begin together, so they contend
+def _await_start() -> None:
+    """Say "ready" (imports done, connected), then wait for the start time the test sends on stdin,
+    so the processes begin together and contend."""
+    print("ready", flush=True)
+    time.sleep(max(0.0, float(sys.stdin.readline()) - time.time()))
 
 
-def reserve(ledger_path: str, host: str, start: str, attempts: str, amount: str, cap: str) -> dict:
+def reserve(ledger_path: str, host: str, attempts: str, amount: str, cap: str) -> dict:
     from sabot.store.ledger import spend_ledger
 
     ledger = spend_ledger(ledger_path, host)
-    _wait_until(float(start))
+    _await_start()
     fits = lambda settled, reserved, more: settled + reserved + more <= float(cap) + 1e-9  # noqa: E731
     won = [i for i in range(int(attempts)) if ledger.reserve(f"{host}-{i}", "provider", float(amount), fits)]
     return {"won": len(won), "backend": type(ledger).__name__, "holder": ledger.holder}
@@ -50,9 +53,9 @@ def probe(endpoint: str, config: str, open_seconds: str) -> dict:
     return {"opened": opened, "wait": wait, "header": header}
 
 
-def admit(endpoint: str, start: str, calls: str, requests: str, window: str, tokens: str) -> dict:
+def admit(endpoint: str, calls: str, requests: str, window: str, tokens: str) -> dict:
     limiter = endpoint_limiter(endpoint, RateLimit(requests=int(requests), tokens=400_000, window_seconds=float(window)))
-    _wait_until(float(start))
+    _await_start()
     stamps = []
     for _ in range(int(calls)):
         limiter.admit(tokens=int(tokens), timeout=60)
@@ -60,7 +63,7 @@ def admit(endpoint: str, start: str, calls: str, requests: str, window: str, tok
     return {"stamps": stamps, "shared": limiter.shared}
 
 
-def call(base_url: str, key: str, start: str) -> dict:
+def call(base_url: str, key: str) -> dict:
     """One model call through a gateway with no retry of its own: what the provider answered."""
     import openai
 
@@ -73,7 +76,7 @@ def call(base_url: str, key: str, start: str) -> dict:
                                   "run_wall_limit_seconds": 60, "limits": {}})
     upstream = Upstream(base_url, key, f"provider {base_url}", scripted=False)
     with ModelGateway(upstream, policy, "child") as gateway:
-        _wait_until(float(start))
+        _await_start()
         started = time.time()
         try:
             openai.OpenAI(base_url=gateway.base_url, api_key="x", max_retries=0).chat.completions.create(

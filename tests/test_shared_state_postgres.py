@@ -59,8 +59,19 @@ def shared_env(shared_url, monkeypatch, tmp_path):
 
 
 def _spawn(env: dict, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(CHILD), *map(str, args)], cwd=PROJECT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, str(CHILD), *map(str, args)], cwd=PROJECT, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _start(children: list[subprocess.Popen], offsets: tuple[float, ...] = ()) -> None:
+    """Once every child is ready, tell each when to begin (now, plus its offset)."""
+    for child in children:
+        line = child.stdout.readline()
+        assert line.strip() == "ready", (line, child.stderr.read() if not line else "")
+    start = time.time() + 0.1
+    for i, child in enumerate(children):
+        child.stdin.write(f"{start + (offsets[i] if i < len(offsets) else 0.0)}\n")
+        child.stdin.flush()
 
 
 def _result(child: subprocess.Popen) -> dict:
@@ -77,8 +88,8 @@ def test_two_hosts_reserving_against_one_ledger_never_pass_the_cap(shared_env, t
     from sabot.store.ledger import PostgresSpendLedger, spend_ledger
 
     path = tmp_path / "sabot.duckdb.spend.sqlite"
-    start = time.time() + 3.0  # both children connected and waiting by then
-    children = [_spawn(shared_env(label), "reserve", path, label, start, 40, 0.25, 5.0) for label in ("host-a", "host-b")]
+    children = [_spawn(shared_env(label), "reserve", path, label, 40, 0.25, 5.0) for label in ("host-a", "host-b")]
+    _start(children)
     results = [_result(c) for c in children]
     assert {r["backend"] for r in results} == {"PostgresSpendLedger"}
     assert sum(r["won"] for r in results) == 20, results  # 5.0 / 0.25: every reservation that fits, and not one more
@@ -115,27 +126,28 @@ def test_a_circuit_opened_by_one_process_is_seen_by_another_and_a_new_key_is_a_n
 def test_a_retry_after_is_honoured_by_another_process_through_postgres(shared_env):
     from adapters.scripted.server import Reply, ScriptedModelServer
 
-    stamps, answers = [], iter([Reply(status=429, error="slow down", headers=(("Retry-After", "3"),))])
+    stamps, answers = [], iter([Reply(status=429, error="slow down", headers=(("Retry-After", "2"),))])
 
     def responder(request):
         stamps.append(time.time())
         return next(answers, Reply(content="ok"))
 
-    start = time.time() + 4.0  # both children started and connected by then
     with ScriptedModelServer(responder) as server:
-        children = [_spawn(shared_env("host-a"), "call", server.base_url, KEY, start),
-                    _spawn(shared_env("host-b"), "call", server.base_url, KEY, start + 0.5)]
-        first, second = [_result(c) for c in children]
+        children = [_spawn(shared_env(label), "call", server.base_url, KEY) for label in ("host-a", "host-b")]
+        _start(children[:1])
+        first = _result(children[0])  # host-a was told to wait; host-b, ready meanwhile, calls now
+        _start(children[1:])
+        second = _result(children[1])
     assert (first["status"], second["status"], first["backend"]) == (429, 200, "PostgresCircuit")
-    assert len(stamps) == 2 and stamps[1] - stamps[0] >= 2.9, "the other host sent nothing before the 3 s were up"
-    assert second["started"] - stamps[0] < 2.0, "it waited for the pause, not merely started late"
+    assert len(stamps) == 2 and stamps[1] - stamps[0] >= 1.9, "the other host sent nothing before the 2 s were up"
+    assert second["started"] - stamps[0] < 1.5, "it waited for the pause, not merely started late"
 
 
 def test_the_rate_limiters_bucket_is_shared_by_processes_through_postgres(shared_env):
-    start = time.time() + 3.0
     # 40,000 tokens a call: past a SMALLINT, the weight column PostgresBucket would make itself
-    children = [_spawn(shared_env(label), "admit", "https://provider.example/v1-limit", start, 3, 2, 1.0, 40_000)
+    children = [_spawn(shared_env(label), "admit", "https://provider.example/v1-limit", 3, 2, 1.0, 40_000)
                 for label in ("host-a", "host-b")]
+    _start(children)
     results = [_result(c) for c in children]
     assert all(r["shared"] for r in results)
     stamps = sorted(t for r in results for t in r["stamps"])
