@@ -137,13 +137,13 @@ def test_a_quota_429_is_endpoint_fatal_not_retried(store, provider_env):
 
 
 def test_a_long_retry_after_pauses_the_endpoint_for_every_caller_and_stops_naming_it(store, provider_env):
-    from adapters.gateway.limiter import EndpointCircuit
+    from adapters.gateway.limiter import endpoint_circuit
 
     with FaultProvider("retry-after", retry_after=120) as provider:
         provider_env(provider)
         tally, _ = store.runs(T2)
         assert provider.calls == 1 and "Retry-After: 120" in tally.stopped and "ceiling of 5 s" in tally.stopped
-        circuit = EndpointCircuit(provider.base_url.rstrip("/"))
+        circuit = endpoint_circuit(provider.base_url.rstrip("/"))  # the host's file, or the deployment's Postgres
         wait, header = circuit.paused_for()
         assert 100 < wait <= 120 and header == "120"  # learnt by the host, for every process
         circuit.reset()  # what a new `sabot wave run` does: the open breaker closes, the pause holds
