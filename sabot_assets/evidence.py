@@ -13,6 +13,9 @@ A bundle (`export_bundle`) is a directory:
     manifest.json                      format, wave, rulesets, and the SHA-256 of every other file
     harness/runs/<wave>/...            the runs and verdicts in the reference corpus layout
     rules/                             the registered data files and their lock
+    project/<folder>/sabot/            a project wave's registered files (mapping, project, operators)
+                                       and its lock, verbatim; the store's pin of that registration is
+                                       in the manifest, and each file must hash to it
     seals.json                         per run file: the attempt it came from and that attempt's seal
                                        (an imported run: the landed file and its hash, body verbatim)
     evidence/judgements.json           the soft tier's verdicts the boards read
@@ -27,6 +30,7 @@ manifest's own SHA-256, printed by both commands, is what a reader compares with
 
 import hashlib
 import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +43,8 @@ from judges.report.html import render_html
 from sabot import runroot, seal
 from sabot.corpus_export import RUNS_DIR, cell_dir, export_wave
 from sabot.matrix import Cell, Probe
-from sabot.registry import LOCK_NAME, Registry, WaveDef
+from sabot.projects import FILES as PROJECT_FILES, LOCK as PROJECT_LOCK, PROJECT_DIR, Project, ProjectError, ProjectRegistry
+from sabot.registry import LOCK_NAME, Registry, RegistryError, WaveDef
 from sabot.store.published import read_report
 from sabot.store.db import connect
 from sabot.store.judging import read_judgements
@@ -76,6 +81,7 @@ class Published:
     reports: dict  # ruleset -> published Markdown
     html: str | None
     where: dict = field(default_factory=dict)  # what names each published piece in an error ({v}: the ruleset)
+    project: dict | None = None  # a project wave: the registration the store pinned (`pinned_registration`)
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,46 @@ def _first_line_difference(published: str | None, derived: str) -> str:
     return f"published {len(published.splitlines())} lines, re-derived {len(derived.splitlines())}"
 
 
+# -- a project's registration ---------------------------------------------------------------------
+# A project wave is scored under the team's own mapping and pass criterion, registered in the project
+# folder. Its lock file sits beside the mapping it freezes, so the anchor is the store's pin of the
+# registration (made at `registry lock`, else at the first run): every registered file, and the lock,
+# must agree with it.
+
+
+def pinned_registration(con, project: Project) -> dict:
+    """The store's pin of a project's registration: name, registration hash, files and their sha256."""
+    has_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'project_registrations'").fetchall()[0][0]
+    rows = con.execute("SELECT registration, files, pinned_by, pinned_at FROM project_registrations WHERE project = ?",
+                       [project.name]).fetchall() if has_table else []
+    if not rows:
+        raise VerifyError(f"store: project {project.name} has no pinned registration, so its runs and verdicts cannot be tied to a registered mapping")
+    registration, files, pinned_by, pinned_at = rows[0]
+    return {"name": project.name, "registration": registration, "files": json.loads(files), "pinned_by": pinned_by, "pinned_at": str(pinned_at)}
+
+
+def check_registration(project: Project, pinned: dict, where: str) -> None:
+    """The project's lock and each registered file as the pin holds them; `where` names the folder in
+    errors. A lock rewritten together with the mapping is named as the lock; a file edited under an
+    unchanged lock is named as that file."""
+    if project.name != pinned["name"]:
+        raise VerifyError(f"{where}/{PROJECT_DIR}/project.json: project {project.name!r}, but the evidence is of {pinned['name']!r}")
+    try:
+        locked = project.locked()
+    except ProjectError as exc:
+        raise VerifyError(f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: {exc}") from exc
+    since = f"the store pinned {{sha}} ({pinned['pinned_by']}, {pinned['pinned_at'][:16]} UTC)"
+    for rel, sha in sorted(pinned["files"].items()):
+        if locked.get(rel) != sha:
+            raise VerifyError(f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: registers {rel} as {str(locked.get(rel, 'absent'))[:12]}, "
+                              f"but {since.format(sha=sha[:12])}; its runs and verdicts belong to that registration")
+        if project.shas.get(rel) != sha:
+            raise VerifyError(f"{where}/{rel}: sha256 {str(project.shas.get(rel, 'absent'))[:12]}, but {since.format(sha=sha[:12])}")
+    if project.registration != pinned["registration"]:
+        raise VerifyError(f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: registration {project.registration[:12]}, "
+                          f"but {since.format(sha=pinned['registration'][:12])}")
+
+
 # -- a wave in the store --------------------------------------------------------------------------
 
 
@@ -229,6 +275,8 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
                     check_sealed_run(run_root, path, sha, record)
         else:
             _check_landed(con, wave.name, rows)
+        project = getattr(registry, "project", None)
+        pinned = pinned_registration(con, project) if project is not None else None
         runs = read_runs(con, wave.name, [(op, probe) for op, probe, *_ in rows])
         imported = latest_import(con, wave.name)
         kappa = read_report(con, wave.name, "soft", "kappa.json")
@@ -243,15 +291,28 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
             html=read_report(con, wave.name, wave.headline_ruleset, "html"),
             where={"cells": "store: cell_verdicts of ruleset {v}", "board": "store: board.json of ruleset {v}",
                    "report": "store: Markdown report of ruleset {v}", "html": "store: HTML report"},
+            project=pinned,
         )
 
 
 def verify_wave(registry: Registry, store_path: Path, wave_name: str) -> Verified:
-    registry.require_registered()
-    wave = registry.wave(wave_name)
+    wave = _registered_wave(registry, Path(store_path), wave_name)
     pub = published_in_store(registry, Path(store_path), wave)
     cells = rederive(registry, pub)
     return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings))
+
+
+def _registered_wave(registry: Registry, store_path: Path, wave_name: str) -> WaveDef:
+    """The wave, once its rules are the registered ones; a project's first against the store's pin,
+    so that an edited lock is named as such rather than as the file it no longer matches."""
+    project = getattr(registry, "project", None)
+    if project is not None:
+        if not store_path.is_file():
+            raise VerifyError(f"store {store_path}: no such store (a bundle is verified by its directory)")
+        with connect(store_path, read_only=True) as con:
+            check_registration(project, pinned_registration(con, project), project.root.name)
+    registry.require_registered()
+    return registry.wave(wave_name)
 
 
 # -- a bundle -------------------------------------------------------------------------------------
@@ -269,20 +330,16 @@ def export_bundle(registry: Registry, store_path: Path, wave_name: str, director
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise VerifyError(f"{directory}: not empty; a bundle is written into a new or empty directory")
-    wave = registry.wave(wave_name)
+    wave = _registered_wave(registry, Path(store_path), wave_name)
     if reference_ruleset and reference_ruleset not in wave.readings:
         raise VerifyError(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {reference_ruleset!r}")
-    registry.require_registered()
     pub = published_in_store(registry, Path(store_path), wave)
     cells = rederive(registry, pub)
     run_root = run_root_beside(store_path)
     with connect(store_path, read_only=True) as con:
         export_wave(con, wave, reference_ruleset or wave.headline_ruleset, directory)
     _write(directory / "seals.json", _seals(con_path=Path(store_path), run_root=run_root, wave=wave, pub=pub, directory=directory))
-    for rel in [*registry.files, LOCK_NAME]:
-        target = directory / "rules" / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(registry.root / rel, target)
+    _copy_rules(registry, directory)
     _write(directory / "evidence" / "judgements.json", [v for _, v in sorted(pub.judged.items())])
     for v in wave.readings:
         _write(directory / "published" / v / "cells.json", pub.cells[v])
@@ -293,8 +350,22 @@ def export_bundle(registry: Registry, store_path: Path, wave_name: str, director
     _write(directory / "published" / "wave.json", {"wave": wave.name, "label": pub.label, "missing": pub.missing, "kappa": pub.kappa, "absent": absent})
     files = {p.relative_to(directory).as_posix(): _file_sha(p) for p in sorted(directory.rglob("*")) if p.is_file()}
     _write(directory / MANIFEST, {"format": BUNDLE_FORMAT, "wave": wave.name, "headline_ruleset": wave.headline_ruleset,
-                                  "rulesets": list(wave.readings), "files": files})
+                                  "rulesets": list(wave.readings), "files": files, **({"project": {**pub.project, "folder": registry.project.root.name}} if pub.project else {})})
     return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings), _file_sha(directory / MANIFEST))
+
+
+def _copy_rules(registry: Registry, directory: Path) -> None:
+    """The registered data files and their lock, as on disk, under rules/; a project's registered
+    files and lock under project/ (a project registry's own entries are derived from those)."""
+    copies = [(registry.root / rel, directory / "rules" / rel) for rel in [*Registry(registry.root).files, LOCK_NAME]]
+    project = getattr(registry, "project", None)
+    if project is not None:
+        # under the folder's own name: the project's rules and reports name their files by it
+        copies += [(project.root / PROJECT_DIR / name, directory / "project" / project.root.name / PROJECT_DIR / name)
+                   for name in (*PROJECT_FILES, PROJECT_LOCK)]
+    for source, target in copies:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
 
 
 def _seals(con_path: Path, run_root: Path, wave: WaveDef, pub: Published, directory: Path) -> dict:
@@ -395,8 +466,30 @@ def _label_of(runs: dict) -> str:
 def verify_bundle(directory: Path) -> Verified:
     directory = Path(directory)
     manifest = check_manifest(directory)
-    registry = Registry(directory / "rules")
-    registry.require_registered()
+    registry = _bundle_registry(directory, manifest)
     pub = published_in_bundle(registry, directory, manifest)
     cells = rederive(registry, pub)
     return Verified(pub.wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(pub.wave.readings), _file_sha(directory / MANIFEST))
+
+
+def _bundle_registry(directory: Path, manifest: dict) -> Registry:
+    """The bundle's rules as a registry: a project wave's registered files checked against the pin
+    the manifest carries, then laid over the standard's data as the store's registry did."""
+    rules = directory / "rules"
+    if "project" not in manifest:
+        registry = Registry(rules)
+    else:
+        try:
+            folder = f"project/{manifest['project']['folder']}"
+            if not re.fullmatch(r"project/(?!\.\.?$)[\w.-]+", folder):  # one folder of the bundle, never a path out of it
+                raise ProjectError(f"folder {manifest['project']['folder']!r} is not a folder name")
+            project = Project.load(directory / folder)
+        except (KeyError, TypeError, ProjectError) as exc:
+            raise VerifyError(f"bundle {MANIFEST}: its project is not in the bundle ({exc})") from exc
+        check_registration(project, manifest["project"], f"bundle {folder}")
+        registry = ProjectRegistry(project, rules)
+    try:
+        registry.require_registered()
+    except RegistryError as exc:
+        raise VerifyError(f"bundle rules: {exc}") from exc
+    return registry
