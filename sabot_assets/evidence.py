@@ -221,6 +221,22 @@ def check_registration(project: Project, pinned: dict, where: str) -> None:
                           f"but {since.format(sha=pinned['registration'][:12])}")
 
 
+def check_pass_criterion(judged_by: dict[str, dict], files: dict[str, str], where: str) -> None:
+    """Every run was judged by the pass criterion whose files are `files` ({path: sha256}), as its
+    sealed attempt.json recorded it (`identity.code`): the code that decided `task_passed`."""
+    for attempt, code in sorted(judged_by.items()):
+        recorded = code.get("pass criterion") or {}
+        for rel in sorted(set(recorded) | set(files)):
+            if recorded.get(rel) != files.get(rel):
+                raise VerifyError(f"{where}/{rel}: sha256 {str(files.get(rel, 'absent'))[:12]}, but run {attempt} was judged by "
+                                  f"{str(recorded.get(rel, 'absent'))[:12]} (its sealed {runroot.META_FILE})")
+
+
+def _sealed_meta(run_root: Path, source_path: str) -> str:
+    """A live run's attempt.json, as sealed (`check_sealed_run` has checked the attempt's seal)."""
+    return (Path(run_root) / Path(source_path).parent / runroot.META_FILE).read_text()
+
+
 # -- a wave in the store --------------------------------------------------------------------------
 
 
@@ -277,6 +293,9 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
             _check_landed(con, wave.name, rows)
         project = getattr(registry, "project", None)
         pinned = pinned_registration(con, project) if project is not None else None
+        if project is not None:
+            judged_by = {path: json.loads(_sealed_meta(run_root, path))["identity"].get("code", {}) for _o, _p, status, _r, path, *_ in rows if status == "present"}
+            check_pass_criterion(judged_by, project.code_hashes()["pass criterion"], project.root.name)
         runs = read_runs(con, wave.name, [(op, probe) for op, probe, *_ in rows])
         imported = latest_import(con, wave.name)
         kappa = read_report(con, wave.name, "soft", "kappa.json")
@@ -338,7 +357,7 @@ def export_bundle(registry: Registry, store_path: Path, wave_name: str, director
     run_root = run_root_beside(store_path)
     with connect(store_path, read_only=True) as con:
         export_wave(con, wave, reference_ruleset or wave.headline_ruleset, directory)
-    _write(directory / "seals.json", _seals(con_path=Path(store_path), run_root=run_root, wave=wave, pub=pub, directory=directory))
+    _write(directory / "seals.json", _seals(registry, Path(store_path), run_root, wave, pub, directory))
     _copy_rules(registry, directory)
     _write(directory / "evidence" / "judgements.json", [v for _, v in sorted(pub.judged.items())])
     for v in wave.readings:
@@ -361,14 +380,15 @@ def _copy_rules(registry: Registry, directory: Path) -> None:
     project = getattr(registry, "project", None)
     if project is not None:
         # under the folder's own name: the project's rules and reports name their files by it
-        copies += [(project.root / PROJECT_DIR / name, directory / "project" / project.root.name / PROJECT_DIR / name)
-                   for name in (*PROJECT_FILES, PROJECT_LOCK)]
+        folder = directory / "project" / project.root.name
+        copies += [(project.root / PROJECT_DIR / name, folder / PROJECT_DIR / name) for name in (*PROJECT_FILES, PROJECT_LOCK)]
+        copies += [(project.root / rel, folder / rel) for rel in project.code_hashes()["pass criterion"]]  # what decided task_passed
     for source, target in copies:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
 
 
-def _seals(con_path: Path, run_root: Path, wave: WaveDef, pub: Published, directory: Path) -> dict:
+def _seals(registry: Registry, con_path: Path, run_root: Path, wave: WaveDef, pub: Published, directory: Path) -> dict:
     """Per run file of the bundle, what vouches for it: a live run's attempt and its seal; an
     imported run's landed file and hash (its body is written verbatim over the re-serialized export,
     so it still hashes to what was imported)."""
@@ -383,6 +403,8 @@ def _seals(con_path: Path, run_root: Path, wave: WaveDef, pub: Published, direct
         if wave.source == "live":
             attempt_dir = Path(run_root) / Path(run.source_path).parent
             seals[rel] = {"attempt": run.source_path, "seal": json.loads((attempt_dir / seal.SEAL_FILE).read_text())}
+            if getattr(registry, "project", None) is not None:  # its identity names the pass criterion's code that judged it
+                seals[rel]["attempt_json"] = _sealed_meta(run_root, run.source_path)
         else:
             ref.write_bytes(landed[run.source_path].encode())
             seals[rel] = {"landed": run.source_path, "sha256": run.source_sha256}
@@ -467,6 +489,8 @@ def verify_bundle(directory: Path) -> Verified:
     directory = Path(directory)
     manifest = check_manifest(directory)
     registry = _bundle_registry(directory, manifest)
+    if "project" in manifest:
+        _check_bundled_pass_criterion(directory, f"project/{manifest['project']['folder']}")
     pub = published_in_bundle(registry, directory, manifest)
     cells = rederive(registry, pub)
     return Verified(pub.wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(pub.wave.readings), _file_sha(directory / MANIFEST))
@@ -493,3 +517,16 @@ def _bundle_registry(directory: Path, manifest: dict) -> Registry:
     except RegistryError as exc:
         raise VerifyError(f"bundle rules: {exc}") from exc
     return registry
+
+
+def _check_bundled_pass_criterion(directory: Path, folder: str) -> None:
+    """Each run's attempt.json as its seal holds it, and the bundled pass criterion the one it names."""
+    judged_by, recorded = {}, set()
+    for rel, entry in sorted(_read_json(directory, "seals.json").items()):
+        meta = entry.get("attempt_json")
+        if meta is None or hashlib.sha256(meta.encode()).hexdigest() != entry["seal"]["files"].get(runroot.META_FILE):
+            raise VerifyError(f"bundle seals.json: {runroot.META_FILE} of {entry.get('attempt', rel)} is missing or differs from its seal")
+        judged_by[entry["attempt"]] = json.loads(meta)["identity"].get("code", {})
+        recorded |= set(judged_by[entry["attempt"]].get("pass criterion") or {})
+    files = {r: _file_sha(directory / folder / r) for r in sorted(recorded) if (directory / folder / r).is_file()}
+    check_pass_criterion(judged_by, files, f"bundle {folder}")

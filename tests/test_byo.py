@@ -300,8 +300,9 @@ def _edit_mapping_and_relock(folder: Path) -> None:
 
 def test_a_project_wave_verifies_and_exports_with_its_registration(example_wave, tmp_path):
     """`sabot verify DIR` and `sabot wave export DIR` of a project: its registered mapping, project and
-    operators files and the store's pin of their registration are evidence; the bundle verifies in a
-    fresh directory with no store; an edited mapping or lock, in the folder or the bundle, is named."""
+    operators files, the store's pin of their registration and the pass criterion that judged the runs
+    are evidence; the bundle verifies in a fresh directory with no store; an edited mapping, lock or
+    pass criterion, in the folder or the bundle, is named."""
     from sabot_assets.evidence import VerifyError, verify_bundle, verify_wave
 
     project, _, runs, _, _, store_path = example_wave
@@ -331,6 +332,21 @@ def test_a_project_wave_verifies_and_exports_with_its_registration(example_wave,
     _edit_mapping_and_relock(copy)
     with pytest.raises(VerifyError, match=f"^{copy.name}/sabot/{LOCK}: registers sabot/mapping.json as .* but the store pinned"):
         verify_wave(ProjectRegistry.from_dir(copy), store_path, project.name)
+
+    # The pass criterion that judged every run (as each sealed attempt recorded it) is evidence too.
+    judged = tmp_path / "judged" / project.root.name
+    shutil.copytree(project.root, judged, ignore=shutil.ignore_patterns("__pycache__"))
+    check = next(iter(project.code_hashes()["pass criterion"]))
+    (judged / check).write_text((judged / check).read_text() + "\n# edited after the wave\n")
+    with pytest.raises(VerifyError, match=f"^{judged.name}/{check}: sha256 .* but run .* was judged by"):
+        verify_wave(ProjectRegistry.from_dir(judged), store_path, project.name)
+    original = (folder / check).read_bytes()
+    (folder / check).write_bytes(original + b"\n# edited after the wave\n")
+    _rehash_manifest(bundle)
+    with pytest.raises(VerifyError, match=f"bundle project/{project.root.name}/{check}: sha256 .* but run .* was judged by"):
+        verify_bundle(bundle)
+    (folder / check).write_bytes(original)
+    _rehash_manifest(bundle)
 
     # In the bundle: one edited byte is named by the manifest; with the manifest rewritten over the
     # edited mapping and its new lock, the pinned registration it carries names the lock.
