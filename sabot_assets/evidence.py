@@ -13,11 +13,12 @@ A bundle (`export_bundle`) is a directory:
     manifest.json                      format, wave, rulesets, and the SHA-256 of every other file
     harness/runs/<wave>/...            the runs and verdicts in the reference corpus layout
     rules/                             the registered data files and their lock
-    project/<folder>/sabot/            a project wave's registered files (mapping, project, operators)
-                                       and its lock, verbatim; the store's pin of that registration is
-                                       in the manifest, and each file must hash to it
+    project/<folder>/                  a project wave's registered files (sabot/: mapping, project,
+                                       operators) and lock, and its pass criterion's files, verbatim;
+                                       the store's pin of the registration is in the manifest
     seals.json                         per run file: the attempt it came from and that attempt's seal
-                                       (an imported run: the landed file and its hash, body verbatim)
+                                       (an imported run: the landed file and its hash, body verbatim;
+                                       a project's run: also its sealed attempt.json)
     evidence/judgements.json           the soft tier's verdicts the boards read
     published/<ruleset>/cells.json     the published cell verdicts
     published/<ruleset>/board.json     the published scoreboard
