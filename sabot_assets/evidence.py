@@ -292,10 +292,11 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
                     check_sealed_run(run_root, path, sha, record)
         else:
             _check_landed(con, wave.name, rows)
-        project = getattr(registry, "project", None)
-        pinned = pinned_registration(con, project) if project is not None else None
+        project, pinned = getattr(registry, "project", None), None
         if project is not None:
-            judged_by = {path: json.loads(_sealed_meta(run_root, path))["identity"].get("code", {}) for _o, _p, status, _r, path, *_ in rows if status == "present"}
+            pinned = pinned_registration(con, project)
+            judged_by = {path: json.loads(_sealed_meta(run_root, path))["identity"].get("code", {})
+                         for _op, _probe, status, _record, path, *_ in rows if status == "present"}
             check_pass_criterion(judged_by, project.code_hashes()["pass criterion"], project.root.name)
         runs = read_runs(con, wave.name, [(op, probe) for op, probe, *_ in rows])
         imported = latest_import(con, wave.name)
@@ -370,7 +371,8 @@ def export_bundle(registry: Registry, store_path: Path, wave_name: str, director
     _write(directory / "published" / "wave.json", {"wave": wave.name, "label": pub.label, "missing": pub.missing, "kappa": pub.kappa, "absent": absent})
     files = {p.relative_to(directory).as_posix(): _file_sha(p) for p in sorted(directory.rglob("*")) if p.is_file()}
     _write(directory / MANIFEST, {"format": BUNDLE_FORMAT, "wave": wave.name, "headline_ruleset": wave.headline_ruleset,
-                                  "rulesets": list(wave.readings), "files": files, **({"project": {**pub.project, "folder": registry.project.root.name}} if pub.project else {})})
+                                  "rulesets": list(wave.readings), "files": files,
+                                  **({"project": {**pub.project, "folder": registry.project.root.name}} if pub.project else {})})
     return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings), _file_sha(directory / MANIFEST))
 
 
