@@ -223,9 +223,11 @@ def wave_export(name, directory, ruleset):
 
 
 def _export(ctx: Context, name: str, directory: Path, ruleset: str | None):
+    from sabot_assets.cli.project import adopt_project
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.evidence import export_bundle
 
+    name = adopt_project(ctx, name)  # a project folder exports its wave, with its registered files
     exported = export_bundle(ctx.registry, STORE_PATH, name, directory, ruleset)
     click.echo(f"{name}: wrote a bundle of {exported.runs} sealed run(s) and {exported.cells} cell verdict(s) to {directory}; "
                f"manifest sha256 {exported.manifest_sha256}")
