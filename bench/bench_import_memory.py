@@ -1,6 +1,6 @@
 """Benchmark: peak memory of `sabot corpus import` with one large trace, against the file's size.
 
-    .venv/bin/python bench/bench_import_memory.py              # a 60 MB trace (~2 min)
+    .venv/bin/python bench/bench_import_memory.py              # a 60 MB trace (~30 s)
     .venv/bin/python bench/bench_import_memory.py --mb 20 --shape text
 
 The corpus is one block of the public wave-2 reference corpus (LangGraph default, T1: 35 run

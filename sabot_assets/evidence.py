@@ -13,8 +13,12 @@ A bundle (`export_bundle`) is a directory:
     manifest.json                      format, wave, rulesets, and the SHA-256 of every other file
     harness/runs/<wave>/...            the runs and verdicts in the reference corpus layout
     rules/                             the registered data files and their lock
+    project/<folder>/                  a project wave's registered files (sabot/: mapping, project,
+                                       operators) and lock, and its pass criterion's files, verbatim;
+                                       the store's pin of the registration is in the manifest
     seals.json                         per run file: the attempt it came from and that attempt's seal
-                                       (an imported run: the landed file and its hash, body verbatim)
+                                       (an imported run: the landed file and its hash, body verbatim;
+                                       a project's run: also its sealed attempt.json)
     evidence/judgements.json           the soft tier's verdicts the boards read
     published/<ruleset>/cells.json     the published cell verdicts
     published/<ruleset>/board.json     the published scoreboard
@@ -27,6 +31,7 @@ manifest's own SHA-256, printed by both commands, is what a reader compares with
 
 import hashlib
 import json
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +44,8 @@ from judges.report.html import render_html
 from sabot import runroot, seal
 from sabot.corpus_export import RUNS_DIR, cell_dir, export_wave
 from sabot.matrix import Cell, Probe
-from sabot.registry import LOCK_NAME, Registry, WaveDef
+from sabot.projects import FILES as PROJECT_FILES, LOCK as PROJECT_LOCK, PROJECT_DIR, Project, ProjectError, ProjectRegistry
+from sabot.registry import LOCK_NAME, Registry, RegistryError, WaveDef
 from sabot.store.published import read_report
 from sabot.store.db import connect
 from sabot.store.judging import read_judgements
@@ -76,6 +82,7 @@ class Published:
     reports: dict  # ruleset -> published Markdown
     html: str | None
     where: dict = field(default_factory=dict)  # what names each published piece in an error ({v}: the ruleset)
+    project: dict | None = None  # a project wave: the registration the store pinned (`pinned_registration`)
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,62 @@ def _first_line_difference(published: str | None, derived: str) -> str:
     return f"published {len(published.splitlines())} lines, re-derived {len(derived.splitlines())}"
 
 
+# -- a project's registration ---------------------------------------------------------------------
+# A project wave is scored under the team's own mapping and pass criterion, registered in the project
+# folder. Its lock file sits beside the mapping it freezes, so the anchor is the store's pin of the
+# registration (made at `registry lock`, else at the first run): every registered file, and the lock,
+# must agree with it.
+
+
+def pinned_registration(con, project: Project) -> dict:
+    """The store's pin of a project's registration: name, registration hash, files and their sha256."""
+    has_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'project_registrations'").fetchall()[0][0]
+    rows = con.execute("SELECT registration, files, pinned_by, pinned_at FROM project_registrations WHERE project = ?",
+                       [project.name]).fetchall() if has_table else []
+    if not rows:
+        raise VerifyError(f"store: project {project.name} has no pinned registration, so its runs and verdicts cannot be tied to a registered mapping")
+    registration, files, pinned_by, pinned_at = rows[0]
+    return {"name": project.name, "registration": registration, "files": json.loads(files), "pinned_by": pinned_by, "pinned_at": str(pinned_at)}
+
+
+def check_registration(project: Project, pinned: dict, where: str) -> None:
+    """The project's lock and each registered file as the pin holds them; `where` names the folder in
+    errors. A lock rewritten together with the mapping is named as the lock; a file edited under an
+    unchanged lock is named as that file."""
+    if project.name != pinned["name"]:
+        raise VerifyError(f"{where}/{PROJECT_DIR}/project.json: project {project.name!r}, but the evidence is of {pinned['name']!r}")
+    try:
+        locked = project.locked()
+    except ProjectError as exc:
+        raise VerifyError(f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: {exc}") from exc
+    since = f"the store pinned {{sha}} ({pinned['pinned_by']}, {pinned['pinned_at'][:16]} UTC)"
+    for rel, sha in sorted(pinned["files"].items()):
+        if locked.get(rel) != sha:
+            raise VerifyError(f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: registers {rel} as {str(locked.get(rel, 'absent'))[:12]}, "
+                              f"but {since.format(sha=sha[:12])}; its runs and verdicts belong to that registration")
+        if project.shas.get(rel) != sha:
+            raise VerifyError(f"{where}/{rel}: sha256 {str(project.shas.get(rel, 'absent'))[:12]}, but {since.format(sha=sha[:12])}")
+    if project.registration != pinned["registration"]:
+        raise VerifyError(f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: registration {project.registration[:12]}, "
+                          f"but {since.format(sha=pinned['registration'][:12])}")
+
+
+def check_pass_criterion(judged_by: dict[str, dict], files: dict[str, str], where: str) -> None:
+    """Every run was judged by the pass criterion whose files are `files` ({path: sha256}), as its
+    sealed attempt.json recorded it (`identity.code`): the code that decided `task_passed`."""
+    for attempt, code in sorted(judged_by.items()):
+        recorded = code.get("pass criterion") or {}
+        for rel in sorted(set(recorded) | set(files)):
+            if recorded.get(rel) != files.get(rel):
+                raise VerifyError(f"{where}/{rel}: sha256 {str(files.get(rel, 'absent'))[:12]}, but run {attempt} was judged by "
+                                  f"{str(recorded.get(rel, 'absent'))[:12]} (its sealed {runroot.META_FILE})")
+
+
+def _sealed_meta(run_root: Path, source_path: str) -> str:
+    """A live run's attempt.json, as sealed (`check_sealed_run` has checked the attempt's seal)."""
+    return (Path(run_root) / Path(source_path).parent / runroot.META_FILE).read_text()
+
+
 # -- a wave in the store --------------------------------------------------------------------------
 
 
@@ -229,6 +292,12 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
                     check_sealed_run(run_root, path, sha, record)
         else:
             _check_landed(con, wave.name, rows)
+        project, pinned = getattr(registry, "project", None), None
+        if project is not None:
+            pinned = pinned_registration(con, project)
+            judged_by = {path: json.loads(_sealed_meta(run_root, path))["identity"].get("code", {})
+                         for _op, _probe, status, _record, path, *_ in rows if status == "present"}
+            check_pass_criterion(judged_by, project.code_hashes()["pass criterion"], project.root.name)
         runs = read_runs(con, wave.name, [(op, probe) for op, probe, *_ in rows])
         imported = latest_import(con, wave.name)
         kappa = read_report(con, wave.name, "soft", "kappa.json")
@@ -243,15 +312,28 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
             html=read_report(con, wave.name, wave.headline_ruleset, "html"),
             where={"cells": "store: cell_verdicts of ruleset {v}", "board": "store: board.json of ruleset {v}",
                    "report": "store: Markdown report of ruleset {v}", "html": "store: HTML report"},
+            project=pinned,
         )
 
 
 def verify_wave(registry: Registry, store_path: Path, wave_name: str) -> Verified:
-    registry.require_registered()
-    wave = registry.wave(wave_name)
+    wave = _registered_wave(registry, Path(store_path), wave_name)
     pub = published_in_store(registry, Path(store_path), wave)
     cells = rederive(registry, pub)
     return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings))
+
+
+def _registered_wave(registry: Registry, store_path: Path, wave_name: str) -> WaveDef:
+    """The wave, once its rules are the registered ones; a project's first against the store's pin,
+    so that an edited lock is named as such rather than as the file it no longer matches."""
+    project = getattr(registry, "project", None)
+    if project is not None:
+        if not store_path.is_file():
+            raise VerifyError(f"store {store_path}: no such store (a bundle is verified by its directory)")
+        with connect(store_path, read_only=True) as con:
+            check_registration(project, pinned_registration(con, project), project.root.name)
+    registry.require_registered()
+    return registry.wave(wave_name)
 
 
 # -- a bundle -------------------------------------------------------------------------------------
@@ -269,20 +351,16 @@ def export_bundle(registry: Registry, store_path: Path, wave_name: str, director
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise VerifyError(f"{directory}: not empty; a bundle is written into a new or empty directory")
-    wave = registry.wave(wave_name)
+    wave = _registered_wave(registry, Path(store_path), wave_name)
     if reference_ruleset and reference_ruleset not in wave.readings:
         raise VerifyError(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {reference_ruleset!r}")
-    registry.require_registered()
     pub = published_in_store(registry, Path(store_path), wave)
     cells = rederive(registry, pub)
     run_root = run_root_beside(store_path)
     with connect(store_path, read_only=True) as con:
         export_wave(con, wave, reference_ruleset or wave.headline_ruleset, directory)
-    _write(directory / "seals.json", _seals(con_path=Path(store_path), run_root=run_root, wave=wave, pub=pub, directory=directory))
-    for rel in [*registry.files, LOCK_NAME]:
-        target = directory / "rules" / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(registry.root / rel, target)
+    _write(directory / "seals.json", _seals(registry, Path(store_path), run_root, wave, pub, directory))
+    _copy_rules(registry, directory)
     _write(directory / "evidence" / "judgements.json", [v for _, v in sorted(pub.judged.items())])
     for v in wave.readings:
         _write(directory / "published" / v / "cells.json", pub.cells[v])
@@ -293,11 +371,27 @@ def export_bundle(registry: Registry, store_path: Path, wave_name: str, director
     _write(directory / "published" / "wave.json", {"wave": wave.name, "label": pub.label, "missing": pub.missing, "kappa": pub.kappa, "absent": absent})
     files = {p.relative_to(directory).as_posix(): _file_sha(p) for p in sorted(directory.rglob("*")) if p.is_file()}
     _write(directory / MANIFEST, {"format": BUNDLE_FORMAT, "wave": wave.name, "headline_ruleset": wave.headline_ruleset,
-                                  "rulesets": list(wave.readings), "files": files})
+                                  "rulesets": list(wave.readings), "files": files,
+                                  **({"project": {**pub.project, "folder": registry.project.root.name}} if pub.project else {})})
     return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings), _file_sha(directory / MANIFEST))
 
 
-def _seals(con_path: Path, run_root: Path, wave: WaveDef, pub: Published, directory: Path) -> dict:
+def _copy_rules(registry: Registry, directory: Path) -> None:
+    """The registered data files and their lock, as on disk, under rules/; a project's registered
+    files and lock under project/ (a project registry's own entries are derived from those)."""
+    copies = [(registry.root / rel, directory / "rules" / rel) for rel in [*Registry(registry.root).files, LOCK_NAME]]
+    project = getattr(registry, "project", None)
+    if project is not None:
+        # under the folder's own name: the project's rules and reports name their files by it
+        folder = directory / "project" / project.root.name
+        copies += [(project.root / PROJECT_DIR / name, folder / PROJECT_DIR / name) for name in (*PROJECT_FILES, PROJECT_LOCK)]
+        copies += [(project.root / rel, folder / rel) for rel in project.code_hashes()["pass criterion"]]  # what decided task_passed
+    for source, target in copies:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+
+
+def _seals(registry: Registry, con_path: Path, run_root: Path, wave: WaveDef, pub: Published, directory: Path) -> dict:
     """Per run file of the bundle, what vouches for it: a live run's attempt and its seal; an
     imported run's landed file and hash (its body is written verbatim over the re-serialized export,
     so it still hashes to what was imported)."""
@@ -312,6 +406,8 @@ def _seals(con_path: Path, run_root: Path, wave: WaveDef, pub: Published, direct
         if wave.source == "live":
             attempt_dir = Path(run_root) / Path(run.source_path).parent
             seals[rel] = {"attempt": run.source_path, "seal": json.loads((attempt_dir / seal.SEAL_FILE).read_text())}
+            if getattr(registry, "project", None) is not None:  # its identity names the pass criterion's code that judged it
+                seals[rel]["attempt_json"] = _sealed_meta(run_root, run.source_path)
         else:
             ref.write_bytes(landed[run.source_path].encode())
             seals[rel] = {"landed": run.source_path, "sha256": run.source_sha256}
@@ -395,8 +491,45 @@ def _label_of(runs: dict) -> str:
 def verify_bundle(directory: Path) -> Verified:
     directory = Path(directory)
     manifest = check_manifest(directory)
-    registry = Registry(directory / "rules")
-    registry.require_registered()
+    registry = _bundle_registry(directory, manifest)
+    if "project" in manifest:
+        _check_bundled_pass_criterion(directory, f"project/{manifest['project']['folder']}")
     pub = published_in_bundle(registry, directory, manifest)
     cells = rederive(registry, pub)
     return Verified(pub.wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(pub.wave.readings), _file_sha(directory / MANIFEST))
+
+
+def _bundle_registry(directory: Path, manifest: dict) -> Registry:
+    """The bundle's rules as a registry: a project wave's registered files checked against the pin
+    the manifest carries, then laid over the standard's data as the store's registry did."""
+    rules = directory / "rules"
+    if "project" not in manifest:
+        registry = Registry(rules)
+    else:
+        try:
+            folder = f"project/{manifest['project']['folder']}"
+            if not re.fullmatch(r"project/(?!\.\.?$)[\w.-]+", folder):  # one folder of the bundle, never a path out of it
+                raise ProjectError(f"folder {manifest['project']['folder']!r} is not a folder name")
+            project = Project.load(directory / folder)
+        except (KeyError, TypeError, ProjectError) as exc:
+            raise VerifyError(f"bundle {MANIFEST}: its project is not in the bundle ({exc})") from exc
+        check_registration(project, manifest["project"], f"bundle {folder}")
+        registry = ProjectRegistry(project, rules)
+    try:
+        registry.require_registered()
+    except RegistryError as exc:
+        raise VerifyError(f"bundle rules: {exc}") from exc
+    return registry
+
+
+def _check_bundled_pass_criterion(directory: Path, folder: str) -> None:
+    """Each run's attempt.json as its seal holds it, and the bundled pass criterion the one it names."""
+    judged_by, recorded = {}, set()
+    for rel, entry in sorted(_read_json(directory, "seals.json").items()):
+        meta = entry.get("attempt_json")
+        if meta is None or hashlib.sha256(meta.encode()).hexdigest() != entry["seal"]["files"].get(runroot.META_FILE):
+            raise VerifyError(f"bundle seals.json: {runroot.META_FILE} of {entry.get('attempt', rel)} is missing or differs from its seal")
+        judged_by[entry["attempt"]] = json.loads(meta)["identity"].get("code", {})
+        recorded |= set(judged_by[entry["attempt"]].get("pass criterion") or {})
+    files = {r: _file_sha(directory / folder / r) for r in sorted(recorded) if (directory / folder / r).is_file()}
+    check_pass_criterion(judged_by, files, f"bundle {folder}")

@@ -278,3 +278,84 @@ def test_a_bad_project_is_named(tmp_path):
     (copy / "sabot" / "mapping.json").write_text("{")
     with pytest.raises(ProjectError, match=r"mapping.json: not valid JSON"):
         Project.load(copy)
+
+
+def _rehash_manifest(bundle: Path) -> None:
+    """Rewrite a bundle's manifest over its files as they are: what a forger who edits files does."""
+    import hashlib
+
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["files"] = {rel: hashlib.sha256((bundle / rel).read_bytes()).hexdigest() for rel in manifest["files"]}
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+
+
+def _edit_mapping_and_relock(folder: Path) -> None:
+    mapping = folder / "sabot" / "mapping.json"
+    doc = json.loads(mapping.read_text())
+    doc["surfaces"] = doc["surfaces"][1:]  # strike a surface after seeing the data, and register it anew
+    mapping.write_text(json.dumps(doc, indent=1))
+    (folder / "sabot" / LOCK).unlink()
+    Project.load(folder).write_lock()
+
+
+def test_a_project_wave_verifies_and_exports_with_its_registration(example_wave, tmp_path):
+    """`sabot verify DIR` and `sabot wave export DIR` of a project: its registered mapping, project and
+    operators files, the store's pin of their registration and the pass criterion that judged the runs
+    are evidence; the bundle verifies in a fresh directory with no store; an edited mapping, lock or
+    pass criterion, in the folder or the bundle, is named."""
+    from sabot_assets.evidence import VerifyError, verify_bundle, verify_wave
+
+    project, _, runs, _, _, store_path = example_wave
+    present = sum(r.status == "present" for r in runs.values())
+    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
+    sabot = lambda *args, var=store_path.parent: subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), *args], cwd=ROOT,  # noqa: E731
+                                                               env={**env, "SABOT_VAR": str(var)}, capture_output=True, text=True, timeout=300)
+    done = sabot("verify", str(project.root))
+    assert done.returncode == 0 and f"{project.name}: verified: {present} sealed run(s)" in done.stdout, done.stdout + done.stderr
+    bundle = tmp_path / "bundle"
+    done = sabot("wave", "export", str(project.root), str(bundle))
+    assert done.returncode == 0, done.stderr
+    pinned = json.loads((bundle / "manifest.json").read_text())["project"]
+    assert pinned["registration"] == project.registration and pinned["files"] == project.shas
+    folder = bundle / "project" / project.root.name
+    assert (folder / "sabot" / "mapping.json").read_bytes() == (project.root / "sabot" / "mapping.json").read_bytes()
+    done = sabot("verify", str(bundle), var=tmp_path / "elsewhere")  # another machine: no store, no key, no model
+    assert done.returncode == 0 and f"{project.name}: verified: {present} sealed run(s)" in done.stdout, done.stdout + done.stderr
+
+    # In the store: a mapping edited alone is named; edited and registered anew, the lock is named.
+    copy = tmp_path / "folder" / project.root.name
+    shutil.copytree(project.root, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    mapping = copy / "sabot" / "mapping.json"
+    mapping.write_text(mapping.read_text().replace('"surfaces"', '"surfaces" ', 1))
+    with pytest.raises(VerifyError, match=f"^{copy.name}/sabot/mapping.json: sha256 .* but the store pinned"):
+        verify_wave(ProjectRegistry.from_dir(copy), store_path, project.name)
+    _edit_mapping_and_relock(copy)
+    with pytest.raises(VerifyError, match=f"^{copy.name}/sabot/{LOCK}: registers sabot/mapping.json as .* but the store pinned"):
+        verify_wave(ProjectRegistry.from_dir(copy), store_path, project.name)
+
+    # The pass criterion that judged every run (as each sealed attempt recorded it) is evidence too.
+    judged = tmp_path / "judged" / project.root.name
+    shutil.copytree(project.root, judged, ignore=shutil.ignore_patterns("__pycache__"))
+    check = next(iter(project.code_hashes()["pass criterion"]))
+    (judged / check).write_text((judged / check).read_text() + "\n# edited after the wave\n")
+    with pytest.raises(VerifyError, match=f"^{judged.name}/{check}: sha256 .* but run .* was judged by"):
+        verify_wave(ProjectRegistry.from_dir(judged), store_path, project.name)
+    original = (folder / check).read_bytes()
+    (folder / check).write_bytes(original + b"\n# edited after the wave\n")
+    _rehash_manifest(bundle)
+    with pytest.raises(VerifyError, match=f"bundle project/{project.root.name}/{check}: sha256 .* but run .* was judged by"):
+        verify_bundle(bundle)
+    (folder / check).write_bytes(original)
+    _rehash_manifest(bundle)
+
+    # In the bundle: one edited byte is named by the manifest; with the manifest rewritten over the
+    # edited mapping and its new lock, the pinned registration it carries names the lock.
+    text = (folder / "sabot" / "mapping.json").read_bytes()
+    (folder / "sabot" / "mapping.json").write_bytes(text.replace(b'"surfaces"', b'"surfaces" ', 1))
+    with pytest.raises(VerifyError, match=f"bundle project/{project.root.name}/sabot/mapping.json: differs from the manifest"):
+        verify_bundle(bundle)
+    (folder / "sabot" / "mapping.json").write_bytes(text)
+    _edit_mapping_and_relock(folder)
+    _rehash_manifest(bundle)
+    with pytest.raises(VerifyError, match=f"bundle project/{project.root.name}/sabot/{LOCK}: registers sabot/mapping.json"):
+        verify_bundle(bundle)

@@ -1,12 +1,13 @@
 """Lineage: a published number walks back to its cells, and a cell to its acts and events."""
 
+import json
 import os
 import subprocess
 import sys
 
 from sabot.store.db import connect
 from sabot.store.lineage import cell_detail, number_cells
-from tests.conftest import PROJECT
+from tests.conftest import CORPUS, PROJECT
 
 
 def test_the_union_figure_lists_its_76_numerator_and_138_denominator_cells(scored_wave2):
@@ -18,6 +19,9 @@ def test_the_union_figure_lists_its_76_numerator_and_138_denominator_cells(score
     assert all(c["fault_sha256"] and c["fault_run_id"] for c in denominator)
     assert [a["act"] for a in detail["acts"] if a["surface"] == "mapping"] == ["reject", "retry_with_reason", "reject"]
     assert {e["seq"] for e in detail["events"]} == {a["seq"] for a in detail["acts"]}
+    # payloads are read from the run's record (the events table holds none): the corpus file's own
+    trace = json.loads((CORPUS / "harness/runs/wave2/langgraph/default/T2/O1/seed12/runresult.json").read_text())["trace"]
+    assert [e["payload"] for e in detail["events"]] == [e["payload"] for e in trace["events"] if e["seq"] in {a["seq"] for a in detail["acts"]}]
 
 
 def test_the_cli_prints_the_same_lineage(scored_wave2, tmp_path):

@@ -137,13 +137,13 @@ def test_a_quota_429_is_endpoint_fatal_not_retried(store, provider_env):
 
 
 def test_a_long_retry_after_pauses_the_endpoint_for_every_caller_and_stops_naming_it(store, provider_env):
-    from adapters.gateway.limiter import EndpointCircuit
+    from adapters.gateway.limiter import endpoint_circuit
 
     with FaultProvider("retry-after", retry_after=120) as provider:
         provider_env(provider)
         tally, _ = store.runs(T2)
         assert provider.calls == 1 and "Retry-After: 120" in tally.stopped and "ceiling of 5 s" in tally.stopped
-        circuit = EndpointCircuit(provider.base_url.rstrip("/"))
+        circuit = endpoint_circuit(provider.base_url.rstrip("/"))  # the host's file, or the deployment's Postgres
         wait, header = circuit.paused_for()
         assert 100 < wait <= 120 and header == "120"  # learnt by the host, for every process
         circuit.reset()  # what a new `sabot wave run` does: the open breaker closes, the pause holds
@@ -200,6 +200,23 @@ def test_an_error_body_echoing_the_key_leaves_no_trace_of_it(store, provider_env
     [(key, error)] = tally.run_errors.items()  # the first call (the baseline's) was refused: that cell alone
     assert key == "langgraph.guardrail.T1.s11" and "answered 400" in error and "[redacted]" in error
     assert key_occurrences(store.tmp) == []
+
+
+def test_without_the_cli_a_new_key_finds_a_closed_breaker(store, provider_env, monkeypatch):
+    """The asset step as a UI backfill or the daemon runs it (no `sabot wave run`, so no reset): the
+    breaker a refused key opened holds for that key, and a run with the fixed key finds a new circuit
+    at once. (The cool-down and its half-open probe: tests/test_shared_state_postgres.py, both backends.)"""
+    with FaultProvider("401", key=KEY) as provider:
+        provider_env(provider)
+        tally, _ = store.runs(T1)
+        assert provider.calls == 1 and "answered 401" in tally.stopped
+        provider.mode = "404-model"  # the provider would answer now, but the key is the one it refused
+        tally, _ = store.runs(T1)
+        assert provider.calls == 1 and tally.ran == 0, "the breaker holds for the refused key: nothing sent"
+        monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-proj-FIXED-key-4e1d")
+        tally, _ = store.runs(T1)
+    assert tally.stopped is None and tally.run_errors == {} and tally.ran == SLOTS
+    assert provider.answered == provider.calls - 1 > 0
 
 
 def test_the_cli_stops_with_one_paragraph_saying_what_failed_what_is_missing_and_how_to_resume(tmp_path):

@@ -24,7 +24,7 @@ import adapters.scripted.server as scripted_server
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.server import ScriptedModelServer
 from sabot.store.db import connect
-from sabot.store.ledger import SpendLedger, ledger_path
+from sabot.store.ledger import ledger_path, spend_ledger
 
 PROJECT = Path(__file__).resolve().parents[1]
 SLICE = ["demo", "--framework", "langgraph", "--config", "default", "--operator", "O1"]  # per task: a baseline and one fault run
@@ -106,7 +106,7 @@ def test_two_concurrent_commands_never_pass_the_cap_between_them(tmp_path, provi
     assert 0 < metered * margin <= max(ceilings)
     assert len(_attempts(tmp_path)) == stored_runs < 4  # each alone would have run both of its runs
     assert any("not launched stay missing" in err for _, _, err in results)
-    ledger = SpendLedger(ledger_path(tmp_path / "sabot.duckdb"), "test")
+    ledger = spend_ledger(ledger_path(tmp_path / "sabot.duckdb"), "test")  # the file, or the shared Postgres when set
     settled, reserved = ledger.totals("provider")
     assert reserved == 0 and settled == pytest.approx(metered)  # nothing held after both commands ended
 

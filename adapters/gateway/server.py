@@ -18,7 +18,7 @@ whole and never half-delivered. Once one call's budget is spent the run is infra
 later calls are refused at once rather than spending more on a run that will be retried anyway.
 
 Every error answer is classified by the registered taxonomy (adapters/gateway/taxonomy.py): a
-retryable one is retried and counted on the endpoint's host-wide breaker (limiter.EndpointCircuit);
+retryable one is retried and counted on the endpoint's host-wide breaker (limiter.CircuitState);
 an endpoint-fatal one (401, 403, quota) opens that breaker at once and stops the run
 (EndpointStopped: the cell stays missing); a cell-fatal one (404 model, 400, 422) fails the run
 (CellFailed: RUN_ERROR naming the model and the provider's message). A Retry-After pauses the
@@ -43,7 +43,8 @@ import tenacity
 
 from adapters.gateway.exchange import (estimate_tokens, parse_sse, redact_headers, render_sse, request_key,
                                        route_of, served_model, strip_usage_chunks, usage_of)
-from adapters.gateway.limiter import EndpointCircuit, EndpointLimiter, RateLimited
+from adapters.gateway.limiter import (PROBE_WAIT, CircuitState, EndpointLimiter, RateLimited, endpoint_circuit, endpoint_config,
+                                      endpoint_limiter)
 from adapters.gateway.policy import CallPolicy
 from adapters.gateway.taxonomy import (CELL_FATAL, ENDPOINT_FATAL, RETRYABLE, ProviderFailure, ProviderTaxonomy, Scrubber,
                                        provider_message)
@@ -118,9 +119,13 @@ class _Retryable(Exception):
         self.detail, self.status, self.retry_after, self.response = detail, status, retry_after, response
 
 
-def circuit_of(upstream: Upstream, policy: CallPolicy) -> EndpointCircuit:
-    """The host-wide breaker of a provider endpoint, under the policy's threshold and open time."""
-    return EndpointCircuit(upstream.limiter_id, policy.breaker_failures, policy.breaker_open_seconds)
+def circuit_of(upstream: Upstream, policy: CallPolicy) -> CircuitState:
+    """The breaker of a provider endpoint (host-wide, or deployment-wide with SABOT_SHARED_STATE_URL),
+    under the policy's threshold and open time, keyed to this base URL and key; a probe after the
+    cool-down has one call's whole budget to decide."""
+    return endpoint_circuit(upstream.limiter_id, policy.breaker_failures, policy.breaker_open_seconds,
+                            config=endpoint_config(upstream.base_url, upstream.api_key),
+                            probe_seconds=policy.max_total_seconds + policy.call_timeout_seconds)
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -146,7 +151,7 @@ class ModelGateway:
 
     def __init__(self, upstream: Upstream | None, policy: CallPolicy, cell: str, recording: list[dict] | None = None,
                  limiter: EndpointLimiter | None = None, taxonomy: ProviderTaxonomy | None = None,
-                 circuit: EndpointCircuit | None = None):
+                 circuit: CircuitState | None = None):
         if upstream is None and recording is None:
             raise ValueError("a gateway needs an upstream or a recording to answer from")
         self.upstream, self.policy, self.cell = upstream, policy, cell
@@ -155,7 +160,7 @@ class ModelGateway:
         for exchange in recording or ():
             self._book[exchange["key"]].append(exchange)
         limit = policy.limit_for(upstream.scripted) if upstream else None
-        self.limiter = limiter or (EndpointLimiter(upstream.limiter_id, limit) if limit else None)
+        self.limiter = limiter or (endpoint_limiter(upstream.limiter_id, limit) if limit else None)
         self.taxonomy = taxonomy or ProviderTaxonomy.registered()
         # The breaker guards a provider; per-run scripted servers and replays have none to guard.
         if circuit is None and upstream is not None and not upstream.scripted and not self.replaying:
@@ -399,6 +404,8 @@ class ModelGateway:
             raise _Retryable(f"answered {status}", status, wait, response)
         failure = ProviderFailure(CELL_FATAL, status, self.upstream.label, model,
                                   f"{where} answered {status} for model {model}: {said}")
+        if self.circuit is not None:
+            self.circuit.succeeded()  # the endpoint is up and took the key: a half-open breaker's probe is answered
         with self._lock:
             self.cell_failure = self.cell_failure or failure
         log.warning("%s: %s", self.cell, failure.message)
@@ -414,22 +421,25 @@ class ModelGateway:
 
     def _wait_for_endpoint(self, where: str, model: str | None) -> float:
         """Refuse at once while the endpoint is open; sit out a pause a Retry-After asked for (never an
-        immediate resend); stop when that pause is past the ceiling or the run's wall limit."""
-        if self.circuit is None:
-            return 0.0
-        opened = self.circuit.opened()
-        if opened:
-            raise _Stop(ProviderFailure.from_dict(opened))
-        wait, header = self.circuit.paused_for()
-        if wait <= 0:
-            return 0.0
-        if wait > self.policy.max_retry_after_seconds or time.monotonic() + wait > self._deadline:
-            failure = ProviderFailure("retry_after", 429, self.upstream.label, model,
-                                      f"{where} asked for quiet with Retry-After: {header} ({wait:.0f} s left), past the ceiling of "
-                                      f"{self.policy.max_retry_after_seconds:g} s or the run's wall limit")
-            raise _Stop(self._trip(failure))
-        time.sleep(wait)
-        return wait
+        immediate resend), or a half-open breaker's probe by another process, looking again after
+        each wait (the endpoint may have opened, or the pause grown, meanwhile); stop when a pause is
+        past the ceiling or the run's wall limit."""
+        waited = 0.0
+        while self.circuit is not None:
+            opened = self.circuit.opened()
+            if opened:
+                raise _Stop(ProviderFailure.from_dict(opened))
+            wait, header = self.circuit.paused_for()
+            if wait <= 0:
+                break
+            if wait > self.policy.max_retry_after_seconds or time.monotonic() + wait > self._deadline:
+                failure = ProviderFailure("retry_after", 429, self.upstream.label, model,
+                                          f"{where} asked for quiet with Retry-After: {header} ({wait:.0f} s left), past the ceiling of "
+                                          f"{self.policy.max_retry_after_seconds:g} s or the run's wall limit")
+                raise _Stop(failure if header == PROBE_WAIT else self._trip(failure))  # a probe's wait opens nothing
+            time.sleep(wait)
+            waited += wait
+        return waited
 
     def _trip(self, failure: ProviderFailure) -> ProviderFailure:
         return ProviderFailure.from_dict(self.circuit.trip(failure.as_dict())) if self.circuit is not None else failure

@@ -32,6 +32,7 @@ export SABOT_CELERY_BROKER=$broker
 export SABOT_DAGSTER_STORAGE=$SHARED/dagster
 export SABOT_RUN_ROOT=$SHARED/runroot
 export SABOT_DB=$SHARED/sabot.duckdb
+export SABOT_SHARED_STATE_URL=$pg
 ENV
 }
 

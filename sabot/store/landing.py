@@ -115,7 +115,7 @@ class _EventWriter:
     def add(self, slot: RunSlot, index: int, obj) -> None:
         e = parse_event(obj, slot.source_path, index)
         self.rows.append({"wave": self.wave, "operator": slot.operator or "", "probe": slot.probe.key, "run_id": "", "seq": e.seq,
-                          "agent": e.agent, "kind": e.kind, "payload": json.dumps(e.payload)})
+                          "agent": e.agent, "kind": e.kind})
         if len(self.rows) >= EVENT_BATCH:
             self.blank.add((slot.operator or "", slot.probe.key))
             self.flush()

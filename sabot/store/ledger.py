@@ -15,6 +15,15 @@ ceiling. Two `wave run` commands on one store therefore never launch past the ca
 Amounts are metered USD (priced from reported usage); the margin multiplies them where they meet a
 ceiling (`sabot.budget.Margin`). Kinds: "provider" and "simulated" (the scripted model's usage,
 capped only when a budget is given).
+
+With worker hosts the store's volume is not every process's, so with SABOT_SHARED_STATE_URL set
+(`sabot.shared_state`) the ledger lives in that Postgres instead (`PostgresSpendLedger`, the same
+methods): the ledger of one store is its rows under the store's ledger path, which every host names
+alike (the store and its run root are on the shared volume). A reservation there is one transaction
+holding the ledger's advisory lock (`pg_advisory_xact_lock`), so reservations from every host are
+serialized exactly as `BEGIN IMMEDIATE` serializes them on one. A holder is "host label:pid"
+(SABOT_HOST_LABEL): a dead holder's reservation is dropped only by a command on its own host, since
+hosts can share a host name and a PID means nothing elsewhere. `spend_ledger` picks the backend.
 """
 
 import os
@@ -22,6 +31,9 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
+
+from sabot.runroot import holder_gone
+from sabot.shared_state import connection_pool, create_once, shared_state_url
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS settled (record_key TEXT PRIMARY KEY, kind TEXT NOT NULL, cost REAL NOT NULL, at REAL NOT NULL)",
@@ -35,14 +47,11 @@ def ledger_path(store_path) -> Path:
     return store_path.with_name(store_path.name + ".spend.sqlite")
 
 
-def _pid_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+def spend_ledger(path, host: str, environ=None):
+    """The ledger of the store whose ledger path is `path`: in the shared Postgres when
+    SABOT_SHARED_STATE_URL is set (worker hosts), else the SQLite file at `path`."""
+    url = shared_state_url(environ)
+    return PostgresSpendLedger(url, path, host) if url else SpendLedger(path, host)
 
 
 class SpendLedger:
@@ -79,8 +88,7 @@ class SpendLedger:
         """Reservations of processes on this host that are gone: their runs never settle here."""
         with self._transaction() as con:
             rows = con.execute("SELECT token, holder FROM reserved").fetchall()
-            dead = [token for token, holder in rows if holder.rpartition(":")[0] == self.host
-                    and holder.rpartition(":")[2].isdigit() and _pid_gone(int(holder.rpartition(":")[2]))]
+            dead = [token for token, holder in rows if holder_gone(holder, self.host)]
             con.executemany("DELETE FROM reserved WHERE token = ?", [(t,) for t in dead])
         return len(dead)
 
@@ -114,3 +122,84 @@ class SpendLedger:
     def release(self, token: str) -> None:
         with self._transaction() as con:
             con.execute("DELETE FROM reserved WHERE token = ?", [token])
+
+
+
+POSTGRES_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS sabot_spend_settled (ledger TEXT NOT NULL, record_key TEXT NOT NULL, kind TEXT NOT NULL, "
+    "cost DOUBLE PRECISION NOT NULL, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (ledger, record_key))",
+    "CREATE TABLE IF NOT EXISTS sabot_spend_reserved (ledger TEXT NOT NULL, token TEXT NOT NULL, kind TEXT NOT NULL, "
+    "amount DOUBLE PRECISION NOT NULL, holder TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (ledger, token))",
+)
+
+
+class PostgresSpendLedger:
+    """One store's ledger in the shared Postgres: `SpendLedger`'s methods, each one transaction that
+    holds the ledger's advisory lock, so every host's reservations are serialized."""
+
+    def __init__(self, url: str, path, host: str):
+        self.url, self.path, self.host = url, Path(path), host
+        self.ledger = os.path.abspath(self.path)  # every host mounts the store at one path
+        self.holder = f"{host}:{os.getpid()}"
+        with connection_pool(url).connection() as con:
+            create_once(con, POSTGRES_SCHEMA, "spend-ledger")
+
+    @contextmanager
+    def _transaction(self):
+        with connection_pool(self.url).connection() as con:  # commits on leaving, rolls back on an error
+            con.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"sabot-ledger:{self.ledger}"])
+            yield con
+
+    def sync(self, stored: dict) -> None:
+        """Count every stored record's cost once: {record_key: (kind, cost)} read from the store."""
+        now = time.time()
+        with self._transaction() as con, con.cursor() as cur:
+            cur.executemany("INSERT INTO sabot_spend_settled VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                            [(self.ledger, k, kind, cost, now) for k, (kind, cost) in stored.items()])
+
+    def drop_dead_reservations(self) -> int:
+        """Reservations of processes on this host (by label) that are gone: their runs never settle."""
+        with self._transaction() as con:
+            rows = con.execute("SELECT token, holder FROM sabot_spend_reserved WHERE ledger = %s", [self.ledger]).fetchall()
+            dead = [token for token, holder in rows if holder_gone(holder, self.host)]
+            if dead:
+                con.execute("DELETE FROM sabot_spend_reserved WHERE ledger = %s AND token = ANY(%s)", [self.ledger, dead])
+        return len(dead)
+
+    def _totals(self, con, kind: str) -> tuple[float, float]:
+        settled = con.execute("SELECT COALESCE(SUM(cost), 0) FROM sabot_spend_settled WHERE ledger = %s AND kind = %s",
+                              [self.ledger, kind]).fetchone()[0]
+        reserved = con.execute("SELECT COALESCE(SUM(amount), 0) FROM sabot_spend_reserved WHERE ledger = %s AND kind = %s",
+                               [self.ledger, kind]).fetchone()[0]
+        return float(settled), float(reserved)
+
+    def totals(self, kind: str) -> tuple[float, float]:
+        """(settled, reserved) metered USD at one kind of endpoint, across every command on every host."""
+        with self._transaction() as con:
+            return self._totals(con, kind)
+
+    def reserve(self, token: str, kind: str, amount: float, fits) -> bool:
+        """Reserve `amount` for `token` if `fits(settled, reserved, amount)` holds, atomically across hosts."""
+        with self._transaction() as con:
+            settled, reserved = self._totals(con, kind)
+            if not fits(settled, reserved, amount):
+                return False
+            con.execute("INSERT INTO sabot_spend_reserved VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (ledger, token) DO UPDATE "
+                        "SET kind = EXCLUDED.kind, amount = EXCLUDED.amount, holder = EXCLUDED.holder, at = EXCLUDED.at",
+                        [self.ledger, token, kind, amount, self.holder, time.time()])
+            return True
+
+    def settle(self, token: str, kind: str, record_key: str | None, cost: float | None) -> None:
+        """A launched run finished: its reservation gives way to what it cost (None: unpriced)."""
+        with self._transaction() as con:
+            con.execute("DELETE FROM sabot_spend_reserved WHERE ledger = %s AND token = %s", [self.ledger, token])
+            if record_key is not None and cost is not None:
+                con.execute("INSERT INTO sabot_spend_settled VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                            [self.ledger, record_key, kind, cost, time.time()])
+
+    def release(self, token: str) -> None:
+        with self._transaction() as con:
+            con.execute("DELETE FROM sabot_spend_reserved WHERE ledger = %s AND token = %s", [self.ledger, token])
+
+
+Ledger = SpendLedger | PostgresSpendLedger  # what `spend_ledger` returns: the same methods either way

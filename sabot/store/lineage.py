@@ -78,14 +78,16 @@ def cell_detail(con, wave: str, ruleset: str, operator: str, probe: str) -> dict
     ).fetchall()
     seqs = sorted({a[0] for a in acts})
     events = con.execute(
-        "SELECT seq, agent, kind, payload FROM events WHERE wave = ? AND operator = ? AND probe = ? ORDER BY seq", [wave, operator, probe]
+        "SELECT seq, agent, kind FROM events WHERE wave = ? AND operator = ? AND probe = ? ORDER BY seq", [wave, operator, probe]
     ).fetchall()
     record = next(iter(con.execute(f"SELECT {record_sql()} FROM runs WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator, probe]).fetchall()), None)
-    exchanges = json.loads(record[0]).get("exchanges", []) if record and record[0] else []
+    doc = json.loads(record[0]) if record and record[0] else {}
+    exchanges = doc.get("exchanges", [])
+    payloads = {e["seq"]: e["payload"] for e in doc.get("trace", {}).get("events", []) if e["seq"] in seqs}  # stored once: in the record
     return {
         "verdict": dict(zip(("status", "excluded", "detected_hard", "reacted", "recovered", "fault_run_id", "fault_sha256", "fault_attempt"), verdict)),
         "attempts": attempt_history(con, wave, operator, probe) if _has_attempts(con) else [],
         "acts": [dict(zip(("seq", "act", "component", "reason", "surface", "counted", "note"), a)) for a in acts],
-        "events": [{"seq": s, "agent": a, "kind": k, "payload": json.loads(p)} for s, a, k, p in events if s in seqs],
+        "events": [{"seq": s, "agent": a, "kind": k, "payload": payloads[s]} for s, a, k in events if s in seqs],
         "exchanges": exchanges,
     }

@@ -22,7 +22,7 @@ RUN_COLUMNS = [
     "injection_verified", "task_passed", "error", "source_path", "source_sha256", "record", "dagster_run_id", "materialized_at", "attempt",
 ]
 RUN_DTYPES = {"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"}
-EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind", "payload"]
+EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind"]  # payloads: in the record
 
 
 def record_sql(alias: str = "runs") -> str:
@@ -60,7 +60,7 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
             "attempt": s.attempt,
         })
         for e in r.events if r else ():
-            events.append({"wave": wave, "operator": op, "probe": s.probe.key, "run_id": r.run_id, "seq": e.seq, "agent": e.agent, "kind": e.kind, "payload": json.dumps(e.payload)})
+            events.append({"wave": wave, "operator": op, "probe": s.probe.key, "run_id": r.run_id, "seq": e.seq, "agent": e.agent, "kind": e.kind})
     keys = pd.DataFrame([(wave, s.operator or "", s.probe.key) for s in slots], columns=["wave", "operator", "probe"])
     runs_df = pd.DataFrame(runs, columns=RUN_COLUMNS).astype(RUN_DTYPES)
     replace_rows(con, "runs", keys, runs_df)

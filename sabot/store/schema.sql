@@ -76,6 +76,8 @@ CREATE TABLE IF NOT EXISTS attempts (
     PRIMARY KEY (wave, operator, probe, attempt)
 );
 
+-- An index of each stored run's events; their payloads are read from the run's record (`record_sql`),
+-- never stored twice: a second copy of a large trace's payloads was most of an import's peak memory.
 CREATE TABLE IF NOT EXISTS events (
     wave     VARCHAR NOT NULL,
     operator VARCHAR NOT NULL,
@@ -84,9 +86,10 @@ CREATE TABLE IF NOT EXISTS events (
     seq      INTEGER NOT NULL,
     agent    VARCHAR NOT NULL,
     kind     VARCHAR NOT NULL,
-    payload  JSON NOT NULL,
     PRIMARY KEY (wave, operator, probe, seq)
 );
+-- Older stores held the payloads here too; the record holds them all.
+ALTER TABLE events DROP COLUMN IF EXISTS payload;
 
 CREATE TABLE IF NOT EXISTS cell_verdicts (
     wave            VARCHAR NOT NULL,

@@ -112,8 +112,10 @@ def _say_why_stored_runs_rerun(ctx: Context, name: str, selection) -> None:
 
 
 def _close_endpoint(ctx: Context) -> None:
-    """A new `wave run` is the user's word that they acted on why the endpoint stopped (a new key, a
-    topped-up quota): its breaker starts closed. A Retry-After pause still holds."""
+    """A new `wave run` is the user's word that they acted on why the endpoint stopped (a topped-up
+    quota, a provider back up): the breaker's cool-down ends now and one probe decides, the rule every
+    path follows after a cool-down (adapters/gateway/limiter.py). A new key or base URL needs no word:
+    it is a new circuit. A Retry-After pause still holds."""
     from adapters.run_attempt import provider_circuit
 
     circuit = provider_circuit(ctx.registry)
@@ -221,9 +223,11 @@ def wave_export(name, directory, ruleset):
 
 
 def _export(ctx: Context, name: str, directory: Path, ruleset: str | None):
+    from sabot_assets.cli.project import adopt_project
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.evidence import export_bundle
 
+    name = adopt_project(ctx, name)  # a project folder exports its wave, with its registered files
     exported = export_bundle(ctx.registry, STORE_PATH, name, directory, ruleset)
     click.echo(f"{name}: wrote a bundle of {exported.runs} sealed run(s) and {exported.cells} cell verdict(s) to {directory}; "
                f"manifest sha256 {exported.manifest_sha256}")

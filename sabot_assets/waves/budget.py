@@ -13,7 +13,7 @@ from pathlib import Path
 from sabot.budget import PROJECT_CAP_USD, Breaker, BudgetError, LedgerBreaker, Margin, Projection, check_projection, usd
 from sabot.pricing import PriceTable
 from sabot.store.db import connect
-from sabot.store.ledger import SpendLedger, ledger_path
+from sabot.store.ledger import Ledger, ledger_path, spend_ledger
 from sabot.store.spend import rates_of, stored_costs
 from sabot_assets.constants import SPEND_CEILING_TAG
 from sabot_assets.waves.concurrency import host_label
@@ -35,9 +35,9 @@ def ceiling_for(spent: float, budget: float | None, simulated: bool) -> float | 
     return PROJECT_CAP_USD if budget is None else min(PROJECT_CAP_USD, spent + budget)
 
 
-def synced_ledger(store_path: Path, con=None) -> SpendLedger:
+def synced_ledger(store_path: Path, con=None) -> Ledger:
     """The store's ledger, holding every stored record's cost and no reservation of a dead process."""
-    ledger = SpendLedger(ledger_path(store_path), host_label())
+    ledger = spend_ledger(ledger_path(store_path), host_label())  # the shared Postgres with worker hosts
     ledger.drop_dead_reservations()
     if con is not None:
         ledger.sync(stored_costs(con))

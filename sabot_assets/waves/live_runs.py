@@ -324,12 +324,11 @@ def spend_terms(context, store: DuckDBResource, registry: Registry, identity, re
 
 
 def spend_ledger_for(store_path: Path):
-    """The spend ledger the executing host reserves from. HOOK for a deployment with worker hosts:
-    today the store's SQLite ledger beside the store (shared across hosts only on a shared volume);
-    a ledger in the instance's Postgres plugs in here."""
-    from sabot.store.ledger import SpendLedger, ledger_path
+    """The spend ledger the executing host reserves from: the store's file on one host, the shared
+    Postgres (SABOT_SHARED_STATE_URL) on a deployment with worker hosts (sabot.store.ledger)."""
+    from sabot.store.ledger import ledger_path, spend_ledger
 
-    return SpendLedger(ledger_path(store_path), host_label())
+    return spend_ledger(ledger_path(store_path), host_label())
 
 
 def _execute_breaker(plan: StepPlan, store_path: Path) -> Breaker:
