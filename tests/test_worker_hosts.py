@@ -44,7 +44,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Task name 'execute_plan' is alre
 PROJECT = Path(__file__).resolve().parents[1]
 CELLS, LIMIT = 16, 2
 CHUNK = int(WAVE_ENV["SABOT_LIVE_CHUNK"])
-DEADLINE_S = 900  # a loaded shared machine; the wave takes about three minutes there
+DEADLINE_S = 900  # a loaded shared machine; the wave takes about 100 s there
 KILLED = LABELS[0]
 
 
@@ -203,7 +203,8 @@ def test_a_demo_wave_on_two_worker_hosts_runs_each_cell_once_and_resumes_after_a
                                                                       if r.dagster_run.run_id not in doomed), "the surviving runs", daemon, logs)
             for run_id in doomed:  # as the UI's Terminate does; the dead host's claims are then over
                 instance.run_launcher.terminate(run_id)
-            _wait(lambda: _backfill_done(instance, first), "the first backfill's end", daemon, logs)
+            # Not waiting for the backfill's own bookkeeping (its daemon ticks every 30 s): its runs have ended.
+            _wait(lambda: all(r.dagster_run.is_finished for r in first_runs()), "the dead host's run ending", daemon, logs)
             killed_cells = [c for c in cells if not _finished(run_root, c)]
             assert killed_cells, "the killed host had finished every cell: nothing was in flight"
 
