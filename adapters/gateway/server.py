@@ -208,7 +208,8 @@ class ModelGateway:
             tls = {"verify": loopback_tls()} if loopback else {}  # a provider's keeps the deployment's own settings (SSL_CERT_FILE)
             self._client = httpx.Client(timeout=self.policy.http_timeout(self.policy.call_timeout_seconds), trust_env=not loopback, **tls)
         self._httpd = _HTTPServer(("127.0.0.1", 0), self)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+        # A short poll: shutdown() waits for the serve loop to notice, and a run's slot is held meanwhile.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
                                         name=f"model-gateway:{self._httpd.server_address[1]}", daemon=True)
         self._thread.start()
         return self
