@@ -9,6 +9,7 @@
   would, and every child forked from it then skips the fixup.
 - **Parent death.** The server exits when the command that started it is gone, and every run
   forked from it dies with it (`adapters.parent_watch`).
+- **Warm state.** The gateway's TLS context for 127.0.0.1 upstreams is made here once.
 - **GC freeze.** A forked child shares the server's heap copy-on-write; `gc.freeze()` keeps the
   collector from walking (and copying) every preloaded object in each child.
 """
@@ -20,6 +21,7 @@ import runpy
 import sys
 import types
 
+from adapters.gateway.server import loopback_tls
 from adapters.parent_watch import exit_when_parent_dies
 from adapters.pool import MAIN_ENV  # the caller's main script, set before the server starts
 
@@ -36,5 +38,6 @@ def _adopt_main(path: str | None) -> None:
 
 
 _adopt_main(json.loads(os.environ.get(MAIN_ENV) or "{}").get("init_main_from_path"))
+loopback_tls()  # every run's gateway shares it (CA bundle loaded once, here, not in each child)
 exit_when_parent_dies()  # the command that started the server: killed, it takes the server and its runs with it
 gc.freeze()

@@ -29,10 +29,20 @@ from sabot.trace import RunRecord
 # the pipelines are listed; left to each child, openai.resources, httpcore and anyio's backend cost
 # ~0.8 s a run (measured with cProfile). fork_ready comes last: it runs the caller's main script
 # once (CPython 3.11 ignores "__main__" here) and freezes the heap out of the GC.
-PRELOAD = ["adapters.runner", "adapters.langgraph_pipeline", "adapters.crewai_pipeline", "adapters.autogen_pipeline",
+# adapters.run_attempt brings the run root, its seal and the record writer (another ~20 modules a child imported).
+PRELOAD = ["adapters.runner", "adapters.run_attempt", "adapters.langgraph_pipeline", "adapters.crewai_pipeline", "adapters.autogen_pipeline",
            "openai.resources", "httpcore", "anyio._backends._asyncio", "adapters.fork_ready"]
 MAIN_ENV = "SABOT_FORK_MAIN"  # read by adapters.fork_ready in the fork server
 DEFAULT_CONCURRENCY = 8  # measured: bench/bench_concurrency.py (README, "Concurrency")
+
+
+def start_fork_server() -> None:
+    """Start the fork server now, without waiting for it: its ~5 s of framework imports then overlap
+    the caller's own set-up (a wave's pre-registration) instead of delaying the first run."""
+    from multiprocessing import forkserver
+
+    _context()
+    forkserver.ensure_running()
 
 
 def _context():
@@ -113,7 +123,10 @@ def run_many(
     if not pending:
         return
     workers = min(concurrency, len(pending))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(), max_tasks_per_child=1) as pool:
+    # One process more than the runs in flight: a spare, forked while the others run, takes the next run
+    # the moment one finishes (each process runs one run and exits; its replacement forks meanwhile).
+    spare = 1 if len(pending) > workers else 0
+    with ProcessPoolExecutor(max_workers=workers + spare, mp_context=_context(), max_tasks_per_child=1) as pool:
         in_flight: dict[Future, tuple[Any, float]] = {}
 
         def fill() -> None:

@@ -23,6 +23,7 @@ from sabot.parse_rules import Protocols
 from operators import make_fault
 from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served
+from sabot.budget import Margin, RunBound
 from sabot.pricing import PriceTable, call_rows, totals
 from sabot.recorder import Recorder
 from sabot.trace import EventKind, RunRecord
@@ -88,7 +89,8 @@ def isolated_home(run_dir: Path):
             os.environ["HOME"] = previous
 
 
-def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None", call_policy: CallPolicy | None, spent: list) -> RunOutcome:
+def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None", call_policy: CallPolicy | None, spent: list,
+             bound: RunBound | None = None) -> RunOutcome:
     if spec.framework not in PIPELINES:
         raise AdapterMissing(f"no {spec.framework} adapter yet; runnable frameworks: {', '.join(PIPELINES)}")
     models = registry.doc("standard/models.v0.1.1.json")
@@ -111,7 +113,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
         label = replay.endpoint_label if replay is not None else endpoint.label
         gateway = stack.enter_context(ModelGateway(upstream, call_policy or CallPolicy.load(registry), spec.run_id,
                                                    replay.exchanges if replay is not None else None,
-                                                   taxonomy=ProviderTaxonomy.load(registry)))
+                                                   taxonomy=ProviderTaxonomy.load(registry), bound=bound))
         stack.callback(lambda: spent.extend(gateway.exchanges))  # every call made, whatever the run's end
         # The clients see only the gateway, with a placeholder key and a timeout longer than its budget.
         client_endpoint = dataclasses.replace(endpoint, base_url=gateway.base_url, api_key=GATEWAY_KEY, timeout=gateway.policy.client_timeout)
@@ -153,12 +155,14 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
     prices = PriceTable.from_registry(registry)
     provider = provider_from_env("", "")
     where = provider.label if provider else "the scripted model on 127.0.0.1"
+    # A provider run is held to the registered per-run bounds, both attempts together: what a pilot reserves.
+    bound = Margin.from_registry(registry).run_bound(prices) if provider is not None and replay is None else None
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)
         spent: list = []
         try:
-            outcome = _execute(spec, registry, run_dir, replay, call_policy, spent)
+            outcome = _execute(spec, registry, run_dir, replay, call_policy, spent, bound)
             outcome.record.extra["usage"] = _usage(calls + call_rows(spent, prices, attempt), prices)
             return outcome
         except EndpointStopped as exc:  # never retried, never RUN_ERROR: the cell stays missing

@@ -5,13 +5,16 @@ cell is cut." So a wave is projected before it launches, from runs already recor
 tokens per run, per framework, times the runs to make); a projection over the budget is refused
 and the refusal names the 5 -> 3 alternative with its own figure. While a wave runs, a breaker
 stops launching new runs once spend reaches the budget: runs in flight finish and are kept, runs
-never started stay missing, so the next wave run resumes them.
+never started stay missing, so the next wave run resumes them. A provider run is held to the
+registered per-run bounds call by call (`RunBound`, enforced by the model gateway), so what a pilot
+run reserves is what it can cost.
 
 Pure functions over per-framework rates (read from the store's priced calls,
 `sabot.store.spend.rates_of`); no Dagster, no frameworks. What a call costs is `sabot.pricing`.
 """
 
 import math
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -50,9 +53,55 @@ class Margin:
         dear_out = max(p.output_per_million for p in prices.prices.values())
         return self.max_calls * (self.max_prompt_tokens * dear_in + self.max_completion_tokens * dear_out) / 1e6
 
+    def per_call_worst_case(self, prices) -> float:
+        """Metered USD one call can cost at most under the registered per-call token bounds."""
+        return self.pilot_worst_case(prices) / self.max_calls
+
+    def run_bound(self, prices) -> "RunBound":
+        """A fresh per-run bound: what the gateway enforces call by call on a provider run."""
+        return RunBound(self.max_calls, self.per_call_worst_case(prices), self.pilot_worst_case(prices), prices, self.source)
+
     def bounds_text(self) -> str:
         return (f"{self.max_calls} calls x ({self.max_prompt_tokens:,} prompt + {self.max_completion_tokens:,} completion tokens), "
                 f"margin x{self.factor:g} ({self.source})")
+
+
+class RunBound:
+    """One run's registered worst case (calls, and metered USD: what a pilot run reserves), enforced call
+    by call so the reservation holds whatever the provider bills.
+
+    A call is sent only while the run's paid calls plus those in flight, plus one more at the larger of
+    the per-call worst case and the dearest call the run has paid so far, fit the run's limit: a
+    provider billing past the per-call token bounds shortens the run instead of passing its
+    reservation. A call reporting no usage, or a model without a price, counts at the per-call worst
+    case (never as free). Shared by the run's attempts (the retry-once is paid from the same bound).
+    Thread-safe: a pipeline may have several calls in flight."""
+
+    def __init__(self, max_calls: int, per_call_usd: float, limit_usd: float, prices, source: str = MARGIN_DOC):
+        self.max_calls, self.per_call_usd, self.limit_usd, self.prices, self.source = max_calls, per_call_usd, limit_usd, prices, source
+        self.calls, self.paid, self.dearest, self.held = 0, 0.0, 0.0, 0.0
+        self._lock = threading.Lock()
+
+    def admit(self) -> tuple[float | None, str | None]:
+        """(the amount held for this call, None) when it may be sent; (None, why not) when it would pass the bound."""
+        with self._lock:
+            if self.calls >= self.max_calls:
+                return None, f"the run's registered bound of {self.max_calls} calls is reached ({self.source})"
+            hold = max(self.per_call_usd, self.dearest)
+            if self.paid + self.held + hold > self.limit_usd + 1e-12:
+                return None, (f"one more call (up to {usd(hold)} metered) would pass the run's registered bound of {usd(self.limit_usd)} "
+                              f"metered ({usd(self.paid)} paid over {self.calls} call(s); {self.source})")
+            self.calls, self.held = self.calls + 1, self.held + hold
+            return hold, None
+
+    def settle(self, held: float, model: str | None, usage: dict | None, answered: bool) -> None:
+        """The call sent with `held` came back: what it cost replaces the hold (nothing when no answer was billed)."""
+        cost = self.prices.cost(model, usage) if answered else 0.0
+        cost = self.per_call_usd if cost is None else cost
+        with self._lock:
+            self.held = max(0.0, self.held - held)
+            self.paid += cost
+            self.dearest = max(self.dearest, cost)
 
 
 def usd(amount: float) -> str:

@@ -7,7 +7,11 @@ Modes (answers come from the scripted model wherever the mode does not fail the 
 - "retry-after": every call answered 429 with `Retry-After: <retry_after>`;
 - "quota": every call answered 429 insufficient_quota (billing exhausted);
 - "hang": a plain socket server that accepts, reads and never answers;
-- "dead": a port nothing listens on (connection refused).
+- "dead": a port nothing listens on (connection refused);
+- "large-usage": every call answered, its usage reported at `usage_scale` times the scripted model's
+  (a provider billing more than the run's registered bounds allow). The scripted server's usage
+  function is swapped for the provider's lifetime: every scripted server of this process reports so,
+  which in a wave is this provider alone (runs execute in processes of their own).
 `calls` counts the requests that reached the provider (for "hang": connections accepted).
 """
 
@@ -17,10 +21,11 @@ import socket
 import threading
 import time
 
+import adapters.scripted.server as scripted_server
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.server import Reply, ScriptedModelServer
 
-MODES = ("401", "404-model", "400-echo", "retry-after", "quota", "hang", "dead")
+MODES = ("401", "404-model", "400-echo", "retry-after", "quota", "hang", "dead", "large-usage")
 
 
 class _Responder:
@@ -50,10 +55,12 @@ class _Responder:
 
 
 class FaultProvider:
-    def __init__(self, mode: str, key: str = "", missing_model: str = "", weak_model: str = "gpt-5.6-luna", retry_after: int = 120):
+    def __init__(self, mode: str, key: str = "", missing_model: str = "", weak_model: str = "gpt-5.6-luna", retry_after: int = 120,
+                 usage_scale: int = 1):
         if mode not in MODES:
             raise ValueError(f"unknown fault mode {mode!r}; modes: {', '.join(MODES)}")
         self.mode, self.key, self.missing_model, self.weak_model, self.retry_after = mode, key, missing_model, weak_model, retry_after
+        self.usage_scale, self._usage_for = usage_scale, None
         self.lock = threading.Lock()
         self.stamps: list[float] = []  # when each request (or, hanging, each connection) arrived
         self.answered = 0  # requests answered 200
@@ -84,9 +91,17 @@ class FaultProvider:
             self._port = self._socket.getsockname()[1]
             threading.Thread(target=self._accept_forever, daemon=True).start()
         else:
+            if self.mode == "large-usage":
+                self._usage_for = scripted_server.usage_for
+                scripted_server.usage_for = self._scaled_usage
             self._server = ScriptedModelServer(_Responder(self)).start()
             self._port = self._server.port
         return self
+
+    def _scaled_usage(self, request: dict, reply: Reply) -> dict:
+        usage = self._usage_for(request, reply)
+        prompt, completion = usage["prompt_tokens"] * self.usage_scale, usage["completion_tokens"] * self.usage_scale
+        return {**usage, "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def _accept_forever(self) -> None:
         while True:
@@ -101,6 +116,8 @@ class FaultProvider:
     def __exit__(self, *exc) -> None:
         if self._server is not None:
             self._server.stop()
+        if self._usage_for is not None:
+            scripted_server.usage_for, self._usage_for = self._usage_for, None
         if self._socket is not None:
             self._socket.close()
         for conn in self._open:

@@ -140,3 +140,40 @@ def test_the_registered_margin_and_a_pilot_runs_worst_case(registry):
     assert margin.factor == 2.0
     # 40 calls x (12,000 x $2.50 + 3,000 x $15.00) per million tokens at the dearer model's prices
     assert margin.pilot_worst_case(PriceTable.from_registry(registry)) == pytest.approx(3.0)
+
+
+def test_a_runs_bound_lets_no_call_through_past_its_calls_or_its_worst_case(registry):
+    from sabot.budget import Margin
+    from sabot.pricing import PriceTable
+
+    margin, prices = Margin.from_registry(registry), PriceTable.from_registry(registry)
+    bound = margin.run_bound(prices)
+    assert bound.limit_usd == pytest.approx(margin.pilot_worst_case(prices)) == pytest.approx(bound.per_call_usd * margin.max_calls)
+    small = {"prompt_tokens": 100, "completion_tokens": 10}
+    for _ in range(margin.max_calls):  # calls within the token bounds: exactly max_calls go through
+        held, why = bound.admit()
+        assert why is None
+        bound.settle(held, "gpt-5.6-terra", small, answered=True)
+    held, why = bound.admit()
+    assert held is None and f"registered bound of {margin.max_calls} calls" in why
+
+    billed = margin.run_bound(prices)  # a provider billing twelve times the per-call bounds on every call
+    big = {"prompt_tokens": 12 * margin.max_prompt_tokens, "completion_tokens": 12 * margin.max_completion_tokens}
+    sent = 0
+    while (admitted := billed.admit())[1] is None:
+        billed.settle(admitted[0], "gpt-5.6-terra", big, answered=True)
+        sent += 1
+    assert sent == 3 and billed.paid <= billed.limit_usd  # 4 such calls would pass the run's worst case
+    assert "would pass the run's registered bound of $3.00 metered" in admitted[1]
+
+
+def test_an_unpriced_call_counts_at_the_per_call_worst_case_and_an_unanswered_one_costs_nothing(registry):
+    from sabot.budget import Margin
+    from sabot.pricing import PriceTable
+
+    bound = Margin.from_registry(registry).run_bound(PriceTable.from_registry(registry))
+    held, _ = bound.admit()
+    bound.settle(held, "a-model-without-a-price", {"prompt_tokens": 1, "completion_tokens": 1}, answered=True)
+    held, _ = bound.admit()
+    bound.settle(held, "gpt-5.6-terra", None, answered=False)
+    assert bound.paid == pytest.approx(bound.per_call_usd) and bound.held == 0 and bound.calls == 2

@@ -104,6 +104,21 @@ def test_pool_slots_bound_runs_in_flight_across_dagster_runs(tmp_path):
         assert storage.get_concurrency_info(LLM_POOL).active_slot_count == 2  # the two step slots only
 
 
+def _nap(seconds):
+    started = time.monotonic()
+    time.sleep(seconds)
+    return started, time.monotonic(), os.getpid()
+
+
+def test_the_spare_process_never_lets_more_runs_than_the_concurrency_run_at_once():
+    """The pool keeps one process more than the runs in flight (forked ahead, so the next run starts at
+    once); it must never run more than `concurrency` items at the same time."""
+    spans = [result for _, result, _ in run_many(_nap, [0.4] * 6, concurrency=2)]
+    assert len({pid for _, _, pid in spans}) == 6  # a process of its own for each
+    in_flight = max(sum(1 for s, e, _ in spans if s <= t < e) for t, _, _ in spans)
+    assert in_flight == 2
+
+
 def test_concurrency_must_be_positive(registry, tmp_path):
     with pytest.raises(ValueError, match="at least 1"):
         list(run_many(_getenv, ["X"], concurrency=0))

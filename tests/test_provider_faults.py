@@ -235,3 +235,28 @@ def test_the_cli_stops_with_one_paragraph_saying_what_failed_what_is_missing_and
     assert f"{SLOTS} run(s) of this selection are missing" in paragraph and "none is RUN_ERROR" in paragraph
     assert f"`sabot {' '.join(args)}` resumes them" in paragraph
     assert calls == 1 and KEY not in done.stdout + done.stderr and key_occurrences(tmp_path / "var") == []
+
+
+def test_a_provider_billing_past_the_registered_bounds_never_costs_a_run_more_than_its_reservation(store, provider_env, registry):
+    """Every call is billed at 400 times the scripted model's usage (a prompt ~20x the per-call token bound):
+    a call that could take a run past its registered worst case (what a pilot run reserves) is not sent;
+    that run is RUN_ERROR naming the bound, its paid calls stored; no run's stored spend passes the reservation."""
+    from sabot.budget import Margin
+    from sabot.pricing import PriceTable
+
+    reservation = Margin.from_registry(registry).pilot_worst_case(PriceTable.from_registry(registry))
+    with FaultProvider("large-usage", usage_scale=400) as provider:
+        provider_env(provider)
+        tally, _ = store.runs(Slice(("langgraph",), ("guardrail",), ("T2",)))
+        answered = provider.answered
+    assert tally.run_errors and tally.stopped is None
+    for error in tally.run_errors.values():
+        assert "call not sent: one more call" in error and "would pass the run's registered bound of $3.00 metered" in error, error
+        assert "spend_margin.v1.json" in error
+    runs = store.query("SELECT operator, probe, SUM(cost_usd), count(*) FILTER (status = 200), count(*) FILTER (status = 403 AND cost_usd IS NULL) "
+                       "FROM model_calls WHERE probe LIKE 'langgraph.guardrail.T2.%' AND endpoint LIKE 'provider %' GROUP BY 1, 2")
+    assert len(runs) == SLOTS
+    assert 0 < max(spent for _, _, spent, _, _ in runs) <= reservation
+    assert sum(paid for _, _, _, paid, _ in runs) == answered  # every paid call stored, the RUN_ERROR runs' included
+    cut = {f"{operator}|{probe}" if operator else probe for operator, probe, _, _, unsent in runs if unsent}
+    assert cut == set(tally.run_errors)  # exactly the cut-off runs hold an unsent call; the rest finished within the bound

@@ -5,6 +5,9 @@ Every pipeline's clients point here, so one seam serves every framework (and a u
   timeouts and connection errors, honouring Retry-After, bounded in attempts and seconds (tenacity);
   a per-call timeout and a per-run wall limit;
 - one rate limiter per endpoint, shared across processes (adapters/gateway/limiter.py);
+- a provider run's registered bounds (sabot.budget.RunBound: calls, and metered spend up to what a
+  pilot run reserves), checked before each call: a call that could pass them is not sent and the
+  run is RUN_ERROR naming the bound (a rerun would be cut again, so no retry-once);
 - usage capture from JSON bodies and SSE streams (a stream is asked for its usage chunk, which is
   removed again when the client did not ask for it);
 - a record of every exchange (request, reply, usage, attempts, timing; the key never stored: the
@@ -29,8 +32,10 @@ and in an error body any Authorization value, is replaced before a reply is reco
 from __future__ import annotations
 
 import collections
+import functools
 import json
 import logging
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -54,6 +59,7 @@ log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())
 
 GATEWAY_KEY = "sk-gateway-local"  # what the pipelines' clients hold; the real key stays in Upstream
+RUN_BOUND = "run_bound"  # a call the run's registered bound (sabot.budget.RunBound) does not let through
 
 
 class CallBudgetSpent(ConnectionError):
@@ -146,12 +152,31 @@ def error_body(message: str, kind: str = "gateway_error") -> bytes:
     return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}}).encode()
 
 
+@functools.cache
+def loopback_tls() -> ssl.SSLContext:
+    """One verifying TLS context per process for the 127.0.0.1 upstreams: a new client would load the
+    CA bundle again (~25 ms of CPU, paid by every client, several a run). Made in the fork
+    server before it forks (adapters.fork_ready), so a run inherits it."""
+    return httpx.create_ssl_context()
+
+
+def _asking_for_usage(body: Any) -> tuple[Any, bool]:
+    """(the body to send, whether the client asked for usage): a stream is asked for its usage chunk, so
+    spend is recorded; the chunk is stripped again when the client did not ask for it."""
+    if not (isinstance(body, dict) and body.get("stream")):
+        return body, True
+    options = body.get("stream_options") or {}
+    if options.get("include_usage"):
+        return body, True
+    return {**body, "stream_options": {**options, "include_usage": True}}, False
+
+
 class ModelGateway:
     """One run's gateway: start it, point the clients at `base_url`, then `raise_for_calls()`."""
 
     def __init__(self, upstream: Upstream | None, policy: CallPolicy, cell: str, recording: list[dict] | None = None,
                  limiter: EndpointLimiter | None = None, taxonomy: ProviderTaxonomy | None = None,
-                 circuit: CircuitState | None = None):
+                 circuit: CircuitState | None = None, bound=None):
         if upstream is None and recording is None:
             raise ValueError("a gateway needs an upstream or a recording to answer from")
         self.upstream, self.policy, self.cell = upstream, policy, cell
@@ -166,6 +191,7 @@ class ModelGateway:
         if circuit is None and upstream is not None and not upstream.scripted and not self.replaying:
             circuit = circuit_of(upstream, policy)
         self.circuit = circuit
+        self.bound = bound  # sabot.budget.RunBound: the run's calls and metered spend, enforced per call (a provider run)
         self.scrub = Scrubber(upstream.api_key if upstream else None)
         self.exchanges: list[dict] = []
         self.failure: str | None = None
@@ -184,9 +210,11 @@ class ModelGateway:
     def __enter__(self) -> "ModelGateway":
         if self.upstream is not None and not self.replaying:
             loopback = "://127.0.0.1" in self.upstream.base_url or "://localhost" in self.upstream.base_url
-            self._client = httpx.Client(timeout=self.policy.http_timeout(self.policy.call_timeout_seconds), trust_env=not loopback)
+            tls = {"verify": loopback_tls()} if loopback else {}  # a provider's keeps the deployment's own settings (SSL_CERT_FILE)
+            self._client = httpx.Client(timeout=self.policy.http_timeout(self.policy.call_timeout_seconds), trust_env=not loopback, **tls)
         self._httpd = _HTTPServer(("127.0.0.1", 0), self)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+        # A short poll: shutdown() waits for the serve loop to notice, and a run's slot is held meanwhile.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
                                         name=f"model-gateway:{self._httpd.server_address[1]}", daemon=True)
         self._thread.start()
         return self
@@ -278,88 +306,109 @@ class ModelGateway:
         return exchange["status"], "application/json", json.dumps(reply).encode()
 
     def _forward(self, n: int, method: str, path: str, body: Any, exchange: dict) -> tuple[int, str, bytes]:
-        upstream, policy = self.upstream, self.policy
-        url = upstream.base_url.rstrip("/") + route_of(path)
-        where = f"{upstream.label} ({method} {url})"
+        url = self.upstream.base_url.rstrip("/") + route_of(path)
+        where = f"{self.upstream.label} ({method} {url})"
         model = body.get("model") if isinstance(body, dict) else None
-        asked_usage = True
-        sent = body
-        if isinstance(body, dict) and body.get("stream"):
-            asked_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            if not asked_usage:  # ask the stream for its usage, so spend is recorded; stripped below
-                sent = {**body, "stream_options": {**(body.get("stream_options") or {}), "include_usage": True}}
-        attempts: list[dict] = []
-        exchange.update(attempts=attempts, model=None, usage=None, reply=None, error=None)
+        sent, asked_usage = _asking_for_usage(body)
+        exchange.update(attempts=[], model=None, usage=None, reply=None, error=None)
         try:
-            self._wait_for_endpoint(where, model)
+            budget, held, refused = self._admit(exchange, where, model, body)
         except _Stop as stop:
             return self._stopped(exchange, stop.failure)
-        budget = min(policy.max_total_seconds, self._deadline - time.monotonic())
-        if budget <= 0:
-            return self._give_up(exchange, 504, f"{where}: the run's wall limit of {policy.run_wall_limit_seconds:g} s is spent")
-        if self.limiter is not None:
-            try:
-                self.limiter.admit(estimate_tokens(body), timeout=budget)
-            except RateLimited as exc:
-                return self._give_up(exchange, 429, f"{where}: {exc}")
-        call_started = time.monotonic()
-        content = json.dumps(sent).encode() if not isinstance(sent, str) else sent.encode()
-        send_headers = {"Content-Type": "application/json", "Authorization": f"Bearer {upstream.api_key}",
-                        "Accept": "application/json, text/event-stream"}
-
-        paused = [0.0]  # seconds spent sitting out Retry-After pauses: the provider's ask, not this call's budget
-
-        def attempt() -> httpx.Response:
-            paused[0] += self._wait_for_endpoint(where, model)  # another process may have opened or paused it meanwhile
-            t0 = time.monotonic()
-            timeout = policy.http_timeout(call_started + budget + paused[0] - t0)
-            try:
-                response = self._client.request(method, url, content=content if method != "GET" else None,
-                                                headers=send_headers, timeout=timeout)
-            except httpx.TimeoutException as exc:
-                phase = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for the first byte" if isinstance(exc, httpx.ReadTimeout) else "sending"
-                limit = timeout.connect if phase == "connecting" else timeout.read if phase.startswith("waiting") else timeout.write
-                detail = f"timed out after {limit:.1f} s {phase} ({type(exc).__name__})"
-                attempts.append({"status": None, "error": f"timeout after {limit:.1f} s {phase}", "seconds": round(time.monotonic() - t0, 3)})
-                self._infrastructure_failed(where, model, None, detail)
-                raise _Retryable(detail) from exc
-            except httpx.TransportError as exc:
-                detail = self.scrub.text(f"connection failed ({type(exc).__name__}: {exc})")
-                attempts.append({"status": None, "error": self.scrub.text(f"{type(exc).__name__}: {exc}"), "seconds": round(time.monotonic() - t0, 3)})
-                self._infrastructure_failed(where, model, None, detail)
-                raise _Retryable(detail) from exc
-            entry = {"status": response.status_code, "error": None, "seconds": round(time.monotonic() - t0, 3)}
-            attempts.append(entry)
-            if response.status_code < 400:
-                if self.circuit is not None:
-                    self.circuit.succeeded()
-                return response
-            try:
-                return self._judge_error(response, entry, where, model)
-            except _Retryable as exc:
-                paused[0] += exc.retry_after or 0.0  # the wait tenacity makes for it is not this call's budget either
-                raise
-
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(_Retryable),
-            wait=self._wait,
-            stop=tenacity.stop_after_attempt(policy.max_attempts) | (lambda state: self._budget_spent(state, budget + paused[0])),
-            sleep=time.sleep,
-            reraise=True,
-        )
+        if refused is not None:
+            return refused
+        response, sending = None, time.monotonic()
         try:
-            response = retrying(attempt)
+            response = self._send(method, url, where, model, sent, exchange["attempts"], budget)
         except _Stop as stop:
             if stop.response is not None:
                 exchange["upstream_reply"] = self._reply_of(stop.response)[0]
             return self._stopped(exchange, stop.failure)
         except _Retryable as exc:
-            spent = time.monotonic() - call_started
-            status = exc.status or (504 if "timed out" in exc.detail else 502)
             if exc.response is not None:
                 exchange["upstream_reply"] = self._reply_of(exc.response)[0]
-            message = f"{where} {exc.detail} on call {n}; call budget spent after {len(attempts)} attempt(s) in {spent:.1f} s"
-            return self._give_up(exchange, status, message)
+            status = exc.status or (504 if "timed out" in exc.detail else 502)
+            return self._give_up(exchange, status, f"{where} {exc.detail} on call {n}; call budget spent after "
+                                 f"{len(exchange['attempts'])} attempt(s) in {time.monotonic() - sending:.1f} s")
+        else:
+            return self._deliver(response, exchange, asked_usage)
+        finally:
+            if held is not None:  # what the call cost (nothing, unanswered) replaces its hold on the run's bound
+                self.bound.settle(held, exchange["model"] or model, exchange["usage"], response is not None and response.status_code < 400)
+
+    def _admit(self, exchange: dict, where: str, model: str | None, body: Any):
+        """(seconds the call may take, its hold on the run's bound, None) when it may be sent; else the
+        answer the client gets instead. _Stop when the endpoint may not be called."""
+        self._wait_for_endpoint(where, model)
+        budget = min(self.policy.max_total_seconds, self._deadline - time.monotonic())
+        if budget <= 0:
+            return None, None, self._give_up(exchange, 504, f"{where}: the run's wall limit of {self.policy.run_wall_limit_seconds:g} s is spent")
+        held = None
+        if self.bound is not None:
+            held, why = self.bound.admit()
+            if why is not None:
+                return None, None, self._over_bound(exchange, where, model, why)
+        if self.limiter is not None:
+            try:
+                self.limiter.admit(estimate_tokens(body), timeout=budget)
+            except RateLimited as exc:
+                if held is not None:
+                    self.bound.settle(held, model, None, answered=False)
+                return None, None, self._give_up(exchange, 429, f"{where}: {exc}")
+        return budget, held, None
+
+    def _send(self, method: str, url: str, where: str, model: str | None, sent: Any, attempts: list, budget: float) -> httpx.Response:
+        """The call under the policy: retried with backoff within its budget (Retry-After pauses not counted)."""
+        call_started = time.monotonic()
+        content = json.dumps(sent).encode() if not isinstance(sent, str) else sent.encode()
+        send_headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.upstream.api_key}",
+                        "Accept": "application/json, text/event-stream"}
+        paused = [0.0]  # seconds spent sitting out Retry-After pauses: the provider's ask, not this call's budget
+
+        def attempt() -> httpx.Response:
+            paused[0] += self._wait_for_endpoint(where, model)  # another process may have opened or paused it meanwhile
+            timeout = self.policy.http_timeout(call_started + budget + paused[0] - time.monotonic())
+            try:
+                return self._attempt(method, url, content, send_headers, timeout, attempts, where, model)
+            except _Retryable as exc:
+                paused[0] += exc.retry_after or 0.0  # the wait tenacity makes for it is not this call's budget either
+                raise
+
+        return tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            wait=self._wait,
+            stop=tenacity.stop_after_attempt(self.policy.max_attempts) | (lambda state: self._budget_spent(state, budget + paused[0])),
+            sleep=time.sleep,
+            reraise=True,
+        )(attempt)
+
+    def _attempt(self, method: str, url: str, content: bytes, headers: dict, timeout, attempts: list, where: str, model: str | None) -> httpx.Response:
+        """One upstream request: its answer, or _Retryable/_Stop as the taxonomy decides."""
+        t0 = time.monotonic()
+        try:
+            response = self._client.request(method, url, content=content if method != "GET" else None, headers=headers, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            phase = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for the first byte" if isinstance(exc, httpx.ReadTimeout) else "sending"
+            limit = timeout.connect if phase == "connecting" else timeout.read if phase.startswith("waiting") else timeout.write
+            detail = f"timed out after {limit:.1f} s {phase} ({type(exc).__name__})"
+            attempts.append({"status": None, "error": f"timeout after {limit:.1f} s {phase}", "seconds": round(time.monotonic() - t0, 3)})
+            self._infrastructure_failed(where, model, None, detail)
+            raise _Retryable(detail) from exc
+        except httpx.TransportError as exc:
+            detail = self.scrub.text(f"connection failed ({type(exc).__name__}: {exc})")
+            attempts.append({"status": None, "error": self.scrub.text(f"{type(exc).__name__}: {exc}"), "seconds": round(time.monotonic() - t0, 3)})
+            self._infrastructure_failed(where, model, None, detail)
+            raise _Retryable(detail) from exc
+        entry = {"status": response.status_code, "error": None, "seconds": round(time.monotonic() - t0, 3)}
+        attempts.append(entry)
+        if response.status_code < 400:
+            if self.circuit is not None:
+                self.circuit.succeeded()
+            return response
+        return self._judge_error(response, entry, where, model)
+
+    def _deliver(self, response: httpx.Response, exchange: dict, asked_usage: bool) -> tuple[int, str, bytes]:
+        """The answer as recorded and as the client gets it (a stream without the usage chunk it never asked for)."""
         reply, ctype, payload = self._reply_of(response)
         exchange["usage"] = usage_of(reply)
         if isinstance(reply, list) and not asked_usage:
@@ -370,6 +419,17 @@ class ModelGateway:
         if isinstance(reply, list):
             return response.status_code, ctype, render_sse(reply)
         return response.status_code, ctype, payload
+
+    def _over_bound(self, exchange: dict, where: str, model: str | None, why: str) -> tuple[int, str, bytes]:
+        """The call would pass the run's registered bound: not sent; the run is RUN_ERROR (no retry-once), its paid calls kept."""
+        failure = ProviderFailure(RUN_BOUND, None, self.upstream.label, model, f"{where}: call not sent: {why}")
+        payload = error_body(failure.message, RUN_BOUND)
+        exchange.update(status=403, error=failure.message, reply=json.loads(payload))
+        with self._lock:
+            if self.cell_failure is None:
+                self.cell_failure = failure
+                log.warning("%s: %s", self.cell, failure.message)
+        return 403, "application/json", payload  # a 4xx no client retries
 
     @staticmethod
     def _budget_spent(state: tenacity.RetryCallState, budget: float) -> bool:
