@@ -8,6 +8,7 @@ endpoint, a `--rerun` against a provider refusing the key (401: the wave stops),
 changed. Everything is a real wave into the session's store.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -98,6 +99,7 @@ class Waves:
     records: dict = field(default_factory=dict)
     sent: dict = field(default_factory=dict)
     environs: list = field(default_factory=list)
+    record_spend: list = field(default_factory=list)
 
 
 def _state(project: Project) -> tuple[dict, dict, dict]:
@@ -145,7 +147,45 @@ def waves(request, tmp_path_factory):
         check = project.module_file(project.doc["task"]["pass"])
         check.write_text(check.read_text() + "\n# reviewed: the amount is compared to the cent\n")
         step("criterion changed")
+        with usage_scaled(_scale_to_pass_the_bound(project, out.provider_exchanges)):
+            step("billed past the bound", "--rerun")
+        out.record_spend = _record_spend(project)
     yield out
+
+
+@contextlib.contextmanager
+def usage_scaled(scale: float):
+    """The provider bills every call at `scale` times the usage the scripted server would report."""
+    from adapters.scripted import server as scripted_server
+
+    reported = scripted_server.usage_for
+
+    def scaled(request: dict, reply: Reply) -> dict:
+        usage = reported(request, reply)
+        prompt, completion = round(usage["prompt_tokens"] * scale), round(usage["completion_tokens"] * scale)
+        return {**usage, "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scripted_server, "usage_for", scaled)
+        yield
+
+
+def _scale_to_pass_the_bound(project: Project, served: list) -> float:
+    """How much more to bill each call so the dearest call seen costs 0.7 of a run's registered worst case:
+    no single call passes the bound, two such calls would."""
+    from sabot.budget import Margin
+
+    registry = ProjectRegistry(project)
+    prices = PriceTable.from_registry(registry)
+    dearest = max(prices.cost(x["model"], usage_of(x["reply"])) or 0 for x in served if x["status"] == 200)
+    return 0.7 * Margin.from_registry(registry).pilot_worst_case(prices) / dearest
+
+
+def _record_spend(project: Project) -> list[tuple]:
+    """(record, metered USD, unsent calls) for every run record of the project's wave in the store."""
+    with connect(STORE_PATH, read_only=True) as con:
+        return con.execute("SELECT record_sha256, coalesce(sum(cost_usd), 0), count(*) FILTER (status = 403 AND cost_usd IS NULL) "
+                           "FROM model_calls WHERE wave = ? GROUP BY 1", [project.name]).fetchall()
 
 
 def test_spend_is_the_sum_of_the_priced_calls_the_provider_served(waves):
@@ -189,6 +229,19 @@ def test_a_changed_pass_criterion_reruns_the_stored_cells_and_says_why(waves):
     assert waves.codes["criterion changed"] == 0, output
     assert f"2 cell(s) rerun: pass criterion {check} changed" in output
     assert "runs: 2 run, 0 reused" in output
+
+
+def test_a_provider_billing_past_the_registered_bounds_never_costs_a_run_more_than_its_reservation(waves):
+    """The built-in runs' per-run bound holds for a team's pipeline too: a call that could take the run past
+    its registered worst case (what a pilot reserves) is not sent, the run is RUN_ERROR naming the bound."""
+    from sabot.budget import Margin
+
+    registry = ProjectRegistry(waves.project)
+    reservation = Margin.from_registry(registry).pilot_worst_case(PriceTable.from_registry(registry))
+    output = waves.outputs["billed past the bound"]
+    assert waves.codes["billed past the bound"] == 1 and "would pass the run's registered bound" in output, output
+    assert any(unsent for _, _, unsent in waves.record_spend), "no call was held back: the bill never reached the bound"
+    assert 0 < max(spent for _, spent, _ in waves.record_spend) <= reservation
 
 
 def test_the_pipeline_process_holds_no_provider_key(waves):

@@ -47,6 +47,7 @@ from adapters.gateway import GATEWAY_KEY, CallPolicy, CellFailed, EndpointStoppe
 from adapters.gateway.policy import POLICY_DOC
 from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome
 from adapters.scripted.server import Reply, ScriptedModelServer, ToolCall
+from sabot.budget import Margin
 from sabot.model_ids import served_as
 from sabot.plugins import resolve_path
 from sabot.pricing import PriceTable, call_rows, totals
@@ -295,7 +296,7 @@ def _confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[
 
 
 def execute(project: Project, operator: str | None, seed: int, run_id: str, run_dir: Path, offline: bool = False,
-            registry=None, replay=None, call_policy: CallPolicy | None = None, spent: list | None = None):
+            registry=None, replay=None, call_policy: CallPolicy | None = None, spent: list | None = None, bound=None):
     """The record of one run (`offline`: on the test double even when a provider is set; `replay`: a
     Recording answering every model call, nothing sent). Its model calls go pipeline -> fault layer ->
     model gateway -> upstream, as a built-in run's do; every exchange the gateway made is appended to
@@ -323,7 +324,7 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
             raise ProjectError(f"{project.name}: no test double (project.json: responder) and no provider "
                                f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls")
         gateway = stack.enter_context(ModelGateway(upstream, policy, run_id, replay.exchanges if replay is not None else None,
-                                                   taxonomy=ProviderTaxonomy.load(registry)))
+                                                   taxonomy=ProviderTaxonomy.load(registry), bound=bound if provider is not None else None))
         if spent is not None:
             stack.callback(lambda: spent.extend(gateway.exchanges))
         proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
@@ -364,6 +365,8 @@ def run_project(spec, project: Project, work_root: Path, registry=None, replay=N
     at once, naming it. Every attempt's calls are priced into the record's usage, as a built-in run's."""
     registry = registry if registry is not None else project_registry(project)
     prices = PriceTable.from_registry(registry)
+    # Held to the registered per-run bounds at a provider, both attempts together, as a built-in run is.
+    bound = Margin.from_registry(registry).run_bound(prices) if replay is None and provider_from_env("", "") is not None else None
     error, failed_exchanges, calls = None, [], []
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
@@ -372,7 +375,7 @@ def run_project(spec, project: Project, work_root: Path, registry=None, replay=N
         spent: list = []
         try:
             record = execute(project, spec.operator, spec.seed, spec.run_id, run_dir, registry=registry, replay=replay,
-                             call_policy=call_policy, spent=spent)
+                             call_policy=call_policy, spent=spent, bound=bound)
             record.extra["usage"] = usage_of_calls(calls + call_rows(spent, prices, attempt), prices)
             return RunOutcome(record, [])
         except INFRASTRUCTURE_ERRORS as exc:
