@@ -70,38 +70,43 @@ class RunBound:
     """One run's registered worst case (calls, and metered USD: what a pilot run reserves), enforced call
     by call so the reservation holds whatever the provider bills.
 
-    A call is sent only while the run's paid calls plus those in flight, plus one more at the larger of
-    the per-call worst case and the dearest call the run has paid so far, fit the run's limit: a
-    provider billing past the per-call token bounds shortens the run instead of passing its
-    reservation. A call reporting no usage, or a model without a price, counts at the per-call worst
+    A call is sent only while the run's paid calls plus those in flight, plus this one, fit the run's
+    limit. This one is priced at the largest of the per-call worst case, the dearest call the run has
+    paid so far, and its own size (tokens, estimated from the request) at the dearest rate per token
+    paid so far: a provider billing past the per-call token bounds, or a conversation whose calls grow,
+    shortens the run instead of passing its reservation. What no request shows (a reply far longer
+    than any before it) can still pass it by that one call. A call reporting no usage, or a model without a price, counts at the per-call worst
     case (never as free). Shared by the run's attempts (the retry-once is paid from the same bound).
     Thread-safe: a pipeline may have several calls in flight."""
 
     def __init__(self, max_calls: int, per_call_usd: float, limit_usd: float, prices, source: str = MARGIN_DOC):
         self.max_calls, self.per_call_usd, self.limit_usd, self.prices, self.source = max_calls, per_call_usd, limit_usd, prices, source
-        self.calls, self.paid, self.dearest, self.held = 0, 0.0, 0.0, 0.0
+        self.calls, self.paid, self.dearest, self.per_token, self.held = 0, 0.0, 0.0, 0.0, 0.0
         self._lock = threading.Lock()
 
-    def admit(self) -> tuple[float | None, str | None]:
-        """(the amount held for this call, None) when it may be sent; (None, why not) when it would pass the bound."""
+    def admit(self, tokens: int = 1) -> tuple[float | None, str | None]:
+        """(the amount held for a call of about `tokens` tokens, None) when it may be sent; (None, why not)
+        when it would pass the bound."""
         with self._lock:
             if self.calls >= self.max_calls:
                 return None, f"the run's registered bound of {self.max_calls} calls is reached ({self.source})"
-            hold = max(self.per_call_usd, self.dearest)
+            hold = max(self.per_call_usd, self.dearest, self.per_token * tokens)
             if self.paid + self.held + hold > self.limit_usd + 1e-12:
                 return None, (f"one more call (up to {usd(hold)} metered) would pass the run's registered bound of {usd(self.limit_usd)} "
                               f"metered ({usd(self.paid)} paid over {self.calls} call(s); {self.source})")
             self.calls, self.held = self.calls + 1, self.held + hold
             return hold, None
 
-    def settle(self, held: float, model: str | None, usage: dict | None, answered: bool) -> None:
-        """The call sent with `held` came back: what it cost replaces the hold (nothing when no answer was billed)."""
+    def settle(self, held: float, model: str | None, usage: dict | None, answered: bool, tokens: int = 1) -> None:
+        """The call of about `tokens` tokens sent with `held` came back: what it cost replaces the hold
+        (nothing when no answer was billed)."""
         cost = self.prices.cost(model, usage) if answered else 0.0
         cost = self.per_call_usd if cost is None else cost
         with self._lock:
             self.held = max(0.0, self.held - held)
             self.paid += cost
             self.dearest = max(self.dearest, cost)
+            self.per_token = max(self.per_token, cost / max(1, tokens))
 
 
 def usd(amount: float) -> str:

@@ -177,3 +177,22 @@ def test_an_unpriced_call_counts_at_the_per_call_worst_case_and_an_unanswered_on
     held, _ = bound.admit()
     bound.settle(held, "gpt-5.6-terra", None, answered=False)
     assert bound.paid == pytest.approx(bound.per_call_usd) and bound.held == 0 and bound.calls == 2
+
+
+def test_a_growing_conversation_is_priced_by_its_size_before_each_call_is_sent(registry):
+    """Each call's prompt twice the last one's, billed far past the per-call bounds: the next call is held at
+    its own size times the dearest rate per token paid, so the run stops before its bill passes the bound
+    (priced at the dearest call paid alone, the sixth call would go and take the run to $3.24)."""
+    from sabot.budget import Margin
+    from sabot.pricing import PriceTable
+
+    prices = PriceTable.from_registry(registry)
+    bound = Margin.from_registry(registry).run_bound(prices)
+    tokens, sent = 10_000, 0
+    while (admitted := bound.admit(tokens))[1] is None:
+        usage = {"prompt_tokens": 2 * tokens, "completion_tokens": 1_000}  # the provider counts twice our estimate
+        bound.settle(admitted[0], "gpt-5.6-terra", usage, answered=True, tokens=tokens)
+        tokens, sent = tokens * 2, sent + 1
+    assert sent == 5 and bound.paid <= bound.limit_usd
+    assert bound.paid + bound.dearest <= bound.limit_usd  # the dearest call paid would have let the next one through
+    assert prices.cost("gpt-5.6-terra", {"prompt_tokens": 2 * tokens, "completion_tokens": 1_000}) + bound.paid > bound.limit_usd

@@ -238,14 +238,15 @@ def test_the_cli_stops_with_one_paragraph_saying_what_failed_what_is_missing_and
 
 
 def test_a_provider_billing_past_the_registered_bounds_never_costs_a_run_more_than_its_reservation(store, provider_env, registry):
-    """Every call is billed at 400 times the scripted model's usage (a prompt ~20x the per-call token bound):
+    """Every call is billed at 600 times the scripted model's usage (a prompt ~30x the per-call token bound;
+    a run's first call about half its worst case, so runs of a few calls meet the bound whatever their faults do):
     a call that could take a run past its registered worst case (what a pilot run reserves) is not sent;
     that run is RUN_ERROR naming the bound, its paid calls stored; no run's stored spend passes the reservation."""
     from sabot.budget import Margin
     from sabot.pricing import PriceTable
 
     reservation = Margin.from_registry(registry).pilot_worst_case(PriceTable.from_registry(registry))
-    with FaultProvider("large-usage", usage_scale=400) as provider:
+    with FaultProvider("large-usage", usage_scale=600) as provider:
         provider_env(provider)
         tally, _ = store.runs(Slice(("langgraph",), ("guardrail",), ("T2",)))
         answered = provider.answered

@@ -311,8 +311,9 @@ class ModelGateway:
         model = body.get("model") if isinstance(body, dict) else None
         sent, asked_usage = _asking_for_usage(body)
         exchange.update(attempts=[], model=None, usage=None, reply=None, error=None)
+        tokens = estimate_tokens(body)
         try:
-            budget, held, refused = self._admit(exchange, where, model, body)
+            budget, held, refused = self._admit(exchange, where, model, body, tokens)
         except _Stop as stop:
             return self._stopped(exchange, stop.failure)
         if refused is not None:
@@ -334,9 +335,9 @@ class ModelGateway:
             return self._deliver(response, exchange, asked_usage)
         finally:
             if held is not None:  # what the call cost (nothing, unanswered) replaces its hold on the run's bound
-                self.bound.settle(held, exchange["model"] or model, exchange["usage"], response is not None and response.status_code < 400)
+                self.bound.settle(held, exchange["model"] or model, exchange["usage"], response is not None and response.status_code < 400, tokens)
 
-    def _admit(self, exchange: dict, where: str, model: str | None, body: Any):
+    def _admit(self, exchange: dict, where: str, model: str | None, body: Any, tokens: int):
         """(seconds the call may take, its hold on the run's bound, None) when it may be sent; else the
         answer the client gets instead. _Stop when the endpoint may not be called."""
         self._wait_for_endpoint(where, model)
@@ -345,12 +346,12 @@ class ModelGateway:
             return None, None, self._give_up(exchange, 504, f"{where}: the run's wall limit of {self.policy.run_wall_limit_seconds:g} s is spent")
         held = None
         if self.bound is not None:
-            held, why = self.bound.admit()
+            held, why = self.bound.admit(tokens)
             if why is not None:
                 return None, None, self._over_bound(exchange, where, model, why)
         if self.limiter is not None:
             try:
-                self.limiter.admit(estimate_tokens(body), timeout=budget)
+                self.limiter.admit(tokens, timeout=budget)
             except RateLimited as exc:
                 if held is not None:
                     self.bound.settle(held, model, None, answered=False)
