@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import tempfile
 import threading
@@ -48,6 +49,9 @@ from sabot.runroot import holder_gone
 from sabot.shared_state import connection_pool, create_once, host_label, shared_state_url
 
 LIMITER_DIR_ENV = "SABOT_LIMITER_DIR"
+# The token bucket counts in units of this many tokens: pyrate-limiter stores one row per unit of
+# weight (SQLite and Postgres alike), so a 40,000-token call would write 40,000 rows.
+TOKEN_UNIT = 100
 PROBE_POLL_SECONDS = 0.5  # how often a caller waiting behind the half-open probe looks again
 PROBE_WAIT = "none: a probe call after the breaker's cool-down decides first"  # paused_for's header while waiting behind it
 
@@ -86,10 +90,10 @@ class EndpointLimiter:
     def __init__(self, endpoint_id: str, limit: RateLimit, directory: Path | None = None, shared_url: str | None = None):
         self.endpoint_id, self.limit = endpoint_id, limit
         self.shared = bool(shared_url)  # the buckets are the deployment's (Postgres), not this host's files
-        stem = hashlib.sha256(f"{endpoint_id}|{limit}".encode()).hexdigest()[:16]
+        stem = hashlib.sha256(f"{endpoint_id}|{limit}|{TOKEN_UNIT}".encode()).hexdigest()[:16]
         window_ms = int(limit.window_seconds * 1000)
         self._limiters = {}
-        for kind, size in (("requests", limit.requests), ("tokens", limit.tokens)):
+        for kind, size in (("requests", limit.requests), ("tokens", math.ceil(limit.tokens / TOKEN_UNIT) if limit.tokens else 0)):
             if size:
                 rate = Rate(size, window_ms)
                 bucket = (_postgres_bucket(shared_url, stem, kind, rate) if shared_url
@@ -99,12 +103,13 @@ class EndpointLimiter:
 
     def admit(self, tokens: int, timeout: float) -> None:
         """Block until the call may go; RateLimited when that would take longer than `timeout` seconds."""
-        weights = {"requests": 1, "tokens": max(1, tokens)}
+        weights = {"requests": 1, "tokens": max(1, math.ceil(tokens / TOKEN_UNIT))}
         with self._lock:
             for kind, (limiter, size) in self._limiters.items():
                 weight = min(weights[kind], size)  # a call bigger than the whole window still goes, alone
                 if not limiter.try_acquire(self.endpoint_id, weight=weight, blocking=True, timeout=max(0.0, timeout)):
-                    raise RateLimited(f"rate limit of {self.endpoint_id}: no room for {weight} {kind} within {timeout:.1f} s")
+                    asked = f"{weight} requests" if kind == "requests" else f"{weight * TOKEN_UNIT} tokens"
+                    raise RateLimited(f"rate limit of {self.endpoint_id}: no room for {asked} within {timeout:.1f} s")
 
 
 def endpoint_limiter(endpoint_id: str, limit: RateLimit, environ=None) -> EndpointLimiter:
