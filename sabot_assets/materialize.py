@@ -185,8 +185,14 @@ class WaveRunner:
     def runs(self, block: Block) -> None:
         """Baselines, then fault runs. A run asset that failed only because cells ended in RUN_ERROR
         is a result (tallied, the wave goes on to score and itemize them); anything else raises."""
+        self.baselines(block)
+        self.fault_runs(block)
+
+    def baselines(self, block: Block) -> None:
         for probe_range in block.probe_ranges(self.wave):
             self._live(["baseline_runs"], probe_range)
+
+    def fault_runs(self, block: Block) -> None:
         for cell_range in block.cell_ranges(self.wave):
             self._live(["fault_runs"], cell_range)
 

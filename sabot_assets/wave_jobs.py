@@ -15,7 +15,7 @@ from sabot_assets.constants import REPLAY_TAG, RERUN_TAG, RUNNER_VERSION, SCHEDU
 from sabot_assets.materialize import Block, RunTally, WaveRunner
 from sabot_assets.waves.budget import ceiling_tag
 from sabot_assets.waves.concurrency import free_slots_of_dead_runs, host_label
-from sabot_assets.waves.schedule import BlockCounter, Plan, new_run_id, ordered, recordings_for, run_schedule, spec_of, wait_for_foreign
+from sabot_assets.waves.schedule import BASELINES, BlockCounter, Plan, new_run_id, ordered, recordings_for, run_schedule, spec_of, wait_for_foreign
 
 
 @dataclass(frozen=True)
@@ -153,8 +153,8 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     counter = BlockCounter(blocks, lambda spec: block_of[(spec.framework, spec.config, spec.task)], plan.specs + plan.foreign)
 
     def settle(landed) -> None:
-        for block in progress(_as_blocks_land(landed, counter, plan)):
-            runner.runs(block)
+        for block in progress(_baselines_on_the_way(_as_blocks_land(landed, counter, plan), runner)):
+            runner.fault_runs(block)
             runner.verdicts(block)
 
     run_schedule(wave.name, plan, instance, schedule_tags, settle, schedule_id)
@@ -170,6 +170,17 @@ def _as_blocks_land(landed, counter: BlockCounter, plan: Plan):
     for spec in wait_for_foreign(plan):  # cells another command claimed: settled from its runs once it lets go
         yield from counter.land(spec)
     yield from counter.rest()  # blocks whose runs the breaker never launched settle as missing
+
+
+def _baselines_on_the_way(stages, runner: WaveRunner):
+    """Whole blocks, as they land; a block's baselines are settled as soon as they have landed. They run
+    first, so this happens while the pool runs fault runs and leaves only fault runs and verdicts
+    to settle once a block's last run lands."""
+    for stage, block in stages:
+        if stage == BASELINES:
+            runner.baselines(block)
+        else:
+            yield block
 
 
 def _plan(registry: Registry, store, chosen: Selected, tags: dict, rerun: bool, replay: bool) -> Plan:

@@ -81,11 +81,14 @@ def sealed_attempt(run_root: Path, directory: Path, refused: dict | None = None)
         return None
 
 
-def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str, refused: dict | None = None) -> int:
-    """Ingest every finished, sealed attempt of these slots that the store does not hold yet."""
+def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str, refused: dict | None = None, skip=frozenset()) -> int:
+    """Ingest every finished, sealed attempt of these slots that the store does not hold yet (but those in
+    `skip`: attempts the step ingests itself)."""
     done = 0
     for operator, probe in slots:
         for directory in runroot.finished_attempts(run_root, wave, probe, operator):
+            if directory in skip:
+                continue
             attempt = sealed_attempt(run_root, directory, refused)
             done += ingest_attempt(con, attempt, dagster_run_id) if attempt else 0
     return done
@@ -175,7 +178,9 @@ class Settle:
         except StoreLocked as exc:
             self.locked = exc
             self.waiting.append(attempt.source_path)
-        if not reused:
+        if not reused and attempt.outcome != "complete":
+            # A complete run's line would repeat its materialization's metadata (outcome, attempt, model
+            # calls, duration, endpoint), one stored event per cell; the step's summary line counts them.
             self.context.log.info(log_line(self.asset, key, attempt, seconds))
         if attempt.outcome == "stopped":  # cut off by the endpoint's stop: missing, resumed later, never RUN_ERROR
             self.stopped[key] = attempt.record.error
@@ -272,9 +277,11 @@ def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, a
     replaying = context.run.tags.get(REPLAY_TAG) == "true"  # answered from the stored exchanges, nothing sent
     runnable = [t for t in targets if not (isinstance(t, Cell) and wave.is_carved_out(t))]
     plan = StepPlan(wave.name, asset, identity, keys, rerun=rerun, replaying=replaying)
+    scheduled_by = context.run.tags.get(SCHEDULED_TAG)  # the wave's schedule ran these: settle, launch nothing
+    made = attempts_made_by(run_root, wave.name, [_slot(t) for t in runnable], scheduled_by) if scheduled_by else {}
     try:
-        with store_connection(store) as con:  # finished runs a lock or a crash left behind
-            swept = ingest_pending(con, run_root, wave.name, [_slot(t) for t in runnable], context.run_id, plan.refused)
+        with store_connection(store) as con:  # finished runs a lock or a crash left behind; settle ingests what the schedule made
+            swept = ingest_pending(con, run_root, wave.name, [_slot(t) for t in runnable], context.run_id, plan.refused, skip=set(made.values()))
         if swept:
             context.log.info(f"{asset}: ingested {swept} finished attempt(s) from the run root ({run_root})")
     except StoreLocked as exc:
@@ -283,8 +290,6 @@ def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, a
     reuse = {} if rerun else reusable_attempts(run_root, wave.name, [_slot(t) for t in runnable], identity, plan.refused)
     for reason in sorted(set(plan.refused.values())):  # shown as found; the step fails naming them at the end
         context.log.error(f"{asset}: refused {reason}")
-    scheduled_by = context.run.tags.get(SCHEDULED_TAG)  # the wave's schedule ran these: settle, launch nothing
-    made = attempts_made_by(run_root, wave.name, [_slot(t) for t in runnable], scheduled_by) if scheduled_by else {}
     for target in targets:
         slot = _slot(target)
         if target not in runnable:

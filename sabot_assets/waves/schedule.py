@@ -8,9 +8,11 @@ does (one slot per run in flight), so the CLI, UI backfills and the daemon still
 its own cell's baseline to land.
 
 The schedule executes: it writes sealed attempts to the run root and touches no store. The run
-assets settle: as soon as every run of a block has landed, the block's baseline and fault-run
-partitions are materialized from the attempts the schedule made (tag `sabot/scheduled_by`, nothing
-launched by those steps), then its verdicts, while the pool goes on running the next blocks.
+assets settle, from the attempts the schedule made (tag `sabot/scheduled_by`, nothing launched by
+those steps), while the pool goes on running: a block's baseline partitions as soon as its
+baselines have landed (early: they run first), its fault-run partitions and then its verdicts as
+soon as every run of it has landed. So when the last run lands, only the last blocks' fault runs
+and verdicts are left to settle.
 """
 
 import queue
@@ -30,6 +32,7 @@ from adapters.runner import Recording, RunSpec
 from sabot import runroot
 from sabot.matrix import Probe
 from sabot.registry import Registry
+from sabot_assets.constants import LLM_POOL
 from sabot_assets.materialize import QUIET
 from sabot_assets.waves.concurrency import run_in_processes
 from sabot_assets.waves.live_runs import settle_cost
@@ -78,11 +81,12 @@ class Gate:
     """May a run launch now: not once the wave or its endpoint stopped, a fault run only once its own baseline has
     landed (or needs no run), then the spend breaker, which reserves the run's cost when it says yes."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, slot_wanted=lambda: False):
         self.plan = plan
         self.baselines_pending = {s for s in plan.specs if s.operator is None}
         self.stopped = threading.Event()
         self.breaker_refused = False
+        self.slot_wanted = slot_wanted
 
     def may_launch(self, spec: RunSpec) -> bool:
         if self.stopped.is_set():
@@ -91,6 +95,8 @@ class Gate:
             self.stopped.set()
             return False
         if spec.operator is not None and self.plan.baseline_of(spec) in self.baselines_pending:
+            return False
+        if self.slot_wanted():  # this launch's slot goes back to the pool, to the step waiting for it
             return False
         if not self.plan.breaker.may_launch(spec):
             # Held by runs in flight (another command's too): wait for them to settle; else stop.
@@ -105,6 +111,20 @@ class Gate:
 
     def landed(self, spec: RunSpec) -> None:
         self.baselines_pending.discard(spec)
+
+
+def slot_wanted_by_others(context):
+    """Whether a step of another Dagster run waits for an `llm_agent` slot: the schedule hands its slot from
+    run to run, so without this a waiting step (a block step settling what the schedule made, a UI backfill)
+    would get one only once the schedule stops launching. Asked before each launch; the step waiting gets the
+    slot of the run that just finished, and the schedule takes it back at a later launch once it is free."""
+    storage = context.instance.event_log_storage
+
+    def wanted() -> bool:
+        pending = storage.get_concurrency_info(LLM_POOL).pending_steps
+        return any(step.assigned_timestamp is None and step.run_id != context.run_id for step in pending)
+
+    return wanted
 
 
 def _run_pool(context, plan: Plan, gate: Gate, landed: queue.Queue) -> None:
@@ -148,7 +168,7 @@ def execute(context, plan: Plan, drive) -> int:
     """The schedule's step. The pool runs in a thread of this step; `drive(landed)` (the caller's
     settling, Dagster runs of their own) consumes the attempts in this thread as they land. If it
     raises, nothing more is launched and the runs in flight finish before the step fails."""
-    gate, landed, counts = Gate(plan), queue.Queue(), Counter()
+    gate, landed, counts = Gate(plan, slot_wanted_by_others(context)), queue.Queue(), Counter()
     pool = threading.Thread(target=_run_pool, args=(context, plan, gate, landed), name="wave-schedule-pool", daemon=True)
     pool.start()
     try:
@@ -214,30 +234,40 @@ def new_run_id() -> str:
     return str(uuid.uuid4())  # what Dagster makes its run ids from
 
 
+BASELINES, WHOLE = "baselines", "whole"  # what of a block has landed: its baselines, or every run of it
+
+
 class BlockCounter:
-    """Which blocks have every one of their runs landed: a block settles once, when it is whole."""
+    """Which blocks have landed: first a block's baselines (they run first, across blocks, so they land
+    long before its fault runs), then the whole block. Each stage of a block is handed out once, its
+    baselines always before the whole block."""
 
     def __init__(self, blocks: list, block_of, specs: list[RunSpec]):
         self.blocks = blocks
-        self.left = Counter(block_of(s) for s in specs)
+        self.left = {WHOLE: Counter(block_of(s) for s in specs), BASELINES: Counter(block_of(s) for s in specs if s.operator is None)}
         self.block_of = block_of
-        self.settled: set = set()
+        self.settled: dict[str, set] = {WHOLE: set(), BASELINES: set()}
 
-    def ready_now(self) -> list:
-        return self._take([b for b in self.blocks if self.left[b] == 0])
+    def ready_now(self) -> list[tuple[str, object]]:
+        return self._take(BASELINES, [b for b in self.blocks if self.left[BASELINES][b] == 0]) + \
+            self._take(WHOLE, [b for b in self.blocks if self.left[WHOLE][b] == 0])
 
-    def land(self, spec: RunSpec) -> list:
+    def land(self, spec: RunSpec) -> list[tuple[str, object]]:
         block = self.block_of(spec)
-        self.left[block] -= 1
-        return self._take([block] if self.left[block] == 0 else [])
+        stages = [WHOLE] + ([BASELINES] if spec.operator is None else [])
+        for stage in stages:
+            self.left[stage][block] -= 1
+        return self._take(BASELINES, [block] if self.left[BASELINES][block] == 0 else []) + \
+            self._take(WHOLE, [block] if self.left[WHOLE][block] == 0 else [])
 
-    def rest(self) -> list:
-        return self._take(list(self.blocks))
+    def rest(self) -> list[tuple[str, object]]:
+        return self._take(BASELINES, list(self.blocks)) + self._take(WHOLE, list(self.blocks))
 
-    def _take(self, blocks: list) -> list:
-        out = [b for b in blocks if b not in self.settled]
-        self.settled.update(out)
-        return out
+    def _take(self, stage: str, blocks: list) -> list[tuple[str, object]]:
+        # A block's baselines are a part of it, so they are whole first, and every caller takes them first.
+        out = [b for b in blocks if b not in self.settled[stage]]
+        self.settled[stage].update(out)
+        return [(stage, b) for b in out]
 
 
 def recordings_for(specs: list[RunSpec], read) -> dict:
@@ -249,4 +279,4 @@ def recordings_for(specs: list[RunSpec], read) -> dict:
     return out
 
 
-__all__ = ["BlockCounter", "Plan", "new_run_id", "wait_for_foreign", "ordered", "recordings_for", "run_schedule", "spec_of"]
+__all__ = ["BASELINES", "WHOLE", "BlockCounter", "Plan", "new_run_id", "wait_for_foreign", "ordered", "recordings_for", "run_schedule", "spec_of"]
