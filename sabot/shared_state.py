@@ -51,8 +51,10 @@ def shared_state_url(environ=None) -> str | None:
 
 
 def host_label(environ=None) -> str:
-    """This host's name in holders ("label:pid"): SABOT_HOST_LABEL, else the host name; the same rule
-    as the launcher tags', so a dead holder is judged only on its own host."""
+    """This host's name in launcher tags and holders ("label:pid"): SABOT_HOST_LABEL, else the host
+    name. Hosts can share a host name (containers, network namespaces, cloned machines) and a PID is
+    only meaningful on its own host, so every worker host of a deployment sets a label of its own
+    (deploy/hosts/), and a dead holder is judged only on its own host."""
     environ = os.environ if environ is None else environ
     return environ.get(HOST_LABEL_ENV) or socket.gethostname()
 

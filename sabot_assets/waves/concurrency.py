@@ -8,23 +8,14 @@ Postgres instance the slots are shared by every host that runs against it.
 """
 
 import os
-import socket
 
 import dagster as dg
 
 from adapters.pool import DEFAULT_CONCURRENCY, run_many
 from sabot.runroot import holder_gone
+# One host label for launcher tags, claims and ledger holders alike (SABOT_HOST_LABEL, else the host name).
+from sabot.shared_state import host_label
 from sabot_assets.constants import CONCURRENCY_TAG, LAUNCHER_TAG, LLM_POOL
-
-
-HOST_LABEL_ENV = "SABOT_HOST_LABEL"
-
-
-def host_label() -> str:
-    """This host's name in launcher tags: SABOT_HOST_LABEL, else the host name. Hosts can share a
-    host name (containers, network namespaces, cloned machines) and a PID is only meaningful on
-    its own host, so every worker host of a deployment sets a label of its own (deploy/hosts/)."""
-    return os.environ.get(HOST_LABEL_ENV) or socket.gethostname()
 
 
 def launcher_tag() -> dict[str, str]:
