@@ -54,7 +54,26 @@ def spend_ledger(path, host: str, environ=None):
     return PostgresSpendLedger(url, path, host) if url else SpendLedger(path, host)
 
 
-class SpendLedger:
+class _Reservations:
+    """What both backends do the same way, over their own `_transaction`, `_totals` and `_put_reservation`:
+    the totals, and a reservation that reads them and writes itself in one transaction (the backend's lock)."""
+
+    def totals(self, kind: str) -> tuple[float, float]:
+        """(settled, reserved) metered USD at one kind of endpoint, across every command (every host, in Postgres)."""
+        with self._transaction() as con:
+            return self._totals(con, kind)
+
+    def reserve(self, token: str, kind: str, amount: float, fits) -> bool:
+        """Reserve `amount` for `token` if `fits(settled, reserved, amount)` holds, atomically."""
+        with self._transaction() as con:
+            settled, reserved = self._totals(con, kind)
+            if not fits(settled, reserved, amount):
+                return False
+            self._put_reservation(con, token, kind, amount)
+            return True
+
+
+class SpendLedger(_Reservations):
     """One store's ledger; every method is one short transaction, safe across processes."""
 
     def __init__(self, path, host: str):
@@ -98,19 +117,8 @@ class SpendLedger:
         reserved = con.execute("SELECT COALESCE(SUM(amount), 0) FROM reserved WHERE kind = ?", [kind]).fetchone()[0]
         return float(settled), float(reserved)
 
-    def totals(self, kind: str) -> tuple[float, float]:
-        """(settled, reserved) metered USD at one kind of endpoint, across every command."""
-        with self._transaction() as con:
-            return self._totals(con, kind)
-
-    def reserve(self, token: str, kind: str, amount: float, fits) -> bool:
-        """Reserve `amount` for `token` if `fits(settled, reserved, amount)` holds, atomically."""
-        with self._transaction() as con:
-            settled, reserved = self._totals(con, kind)
-            if not fits(settled, reserved, amount):
-                return False
-            con.execute("INSERT OR REPLACE INTO reserved VALUES (?, ?, ?, ?, ?)", [token, kind, amount, self.holder, time.time()])
-            return True
+    def _put_reservation(self, con, token: str, kind: str, amount: float) -> None:
+        con.execute("INSERT OR REPLACE INTO reserved VALUES (?, ?, ?, ?, ?)", [token, kind, amount, self.holder, time.time()])
 
     def settle(self, token: str, kind: str, record_key: str | None, cost: float | None) -> None:
         """A launched run finished: its reservation gives way to what it cost (None: unpriced)."""
@@ -133,7 +141,7 @@ POSTGRES_SCHEMA = (
 )
 
 
-class PostgresSpendLedger:
+class PostgresSpendLedger(_Reservations):
     """One store's ledger in the shared Postgres: `SpendLedger`'s methods, each one transaction that
     holds the ledger's advisory lock, so every host's reservations are serialized."""
 
@@ -173,21 +181,10 @@ class PostgresSpendLedger:
                                [self.ledger, kind]).fetchone()[0]
         return float(settled), float(reserved)
 
-    def totals(self, kind: str) -> tuple[float, float]:
-        """(settled, reserved) metered USD at one kind of endpoint, across every command on every host."""
-        with self._transaction() as con:
-            return self._totals(con, kind)
-
-    def reserve(self, token: str, kind: str, amount: float, fits) -> bool:
-        """Reserve `amount` for `token` if `fits(settled, reserved, amount)` holds, atomically across hosts."""
-        with self._transaction() as con:
-            settled, reserved = self._totals(con, kind)
-            if not fits(settled, reserved, amount):
-                return False
-            con.execute("INSERT INTO sabot_spend_reserved VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (ledger, token) DO UPDATE "
-                        "SET kind = EXCLUDED.kind, amount = EXCLUDED.amount, holder = EXCLUDED.holder, at = EXCLUDED.at",
-                        [self.ledger, token, kind, amount, self.holder, time.time()])
-            return True
+    def _put_reservation(self, con, token: str, kind: str, amount: float) -> None:
+        con.execute("INSERT INTO sabot_spend_reserved VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (ledger, token) DO UPDATE "
+                    "SET kind = EXCLUDED.kind, amount = EXCLUDED.amount, holder = EXCLUDED.holder, at = EXCLUDED.at",
+                    [self.ledger, token, kind, amount, self.holder, time.time()])
 
     def settle(self, token: str, kind: str, record_key: str | None, cost: float | None) -> None:
         """A launched run finished: its reservation gives way to what it cost (None: unpriced)."""
