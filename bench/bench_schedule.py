@@ -5,7 +5,7 @@
 
 The selection runs through `run_wave` (the CLI's path: pre-registration, the schedule, every block
 settled and scored as its runs land, kappa, board) on a fresh store and a fresh on-disk Dagster
-instance whose `llm_agent` pool limit is the concurrency. Every scripted call takes the fixed
+instance (the project's dagster.yaml, as the CLI's) whose `llm_agent` pool limit is the concurrency. Every scripted call takes the fixed
 latency (SABOT_SCRIPTED_LATENCY), so the ideal wall time is calls x latency / concurrency.
 
 Printed, never asserted: runs, model calls, ideal and measured wall time, efficiency (ideal / wall;
@@ -13,6 +13,7 @@ the issue's target is at least 0.8) and the load average before and after.
 """
 
 import argparse
+import gc
 import json
 import os
 import tempfile
@@ -29,6 +30,7 @@ from sabot_assets.wave_jobs import Slice, run_wave
 from sabot_assets.waves.concurrency import set_pool_limit
 
 LATENCY_ENV = "SABOT_SCRIPTED_LATENCY"
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 def load() -> str:
@@ -42,9 +44,12 @@ def measure(wave: str, framework: str, tasks: tuple[str, ...] | None, concurrenc
         tmp = Path(tmp)
         (tmp / "dagster").mkdir()
         store_path = tmp / "sabot.duckdb"
-        with dg.instance_for_test(temp_dir=str(tmp / "dagster")) as instance:
+        # The instance `sabot wave run` uses: the project's dagster.yaml (its event storage), on fresh files.
+        os.environ.update(DAGSTER_HOME=str(PROJECT), SABOT_DAGSTER_STORAGE=str(tmp / "dagster"), DAGSTER_DISABLE_TELEMETRY="1")
+        with dg.DagsterInstance.get() as instance:
             set_pool_limit(instance, concurrency)
             defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
+            gc.freeze()  # as the CLI does once the definitions are built
             start = time.perf_counter()
             result = run_wave(registry, defs, instance, wave, [framework], selection=Slice(tasks=tasks))
             wall = time.perf_counter() - start

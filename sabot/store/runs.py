@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from sabot.matrix import Probe
-from sabot.store.db import now, replace_rows
+from sabot.store.db import now, replace_values
 from sabot.runroot import Attempt, Identity
 from sabot.store.spend import write_calls
 from sabot.trace import RunRecord, parse_runresult, to_runresult
@@ -23,6 +23,7 @@ RUN_COLUMNS = [
 ]
 RUN_DTYPES = {"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"}
 EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind"]  # payloads: in the record
+SLOT_KEY = ["wave", "operator", "probe"]
 
 
 def record_sql(alias: str = "runs") -> str:
@@ -49,22 +50,17 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
     at, runs, events = now(), [], []
     for s in slots:
         r, op = s.record, s.operator or ""
-        runs.append({
-            "wave": wave, "operator": op, "probe": s.probe.key, "status": "present" if r else "absent",
-            "run_id": r.run_id if r else None, "framework": s.probe.framework, "config": s.probe.config,
-            "task": s.probe.task, "seed": s.probe.seed,
-            "injection_seq": r.injection_seq if r else None, "injection_verified": r.injection_verified if r else None,
-            "task_passed": r.task_passed if r else None, "error": r.error if r else None,
-            "source_path": s.source_path, "source_sha256": s.source_sha256,
-            "record": json.dumps(to_runresult(r)) if r else None, "dagster_run_id": dagster_run_id, "materialized_at": at,
-            "attempt": s.attempt,
-        })
+        runs.append((
+            wave, op, s.probe.key, "present" if r else "absent", r.run_id if r else None, s.probe.framework, s.probe.config,
+            s.probe.task, s.probe.seed, r.injection_seq if r else None, r.injection_verified if r else None,
+            r.task_passed if r else None, r.error if r else None, s.source_path, s.source_sha256,
+            json.dumps(to_runresult(r)) if r else None, dagster_run_id, at, s.attempt,
+        ))
         for e in r.events if r else ():
-            events.append({"wave": wave, "operator": op, "probe": s.probe.key, "run_id": r.run_id, "seq": e.seq, "agent": e.agent, "kind": e.kind})
-    keys = pd.DataFrame([(wave, s.operator or "", s.probe.key) for s in slots], columns=["wave", "operator", "probe"])
-    runs_df = pd.DataFrame(runs, columns=RUN_COLUMNS).astype(RUN_DTYPES)
-    replace_rows(con, "runs", keys, runs_df)
-    replace_rows(con, "events", keys, pd.DataFrame(events, columns=EVENT_COLUMNS))
+            events.append((wave, op, s.probe.key, r.run_id, e.seq, e.agent, e.kind))
+    keys = [(wave, s.operator or "", s.probe.key) for s in slots]
+    replace_values(con, "runs", SLOT_KEY, keys, RUN_COLUMNS, runs, RUN_DTYPES)
+    replace_values(con, "events", SLOT_KEY, keys, EVENT_COLUMNS, events)
     for s in slots:  # spend follows every stored record, so no write path can drop it
         write_calls(con, wave, s.operator, s.probe.key, s.record, s.source_sha256)
     present = sum(1 for s in slots if s.record)
@@ -164,26 +160,35 @@ def ingest_attempt(con, attempt: Attempt, dagster_run_id: str) -> bool:
              i.downgrade_model, i.protocol, attempt.source_path, attempt.sha256, json.dumps(to_runresult(attempt.record)),
              json.dumps(attempt.intent), attempt.dagster_run_id, attempt.started_at, attempt.finished_at, now()],
         ).fetchall()  # finish the statement before registering frames on this connection
-        _rewrite_slot(con, attempt.wave, attempt.operator, attempt.probe, dagster_run_id)
-        # Every paid call is stored, a RUN_ERROR attempt's too, even where the slot keeps a good run.
-        write_calls(con, attempt.wave, attempt.operator, attempt.probe.key, attempt.record)
+        if _rewrite_slot(con, attempt, dagster_run_id) != attempt.number:
+            # Every paid call is stored, a RUN_ERROR attempt's too, even where the slot keeps a good run
+            # (the slot's own record had its calls stored as the slot was written).
+            write_calls(con, attempt.wave, attempt.operator, attempt.probe.key, attempt.record)
     return True
 
 
-def _rewrite_slot(con, wave: str, operator: str | None, probe: Probe, dagster_run_id: str) -> None:
-    """The slot's scored run: its latest complete attempt, else its latest RUN_ERROR attempt."""
+def _rewrite_slot(con, attempt: Attempt, dagster_run_id: str) -> int | None:
+    """The slot's scored run: its latest complete attempt, else its latest RUN_ERROR attempt. Returns
+    that attempt's number (None: only stopped attempts, the slot stays missing, to be run later)."""
+    wave, operator, probe = attempt.wave, attempt.operator, attempt.probe
     row = next(iter(con.execute(
-        "SELECT attempt, record, source_path, source_sha256, intent FROM attempts "
+        "SELECT attempt, source_path, source_sha256 FROM attempts "
         "WHERE wave = ? AND operator = ? AND probe = ? AND outcome IN ('complete', 'run_error') "
         "ORDER BY outcome = 'complete' DESC, attempt DESC LIMIT 1",
         [wave, operator or "", probe.key],
     ).fetchall()), None)
-    if row is None:  # only stopped attempts: the slot stays missing, to be run later
-        return
-    number, record, path, sha, intent = row
-    parsed = parse_runresult(json.loads(record), path)
-    write_slots(con, wave, [RunSlot(operator, probe, path, parsed, sha, number)], dagster_run_id)
-    write_intent(con, wave, operator, probe.key, parsed.run_id, json.loads(intent))
+    if row is None:
+        return None
+    number, path, sha = row
+    if number == attempt.number:  # the attempt just stored (the usual case): its record is in memory
+        record, intent = attempt.record, attempt.intent
+    else:
+        stored, intent = con.execute("SELECT record, intent FROM attempts WHERE wave = ? AND operator = ? AND probe = ? AND attempt = ?",
+                                     [wave, operator or "", probe.key, number]).fetchone()
+        record, intent = parse_runresult(json.loads(stored), path), json.loads(intent)
+    write_slots(con, wave, [RunSlot(operator, probe, path, record, sha, number)], dagster_run_id)
+    write_intent(con, wave, operator, probe.key, record.run_id, intent)
+    return number
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,9 @@
 import hashlib
 import json
 
-import pandas as pd
 
 from sabot.budget import Rate
-from sabot.store.db import insert
+from sabot.store.db import replace_values
 from sabot.trace import to_runresult
 
 CALL_COLUMNS = [
@@ -14,6 +13,8 @@ CALL_COLUMNS = [
     "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "usage_reported", "cost_usd",
     "price_table", "endpoint",
 ]
+CALL_KEY = ["wave", "operator", "probe", "record_sha256"]
+CALL_DTYPES = {"status": "Int64", "n": "Int64", "cost_usd": "Float64"}
 SUMS = ("COUNT(*) AS calls, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens, "
         "COALESCE(SUM(cached_tokens), 0) AS cached_tokens, COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens, "
         "COALESCE(SUM(cost_usd), 0) AS cost_usd, COUNT(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_calls")
@@ -52,13 +53,10 @@ def write_calls(con, wave: str, operator: str | None, probe: str, record, _sourc
         return 0
     sha = record_sha256(record)
     op = operator or ""
-    con.execute("DELETE FROM model_calls WHERE wave = ? AND operator = ? AND probe = ? AND record_sha256 = ?",
-                [wave, op, probe, sha])
-    rows = [{"wave": wave, "operator": op, "probe": probe, "run_id": record.run_id, "record_sha256": sha,
-             "price_table": usage["price_table"], "endpoint": record.extra.get("endpoint"),
-             **{k: r[k] for k in CALL_COLUMNS if k in r}} for r in usage["per_call"]]
-    frame = pd.DataFrame(rows, columns=CALL_COLUMNS).astype({"status": "Int64", "n": "Int64", "cost_usd": "Float64"})
-    insert(con, "model_calls", frame)
+    fixed = {"wave": wave, "operator": op, "probe": probe, "run_id": record.run_id, "record_sha256": sha,
+             "price_table": usage["price_table"], "endpoint": record.extra.get("endpoint")}
+    rows = [tuple(fixed[k] if k in fixed else call.get(k) for k in CALL_COLUMNS) for call in usage["per_call"]]
+    replace_values(con, "model_calls", CALL_KEY, [(wave, op, probe, sha)], CALL_COLUMNS, rows, CALL_DTYPES)
     return len(rows)
 
 
