@@ -65,6 +65,7 @@ from autogen_core.logging import LLMCallEvent
 from autogen_ext.models.openai import OpenAIChatCompletionClient
 
 from adapters import prompts
+from adapters.gateway.clients import gateway_async_http_client
 from adapters.tools import TaskTools
 from sabot.recorder import Recorder
 from sabot.trace import EventKind
@@ -214,7 +215,8 @@ class AutoGenPipeline:
         """A client for one agent; the O4 seam decides the worker's model. No temperature is sent."""
         model = self.fault.model_for(stage, self.endpoint.pipeline_model)
         return _LabelledClient(sabot_label=label, model=model, base_url=self.endpoint.base_url, api_key=self.endpoint.api_key,
-                               model_info=dict(MODEL_INFO), timeout=self.endpoint.timeout, max_retries=0)
+                               model_info=dict(MODEL_INFO), timeout=self.endpoint.timeout, max_retries=0,
+                               http_client=gateway_async_http_client(self.endpoint.timeout))
 
     def _act(self, name: str, component: str, reason: str | None) -> None:
         self.recorder.record(component, EventKind.GUARDRAIL_EVENT, act=name, component=component, reason=reason)

@@ -17,6 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
 from adapters import prompts
+from adapters.gateway.clients import gateway_async_http_client, gateway_http_client
 from adapters.tools import TaskTools
 from sabot import tasks
 from sabot.recorder import Recorder
@@ -133,7 +134,9 @@ def llm_factory(endpoint, fault):
     def llm_for(stage: str) -> ChatOpenAI:
         model = fault.model_for(stage, endpoint.pipeline_model)
         if model not in cache:
-            cache[model] = ChatOpenAI(model=model, base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=endpoint.timeout)
+            cache[model] = ChatOpenAI(model=model, base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=endpoint.timeout,
+                                      http_client=gateway_http_client(endpoint.timeout),
+                                      http_async_client=gateway_async_http_client(endpoint.timeout))
         return cache[model]
 
     return llm_for

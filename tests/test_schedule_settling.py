@@ -4,11 +4,16 @@ slot to a step that waits for one (sabot_assets/waves/schedule.py)."""
 import types
 
 import dagster as dg
+from dagster import DagsterEventType
+from dagster_duckdb import DuckDBResource
 
 from adapters.runner import RunSpec
+from sabot.store.db import connect
+from sabot_assets.definitions import build_definitions
+from sabot_assets.wave_jobs import Slice, run_wave
 from sabot_assets.waves.concurrency import set_pool_limit
 from sabot_assets.waves.schedule import BASELINES, WHOLE, BlockCounter, slot_wanted_by_others
-from sabot_assets.constants import LLM_POOL
+from sabot_assets.constants import LLM_POOL, SCHEDULED_TAG
 
 
 def _spec(task: str, operator: str | None, seed: int) -> RunSpec:
@@ -48,3 +53,30 @@ def test_the_schedule_sees_a_step_of_another_run_waiting_for_a_slot_until_it_has
         storage.free_concurrency_slot_for_step("schedule-run", "run_schedule[slot-1]")
         assert not wanted()  # Dagster assigned the freed slot to the waiting step
         assert storage.claim_concurrency_slot(LLM_POOL, "block-run", "execute").is_claimed
+
+
+def test_the_block_steps_settling_a_wave_skip_their_execute_step_and_claim_no_slot(registry, tmp_path):
+    """The wave's schedule made every run; a block's Dagster runs only settle them. Their execute step
+    (in the `llm_agent` pool) is skipped, so settling never takes a slot the schedule could run a run in."""
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        defs = build_definitions(registry, DuckDBResource(database=str(tmp_path / "sabot.duckdb")))
+        run_wave(registry, defs, instance, "demo", selection=Slice(("langgraph",), ("default",), ("T1", "T2"), ("O1", "O2")))
+        settling = [r for r in instance.get_run_records() if SCHEDULED_TAG in r.dagster_run.tags]
+        assert len(settling) >= 4  # two blocks: baselines, fault runs, verdicts each
+        run_assets = 0
+        for record in settling:
+            started = {e.step_key for e in _events(instance, record.dagster_run.run_id, DagsterEventType.STEP_START)}
+            skipped = {e.step_key for e in _events(instance, record.dagster_run.run_id, DagsterEventType.STEP_SKIPPED)}
+            executes = {key for key in started | skipped if key.endswith("__execute")}
+            assert executes <= skipped, record.dagster_run.run_id  # never started: no slot claimed
+            if executes:
+                run_assets += 1
+                assert any(key.endswith("__settle") for key in started)  # settling ran all the same
+        assert run_assets >= 4  # each block's baselines and fault runs
+        with connect(tmp_path / "sabot.duckdb", read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM runs WHERE wave = 'demo'").fetchone()[0] == 2 * 2 + 2  # 4 fault runs, 2 baselines
+
+
+def _events(instance, run_id: str, kind):
+    return [r.event_log_entry.dagster_event for r in instance.get_records_for_run(run_id, of_type=kind).records]

@@ -18,7 +18,9 @@ not pay a process start per cell. Per cell:
   (sweep, reuse, recordings for a replay, the spend so far) and writes the step's plan to the run
   root; `execute` (in the `llm_agent` pool) only runs runs and writes sealed attempts to the run
   root, so it can run on a worker host that never opens the store (sabot_assets/hosts.py); `settle`
-  ingests them and reports each cell. `prepare` and `settle` go to the store queue. Plans and results
+  ingests them and reports each cell. `prepare` and `settle` go to the store queue. With no run to
+  make (the wave's schedule made them, or every cell is reused) `execute` is skipped, so a settling
+  Dagster run never holds an `llm_agent` slot while the schedule could use it. Plans and results
   pass as files in the run root keyed by the Dagster run id (a path every host mounts), not through
   an IO manager. A cell is claimed before it runs (`sabot.runroot` claims, holder "label:pid", owner
   the Dagster run and step), so a UI backfill, a CLI wave or a redelivered step never run it twice.
@@ -576,12 +578,19 @@ def _run_asset(wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: 
     key = dg.AssetKey([wave.name, asset])
     step = re.sub(r"[^A-Za-z0-9_]", "_", f"{wave.name}__{asset}")  # op names are unique across the code location
 
-    @dg.op(name=f"{step}__prepare", tags=store_step_tags(), ins={"upstream": dg.In(dg.Nothing)}, out=dg.Out(dg.Nothing),
+    # `to_execute` only when a run is to be made: with none (the wave's schedule made them, or all are
+    # reused) the execute step is skipped, so settling never waits for, or holds, an `llm_agent` slot.
+    @dg.op(name=f"{step}__prepare", tags=store_step_tags(), ins={"upstream": dg.In(dg.Nothing)},
+           out={"planned": dg.Out(dg.Nothing), "to_execute": dg.Out(dg.Nothing, is_required=False)},
            description="Reads the store and the run root; decides which cells run (store queue).")
     @_guarded
     def prepare_op(context: dg.OpExecutionContext, store: DuckDBResource):
         require_registered(registry, store)
-        _write(step_file(run_root_of(store), context.run_id, asset, "plan"), prepare(context, store, registry, wave, asset, list(context.partition_keys)))
+        plan = prepare(context, store, registry, wave, asset, list(context.partition_keys))
+        _write(step_file(run_root_of(store), context.run_id, asset, "plan"), plan)
+        yield dg.Output(None, "planned")
+        if plan.to_run:
+            yield dg.Output(None, "to_execute")
 
     # In the pool: the step's own slot covers its first run; each further run in flight claims one more.
     @dg.op(name=f"{step}__execute", pool=LLM_POOL, ins={"prepared": dg.In(dg.Nothing)}, out=dg.Out(dg.Nothing),
@@ -601,7 +610,8 @@ def _run_asset(wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: 
         require_registered(registry, store)
         run_root = run_root_of(store)
         plan = _read(step_file(run_root, context.run_id, asset, "plan"))
-        settle(context, store, wave, plan, _read(step_file(run_root, context.run_id, asset, "results")), key)
+        results = _read(step_file(run_root, context.run_id, asset, "results")) if plan.to_run else StepResults()
+        settle(context, store, wave, plan, results, key)
         yield from ()  # each cell reported its own materialization (see the module docstring)
 
     @dg.graph_asset(
@@ -611,7 +621,8 @@ def _run_asset(wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: 
         code_version=RUNNER_VERSION, kinds={"duckdb"}, tags={COST_TAG: "llm"},
     )
     def run_asset(upstream):
-        return settle_op(execute_op(prepare_op(upstream)))
+        planned, to_execute = prepare_op(upstream)
+        return settle_op([planned, execute_op(to_execute)])  # fan-in: settle runs if execute was skipped
 
     return run_asset
 

@@ -115,8 +115,8 @@ class Gate:
 
 def slot_wanted_by_others(context):
     """Whether a step of another Dagster run waits for an `llm_agent` slot: the schedule hands its slot from
-    run to run, so without this a waiting step (a block step settling what the schedule made, a UI backfill)
-    would get one only once the schedule stops launching. Asked before each launch; the step waiting gets the
+    run to run, so without this a waiting step (another command's, a UI backfill's) would get one only once
+    the schedule stops launching. Asked before each launch; the step waiting gets the
     slot of the run that just finished, and the schedule takes it back at a later launch once it is free."""
     storage = context.instance.event_log_storage
 
@@ -183,8 +183,9 @@ def execute(context, plan: Plan, drive) -> int:
 
 
 def schedule_job(wave_name: str, plan: Plan, drive, raised: list) -> dg.JobDefinition:
-    # Outside the pool: the step claims a slot per run in flight, so the block steps it settles
-    # meanwhile (in the pool themselves) can take one between runs, even at a limit of 1.
+    # Outside the pool: the step claims a slot per run in flight, so another command's step (a UI
+    # backfill) can take one between runs, even at a limit of 1. The block steps it settles meanwhile
+    # launch nothing, so their execute step is skipped and claims no slot (live_runs).
     @dg.op(name="run_schedule", description="Every run of the wave's selection in one bounded pool.")
     def run_schedule(context: dg.OpExecutionContext):
         try:
