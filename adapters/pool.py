@@ -11,9 +11,11 @@ each one, so a budget breaker or a pool of slots stops launching while the runs 
 finish and are kept. Results come back as they finish, so the caller stores each one at once.
 """
 
+import contextlib
 import json
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -22,30 +24,68 @@ from pathlib import Path
 from typing import Any
 
 from adapters.parent_watch import die_with_parent
-from adapters.runner import RunOutcome, RunSpec, run
+from adapters.runner import PIPELINES, RunOutcome, RunSpec, run
+from sabot import plugins
 from sabot.trace import RunRecord
 
 # Imported once by the fork server, so a child pays none of it. The frameworks import lazily, so
-# the pipelines are listed; left to each child, openai.resources, httpcore and anyio's backend cost
-# ~0.8 s a run (measured with cProfile). fork_ready comes last: it runs the caller's main script
-# once (CPython 3.11 ignores "__main__" here) and freezes the heap out of the GC.
+# the pipelines are listed (only those a wave runs, when it says: crewai alone is ~3 s of the server's
+# ~8 s start, which the first run waits for); left to each child, openai.resources, httpcore and
+# anyio's backend cost ~0.8 s a run (measured with cProfile). fork_ready comes last: it runs the
+# caller's main script once (CPython 3.11 ignores "__main__" here) and freezes the heap out of the GC.
 # adapters.run_attempt brings the run root, its seal and the record writer (another ~20 modules a child imported).
-PRELOAD = ["adapters.runner", "adapters.run_attempt", "adapters.langgraph_pipeline", "adapters.crewai_pipeline", "adapters.autogen_pipeline",
-           "openai.resources", "httpcore", "anyio._backends._asyncio", "adapters.fork_ready"]
+RUNNER_PRELOAD = ["adapters.runner", "adapters.run_attempt"]
+CLIENT_PRELOAD = ["openai.resources", "httpcore", "anyio._backends._asyncio", "adapters.fork_ready"]
 MAIN_ENV = "SABOT_FORK_MAIN"  # read by adapters.fork_ready in the fork server
 DEFAULT_CONCURRENCY = 8  # measured: bench/bench_concurrency.py (README, "Concurrency")
 
 
-def start_fork_server() -> None:
-    """Start the fork server now, without waiting for it: its ~5 s of framework imports then overlap
-    the caller's own set-up (a wave's pre-registration) instead of delaying the first run."""
+class _Server:
+    """The process's one fork server (multiprocessing's), what it preloaded, and the pools using it."""
+
+    lock = threading.Lock()
+    frameworks: frozenset[str] | None = None  # preloaded pipelines; None: not started here yet
+    pools_open = 0
+
+
+def preload(frameworks: Iterable[str]) -> list[str]:
+    pipelines = [m for m in (plugins.module_of("pipeline", fw) for fw in sorted(frameworks)) if m]
+    return [*RUNNER_PRELOAD, *pipelines, *CLIENT_PRELOAD]
+
+
+def start_fork_server(frameworks: Iterable[str] | None = None) -> None:
+    """Start the fork server now, without waiting for it: its framework imports then overlap the
+    caller's own set-up (a wave's pre-registration) instead of delaying the first run.
+
+    `frameworks`: the pipelines to preload (default: every registered one). A server already
+    running without one of them is restarted with both sets, but only while no pool uses it (its
+    runs die with it); otherwise a run of a framework it lacks imports that framework itself."""
     from multiprocessing import forkserver
 
-    _context()
-    forkserver.ensure_running()
+    wanted = frozenset(PIPELINES if frameworks is None else (f for f in frameworks if f in PIPELINES))
+    with _Server.lock:
+        if _Server.frameworks is not None:
+            if wanted <= _Server.frameworks or _Server.pools_open:
+                return
+            forkserver._forkserver._stop()  # CPython's own way to stop it (its tests'); no run is in flight
+            wanted |= _Server.frameworks
+        _context(wanted)
+        forkserver.ensure_running()
 
 
-def _context():
+def stop_fork_server() -> bool:
+    """Stop the fork server if no pool uses it (it starts again on demand); whether it was stopped."""
+    from multiprocessing import forkserver
+
+    with _Server.lock:
+        if _Server.pools_open:
+            return False
+        forkserver._forkserver._stop()
+        _Server.frameworks = None
+        return True
+
+
+def _context(frameworks: frozenset[str] | None = None):
     from multiprocessing import spawn
 
     # Read by the fork server when it starts (it inherits this environment): the script a child
@@ -53,7 +93,9 @@ def _context():
     main = spawn.get_preparation_data("sabot-run").get("init_main_from_path")
     os.environ[MAIN_ENV] = json.dumps({"init_main_from_path": main})
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(PRELOAD)
+    if _Server.frameworks is None or frameworks is not None:  # what a server starting now preloads
+        _Server.frameworks = frameworks if frameworks is not None else frozenset(PIPELINES)
+        ctx.set_forkserver_preload(preload(_Server.frameworks))
     return ctx
 
 
@@ -103,6 +145,17 @@ def _in_child(fn: Callable, item, environ: dict):
         raise _failure_of(item, exc) from None
 
 
+@contextlib.contextmanager
+def _pool_open():
+    with _Server.lock:
+        _Server.pools_open += 1
+    try:
+        yield
+    finally:
+        with _Server.lock:
+            _Server.pools_open -= 1
+
+
 def run_many(
     fn: Callable[[Any], Any],
     items: Iterable,
@@ -126,7 +179,7 @@ def run_many(
     # One process more than the runs in flight: a spare, forked while the others run, takes the next run
     # the moment one finishes (each process runs one run and exits; its replacement forks meanwhile).
     spare = 1 if len(pending) > workers else 0
-    with ProcessPoolExecutor(max_workers=workers + spare, mp_context=_context(), max_tasks_per_child=1) as pool:
+    with _pool_open(), ProcessPoolExecutor(max_workers=workers + spare, mp_context=_context(), max_tasks_per_child=1) as pool:
         in_flight: dict[Future, tuple[Any, float]] = {}
 
         def fill() -> None:

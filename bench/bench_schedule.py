@@ -9,10 +9,14 @@ instance (the project's dagster.yaml, as the CLI's) whose `llm_agent` pool limit
 latency (SABOT_SCRIPTED_LATENCY), so the ideal wall time is calls x latency / concurrency.
 
 Printed, never asserted: runs, model calls, ideal and measured wall time, efficiency (ideal / wall;
-the issue's target is at least 0.8) and the load average before and after.
+the issue's target is at least 0.8), where the rest went (seconds before the first run started and
+after the last one ended, the mean number of runs in flight in between, a run's mean duration beside
+its mean scripted latency; from the attempts' own start and end times) and the load average before
+and after.
 """
 
 import argparse
+import datetime as dt
 import gc
 import json
 import os
@@ -50,15 +54,27 @@ def measure(wave: str, framework: str, tasks: tuple[str, ...] | None, concurrenc
             set_pool_limit(instance, concurrency)
             defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
             gc.freeze()  # as the CLI does once the definitions are built
-            start = time.perf_counter()
+            start, began = time.perf_counter(), time.time()
             result = run_wave(registry, defs, instance, wave, [framework], selection=Slice(tasks=tasks))
             wall = time.perf_counter() - start
+            ended = began + wall
         with connect(store_path, read_only=True) as con:
             records = [json.loads(r) for (r,) in con.execute("SELECT record FROM runs WHERE wave = ? AND status = 'present'", [wave]).fetchall()]
+            spans = [(_epoch(a), _epoch(b)) for a, b in con.execute("SELECT started_at, finished_at FROM attempts WHERE wave = ?", [wave]).fetchall()]
     calls = sum(len(r.get("exchanges", [])) for r in records)
     ideal = calls * latency / concurrency
+    first, last = min(a for a, _ in spans), max(b for _, b in spans)
+    busy = sum(b - a for a, b in spans)
     return {"runs": len(records), "ran": result.tally.ran, "run_errors": len(result.tally.run_errors), "calls": calls,
-            "ideal_s": round(ideal, 1), "wall_s": round(wall, 1), "efficiency": round(ideal / wall, 3)}
+            "ideal_s": round(ideal, 1), "wall_s": round(wall, 1), "efficiency": round(ideal / wall, 3),
+            # Where the rest goes: before the first run, after the last, and how full the pool was in between.
+            "first_run_after_s": round(first - began, 1), "after_last_run_s": round(ended - last, 1),
+            "mean_in_flight": round(busy / (last - first), 2), "mean_run_s": round(busy / len(spans), 2),
+            "mean_run_latency_s": round(calls * latency / len(spans), 2)}
+
+
+def _epoch(iso: str) -> float:
+    return dt.datetime.fromisoformat(iso).timestamp()
 
 
 def main() -> None:

@@ -106,6 +106,13 @@ def lookup(kind: str, name: str):
     return _resolved[key]
 
 
+def module_of(kind: str, name: str) -> str | None:
+    """The module a plug-in registered as "module:attr" lives in, importing nothing; None for an object."""
+    load_entry_points()
+    target = _targets.get((_kind(kind), name))
+    return target.partition(":")[0] if isinstance(target, str) else None
+
+
 def names(kind: str) -> list[str]:
     load_entry_points()
     return sorted(n for k, n in _targets if k == _kind(kind))

@@ -142,7 +142,7 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     free_slots_of_dead_runs(instance)  # a wave killed earlier would otherwise hold its pool slots forever
     runner = WaveRunner(defs, wave, instance, tags or None)
     if rerun or replay or missing_slots(Path(defs.resources["store"].database), chosen):
-        start_fork_server()  # its framework imports overlap the pre-registration, not the first run
+        start_fork_server(chosen.frameworks)  # its imports (these frameworks only) overlap the pre-registration, not the first run
     runner.preregister()
     blocks = [Block(fw, cfg, task, task, chosen.operators, chosen.seeds) for fw in chosen.frameworks for cfg in chosen.configs for task in chosen.tasks]
     plan = _plan(registry, defs.resources["store"], chosen, runner.tags, rerun or replay, replay)
