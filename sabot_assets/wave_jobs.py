@@ -1,6 +1,7 @@
 """Running a live wave (or a slice of it) through the asset graph."""
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -8,6 +9,7 @@ import dagster as dg
 
 from adapters.pool import start_fork_server
 from adapters.runner import PIPELINES
+from judges.stats.kappa import import_backends
 from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, RegistryError, WaveDef
@@ -157,6 +159,8 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
             runner.fault_runs(block)
             runner.verdicts(block)
 
+    # The kappa audit after the last run would wait seconds for its statistics' imports: made meanwhile.
+    threading.Thread(target=import_backends, name="import-kappa-backends", daemon=True).start()
     run_schedule(wave.name, plan, instance, schedule_tags, settle, schedule_id)
     runner.kappa()
     runner.board()

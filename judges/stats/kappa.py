@@ -65,6 +65,13 @@ def cohen_kappa(pairs: Iterable[tuple[bool, bool]], alpha: float = 0.05) -> Kapp
     return Kappa(kappa, max(-1.0, kappa - half), min(1.0, kappa + half), n, observed, expected)
 
 
+def import_backends() -> None:
+    """Import what `cohen_kappa` needs (seconds of scipy and statsmodels), e.g. in a thread while a
+    wave's runs run, so the kappa audit after its last run does not wait for it."""
+    import scipy.stats  # noqa: F401
+    import statsmodels.stats.inter_rater  # noqa: F401
+
+
 def kappa_confidence(kappa: float | Kappa, bound: float = 0.7) -> str:
     """§6: "full" when kappa >= bound (0.7 itself is full), else "low-confidence".
 
