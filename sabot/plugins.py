@@ -107,10 +107,13 @@ def lookup(kind: str, name: str):
 
 
 def module_of(kind: str, name: str) -> str | None:
-    """The module a plug-in registered as "module:attr" lives in, importing nothing; None for an object."""
+    """The module plug-in `name` lives in, importing nothing (a "module:attr" target is read, an
+    object asked for its `__module__`); None if it is not registered."""
     load_entry_points()
     target = _targets.get((_kind(kind), name))
-    return target.partition(":")[0] if isinstance(target, str) else None
+    if target is None:
+        return None
+    return target.partition(":")[0] if isinstance(target, str) else getattr(target, "__module__", None)
 
 
 def names(kind: str) -> list[str]:

@@ -30,6 +30,13 @@ def test_a_wave_of_one_framework_preloads_only_its_pipeline_and_a_later_one_adds
     assert _in_a_child() == list(PIPELINE_MODULES)
 
 
+def test_a_pipeline_registered_as_an_object_is_preloaded_from_its_module(monkeypatch):
+    from adapters.crewai_pipeline import CrewAIPipeline
+
+    monkeypatch.setitem(pool.PIPELINES, "crewai", CrewAIPipeline)  # as a test that patches a pipeline leaves it
+    assert "adapters.crewai_pipeline" in pool.preload(["crewai"])
+
+
 def test_a_server_in_use_is_never_restarted_under_its_runs():
     assert pool.stop_fork_server()
     try:
