@@ -17,7 +17,8 @@ Each backfill run is a chunk of 50 cells (the default), so the slice is 2 Dagste
 `execute` steps each run on one worker host (a host runs one step at a time: `--pool solo`) and
 hold up to C of the pool's slots between them; `prepare` and `settle` run on the coordinator.
 
-Printed, never asserted: each wall time, the attempts and their peak in flight read from their start
+Printed, never asserted: each wall time (to the backfill marked done, and to its last run's end),
+the attempts and their peak in flight read from their start
 and end times in the run root, the load average, and the ratios two/one at C (the target is at most
 1.1) and two at 2C / one at C (the target is at most 0.6). Exits 2 without a figure where worker
 hosts cannot be laid out here (root, iproute2, redis-server, PostgreSQL).
@@ -92,7 +93,7 @@ def measure(hosts: int, concurrency: int, latency: float) -> dict:
         try:
             with layout.instance() as instance:
                 instance.event_log_storage.set_concurrency_slots("llm_agent", concurrency)
-                start = time.monotonic()
+                start, launched_at = time.monotonic(), time.time()
                 backfill_id = launch_backfill(instance, slice_partitions(Registry()))
                 while time.monotonic() - start < DEADLINE_S:
                     status = instance.get_backfill(backfill_id).status.value
@@ -104,7 +105,10 @@ def measure(hosts: int, concurrency: int, latency: float) -> dict:
             os.killpg(daemon.pid, signal.SIGKILL)  # the daemon may ignore SIGTERM when started in the background
             daemon.wait()
         intervals = attempt_intervals(Path(layout.env["SABOT_RUN_ROOT"]))
+    # The backfill is marked done on a later tick of the daemon's backfill loop; the slice's work is done
+    # when its last run ends. Both are printed: the first is what the UI shows, the second the work.
     return {"hosts": hosts, "concurrency": concurrency, "status": status, "wall_s": round(wall, 1),
+            "to_last_run_end_s": round(max(end for _, end in intervals) - launched_at, 1),
             "attempts": len(intervals), "peak_in_flight": peak_in_flight(intervals), "load_1min": round(os.getloadavg()[0], 2)}
 
 
@@ -123,8 +127,9 @@ def main() -> int:
         print(json.dumps(rows[-1]), flush=True)  # each as measured: a later failure keeps it
     one, two, double = rows
     print(f"slice {WAVE} langgraph default {OPERATORS[0]}-{OPERATORS[1]}, latency {args.latency} s a call")
-    print(f"two hosts / one host at concurrency {args.concurrency}: {two['wall_s'] / one['wall_s']:.2f} (target <= 1.1)")
-    print(f"two hosts at {2 * args.concurrency} / one host at {args.concurrency}: {double['wall_s'] / one['wall_s']:.2f} (target <= 0.6)")
+    for field, what in (("wall_s", "launch to the backfill marked done"), ("to_last_run_end_s", "launch to the last run's end")):
+        print(f"{what}: two hosts / one host at concurrency {args.concurrency}: {two[field] / one[field]:.2f} (target <= 1.1); "
+              f"two hosts at {2 * args.concurrency} / one host at {args.concurrency}: {double[field] / one[field]:.2f} (target <= 0.6)")
     return 0
 
 
