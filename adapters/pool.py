@@ -69,7 +69,8 @@ def start_fork_server(frameworks: Iterable[str] | None = None) -> None:
                 return
             forkserver._forkserver._stop()  # CPython's own way to stop it (its tests'); no run is in flight
             wanted |= _Server.frameworks
-        _context(wanted)
+        _Server.frameworks = wanted
+        _context()
         forkserver.ensure_running()
 
 
@@ -85,7 +86,7 @@ def stop_fork_server() -> bool:
         return True
 
 
-def _context(frameworks: frozenset[str] | None = None):
+def _context():
     from multiprocessing import spawn
 
     # Read by the fork server when it starts (it inherits this environment): the script a child
@@ -93,9 +94,9 @@ def _context(frameworks: frozenset[str] | None = None):
     main = spawn.get_preparation_data("sabot-run").get("init_main_from_path")
     os.environ[MAIN_ENV] = json.dumps({"init_main_from_path": main})
     ctx = multiprocessing.get_context("forkserver")
-    if _Server.frameworks is None or frameworks is not None:  # what a server starting now preloads
-        _Server.frameworks = frameworks if frameworks is not None else frozenset(PIPELINES)
-        ctx.set_forkserver_preload(preload(_Server.frameworks))
+    if _Server.frameworks is None:  # a pool starts the server itself: every pipeline
+        _Server.frameworks = frozenset(PIPELINES)
+    ctx.set_forkserver_preload(preload(_Server.frameworks))  # read only when a server starts
     return ctx
 
 

@@ -3,7 +3,6 @@
 import hashlib
 import json
 
-
 from sabot.budget import Rate
 from sabot.store.db import replace_values
 from sabot.trace import to_runresult

@@ -237,6 +237,11 @@ class StepPlan:
     rerun: bool = False
     replaying: bool = False
 
+    @property
+    def executes(self) -> bool:
+        """Whether the execute step runs (else it is skipped, and writes no results)."""
+        return bool(self.to_run)
+
 
 @dataclass
 class StepResults:
@@ -620,7 +625,7 @@ def _run_asset(wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: 
         plan = prepare(context, store, registry, wave, asset, list(context.partition_keys))
         _write(step_file(run_root_of(store), context.run_id, asset, "plan"), plan)
         yield dg.Output(None, "planned")
-        if plan.to_run:
+        if plan.executes:
             yield dg.Output(None, "to_execute")
 
     # In the pool: the step's own slot covers its first run; each further run in flight claims one more.
@@ -641,7 +646,7 @@ def _run_asset(wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: 
         require_registered(registry, store)
         run_root = run_root_of(store)
         plan = _read(step_file(run_root, context.run_id, asset, "plan"))
-        results = _read(step_file(run_root, context.run_id, asset, "results")) if plan.to_run else StepResults()
+        results = _read(step_file(run_root, context.run_id, asset, "results")) if plan.executes else StepResults()
         settle(context, store, wave, plan, results, key)
         yield from ()  # each cell reported its own materialization (see the module docstring)
 
