@@ -1,6 +1,6 @@
 """Benchmark: the pure scorer, a rule change over a full live wave 2, and the public row.
 
-    .venv/bin/python bench/bench_scoring.py [--repeat 3] [--live-var DIR] [--corpus ../shared/external/sabot-public]
+    .venv/bin/python bench/bench_scoring.py [--repeat 3] [--live-var DIR] [--public-only] [--skip-demo] [--detail]
 
 Figures, not assertions: timings vary with the machine, so they are reported, never tested. On a
 shared machine wall time depends on the load, so CPU time is printed beside it.
@@ -11,7 +11,13 @@ shared machine wall time depends on the load, so CPU time is printed beside it.
   `sabot wave rescore` runs): cell verdicts, scoreboard and report through Dagster, on a copy of a
   store and instance made by `sabot wave run wave2` (built under --live-var on first use: minutes);
   the pure scorer over the same cells and rulesets in the same process gives the ratio;
-- the published wave-2 row through Dagster, and `sabot corpus score` cold in a new process.
+- the published wave-2 row through Dagster, and `sabot corpus score` cold in a new process;
+- `sabot wave run demo --framework langgraph` a second time over the same store (every run reused);
+- loading the definitions (`build_definitions()`) in a new process.
+
+Each headline figure is also printed as a ratio to `python -c "import dagster"` measured in the same
+run, interleaved with it (one floor measurement before each repetition), so the ratio holds on a
+loaded machine where the seconds do not.
 """
 
 import argparse
@@ -166,40 +172,97 @@ def cold_cli(corpus) -> tuple[float, float]:
         return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def new_process(code: str) -> float:
+    """Wall seconds of `python -c code` in a new process (the project's interpreter)."""
+    cmd = [str(PROJECT / ".venv" / "bin" / "python"), "-c", code]
+    return timed(lambda: subprocess.run(cmd, check=True, capture_output=True, cwd=PROJECT))[0]
+
+
+def import_dagster() -> float:
+    """The floor every figure is compared with: `python -c "import dagster"`."""
+    return new_process("import dagster")
+
+
+def definitions_load() -> float:
+    """Loading the code location's definitions in a new process, as `dagster dev` or a command does."""
+    return new_process("from sabot_assets.definitions import build_definitions; build_definitions()")
+
+
+def demo_wave(var: Path) -> float:
+    """Wall seconds of `sabot wave run demo --framework langgraph` over the store under `var`."""
+    cmd = [str(PROJECT / ".venv" / "bin" / "sabot"), "wave", "run", "demo", "--framework", "langgraph"]
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")} | {"SABOT_VAR": str(var)}
+    return timed(lambda: subprocess.run(cmd, env=env, check=True, capture_output=True))[0]
+
+
+class Figures:
+    """Each figure's repetitions, each one paired with an `import dagster` measured just before it."""
+
+    def __init__(self):
+        self.pairs: dict[str, list[tuple[float, float]]] = {}
+
+    def measure(self, name: str, fn, repeat: int):
+        out = []
+        for _ in range(repeat):
+            floor = import_dagster()
+            result = fn()
+            wall = result["wall"] if isinstance(result, dict) else result[0] if isinstance(result, tuple) else result
+            self.pairs.setdefault(name, []).append((wall, floor))
+            out.append(result)
+        return out
+
+    def line(self, name: str, target: float) -> str:
+        pairs = self.pairs[name]
+        wall, floor = statistics.median(w for w, _ in pairs), statistics.median(f for _, f in pairs)
+        ratios = ", ".join(f"{w / f:.2f}" for w, f in pairs)
+        return f"{name:<58} {wall:6.2f} s  / import dagster {floor:.2f} s = {statistics.median(w / f for w, f in pairs):.2f}x (target <= {target}x; each: {ratios})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=PROJECT.parent / "shared" / "external" / "sabot-public")
     parser.add_argument("--live-var", type=Path, default=PROJECT / "var" / "bench-wave2", help="SABOT_VAR of a full live wave 2 (built if absent)")
     parser.add_argument("--public-only", action="store_true", help="skip the live wave 2 (its first build takes minutes)")
+    parser.add_argument("--skip-demo", action="store_true", help="skip the demo wave run twice (its first run takes about a minute)")
+    parser.add_argument("--detail", action="store_true", help="also the pure scorer and the public row through Dagster in this process")
     args = parser.parse_args()
     from sabot.registry import Registry
 
     registry = Registry()
     med = statistics.median
+    figures = Figures()
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start, Python {sys.version.split()[0]}; "
+          f"median of {args.repeat} runs, each after an `import dagster` in a new process", flush=True)
+    figures.measure("loading the definitions (new process)", definitions_load, args.repeat)
+    print(figures.line("loading the definitions (new process)", 1.5), flush=True)
+    cli = figures.measure("`sabot corpus score` public wave-2 row, cold", lambda: cold_cli(args.corpus), args.repeat)
+    print(figures.line("`sabot corpus score` public wave-2 row, cold", 2.5) + f"; CPU {med(c[1] for c in cli):.2f} s", flush=True)
     if not args.public_only:
         ensure_live_wave2(args.live_var)
-    work = cells_of(registry, args.corpus)
-    pure = [pure_scorer(registry, work) for _ in range(args.repeat)]
-    live = [] if args.public_only else [rescore_live_wave2(args.live_var) for _ in range(args.repeat)]
-    row = [public_row_through_dagster(registry, args.corpus) for _ in range(args.repeat)]
-    cli = [cold_cli(args.corpus) for _ in range(args.repeat)]
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, Python {sys.version.split()[0]}; median of {args.repeat} runs")
-    print(f"pure scorer, 1,000 cells (imported fault cells, cycled), headline ruleset:  {med(pure) * 1000:.0f} ms")
-    if live:
+        live = figures.measure("rule change over live wave 2 (`rescore_wave`)", lambda: rescore_live_wave2(args.live_var), args.repeat)
+        print(figures.line("rule change over live wave 2 (`rescore_wave`)", 1.0), flush=True)
         print_live(live)
-    print(f"wave-2 public row through Dagster, import (baseline_runs + fault_runs):      {med(r[0] for r in row):.2f} s")
-    print(f"wave-2 public row through Dagster, scoring (cell + judge verdicts, kappa, scoreboard, report): {med(r[1] for r in row):.2f} s")
-    print(f"`sabot corpus score` cold, new process and fresh store:                     {med(c[0] for c in cli):.2f} s wall, {med(c[1] for c in cli):.2f} s CPU")
+    if not args.skip_demo:
+        with tempfile.TemporaryDirectory() as var:
+            first = demo_wave(Path(var))
+            figures.measure("`wave run demo --framework langgraph`, all reused", lambda: demo_wave(Path(var)), args.repeat)
+        print(figures.line("`wave run demo --framework langgraph`, all reused", 2.0) + f"; the first run: {first:.2f} s", flush=True)
+    if args.detail:
+        work = cells_of(registry, args.corpus)
+        pure = [pure_scorer(registry, work) for _ in range(args.repeat)]
+        row = [public_row_through_dagster(registry, args.corpus) for _ in range(args.repeat)]
+        print(f"pure scorer, 1,000 cells (imported fault cells, cycled), headline ruleset:  {med(pure) * 1000:.0f} ms")
+        print(f"wave-2 public row through Dagster, import (baseline_runs + fault_runs):      {med(r[0] for r in row):.2f} s")
+        print(f"wave-2 public row through Dagster, scoring (cell + judge verdicts, kappa, scoreboard, report): {med(r[1] for r in row):.2f} s")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 def print_live(live) -> None:
     med, one = statistics.median, live[0]
-    print(f"rule change over live wave 2 ({one['cells']} cells x {one['rulesets']} rulesets, {one['runs']} Dagster runs, {one['flips']} flipped): "
-          f"{med(x['wall'] for x in live):.2f} s wall, {med(x['cpu'] for x in live):.2f} s CPU")
-    print(f"  pure scorer, the same cells and rulesets, same process:                  {med(x['pure'] for x in live) * 1000:.0f} ms")
-    ratios = ", ".join(f"{x['wall'] / x['pure']:.0f}x" for x in live)
-    print(f"  Dagster (wall) / pure scorer, per run: {ratios}")
+    print(f"  {one['cells']} cells x {one['rulesets']} rulesets, {one['runs']} Dagster runs, {one['flips']} flipped: "
+          f"{med(x['wall'] for x in live):.2f} s wall, {med(x['cpu'] for x in live):.2f} s CPU; "
+          f"the pure scorer over the same cells and rulesets, same process: {med(x['pure'] for x in live) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":
