@@ -48,7 +48,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
     from sabot_assets.cli.project import adopt_project, project_lines
-    from sabot_assets.wave_jobs import run_wave
+    from sabot_assets.wave_jobs import run_wave, settled_wave
 
     started = time.perf_counter()
     name = adopt_project(ctx, name)
@@ -65,12 +65,19 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if concurrency:
         set_pool_limit(instance, concurrency)
     click.echo(f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)")
-    if not (rerun or replay):
-        _say_why_stored_runs_rerun(ctx, name, selection)
-    ceiling = None if replay else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
-    if not replay:
-        _close_endpoint(ctx)
-    result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay, ceiling)
+    settled = None if (rerun or replay) else settled_wave(ctx.registry, ctx.defs(), instance, name, selection)
+    if settled is not None:  # nothing is stale: no run launched, nothing materialized
+        result, board_run = settled
+        ceiling = None
+        click.echo(f"{name}: nothing stale: every selected run is stored and reused, and the verdicts, scoreboard and report are "
+                   f"those Dagster run {board_run} made from them, under the same rules and code; nothing launched")
+    else:
+        if not (rerun or replay):
+            _say_why_stored_runs_rerun(ctx, name, selection)
+        ceiling = None if replay else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
+        if not replay:
+            _close_endpoint(ctx)
+        result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay, ceiling)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
     tally = result.tally
