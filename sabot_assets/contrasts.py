@@ -13,7 +13,6 @@ from dagster_duckdb import DuckDBResource
 from judges.hard.funnel import with_soft
 from judges.hard.tables import fmt_rate, markdown_table
 from judges.labels import registered_label
-from judges.stats import evaluate_predictions
 from sabot.registry import Registry
 from sabot.store.published import read_report, write_report
 from sabot_assets.waves.judging import located_judgements
@@ -87,6 +86,8 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
         description=f"P1-P5 and the paired contrasts, {first.name} vs {second.name}.",
     )
     def predictions(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
+        from judges.stats import evaluate_predictions  # numpy: imported when predictions compute, not with the definitions
+
         with store_connection(store) as con:
             rows1, rows2 = (with_soft(read_verdicts(con, w.name, w.headline_ruleset), judged(con, w.name)) for w in (first, second))
             results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=pair["label"] == "simulation",
