@@ -62,3 +62,46 @@ def test_a_verdict_lost_from_the_store_is_stale_and_written_again(var):
     with connect(var / "sabot.duckdb", read_only=True) as con:
         assert con.execute("SELECT count(*) FROM cell_verdicts WHERE wave = 'demo' AND operator = 'O1'").fetchone()[0] > 0
     assert NOTHING_STALE in _sabot(var).stdout  # settled again
+
+
+def test_corpus_score_and_rescore_with_nothing_stale_materialize_nothing(registry, tmp_path):
+    import dagster as dg
+    from dagster_duckdb import DuckDBResource
+
+    from sabot_assets.corpus_jobs import import_corpus, score_corpus
+    from sabot_assets.definitions import build_definitions
+    from sabot_assets.rescore import rescore_wave
+    from tests.test_rescore import copy_slice, materializations
+
+    corpus = copy_slice(tmp_path)
+    store_path = tmp_path / "store.duckdb"
+    store = DuckDBResource(database=str(store_path))
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        defs = build_definitions(registry, store, scorer="verdicts-rules-A")
+        first = import_corpus(registry, defs, instance, store_path, corpus, "public_wave2", scoring=True)
+        assert first.settled_by is None
+        score_corpus(first)
+        verdicts = materializations(instance, "cell_verdicts")
+
+        again = import_corpus(registry, defs, instance, store_path, corpus, "public_wave2", scoring=True)
+        assert again.settled_by is not None
+        score_corpus(again)
+        assert materializations(instance, "cell_verdicts") == verdicts
+
+        # A scorer change is a new code version: stale, so scored again.
+        changed = build_definitions(registry, store, scorer="verdicts-rules-B")
+        bumped = import_corpus(registry, changed, instance, store_path, corpus, "public_wave2", scoring=True)
+        assert bumped.settled_by is None
+        score_corpus(bumped)
+        assert materializations(instance, "cell_verdicts") == 2 * verdicts
+
+        rescored = rescore_wave(registry, changed, instance, store_path, "public_wave2")
+        assert rescored.runs > 0  # the board the corpus score made is not a rescore's
+        verdicts = materializations(instance, "cell_verdicts")
+        assert rescore_wave(registry, changed, instance, store_path, "public_wave2").runs == 0
+        assert materializations(instance, "cell_verdicts") == verdicts
+
+        with connect(store_path) as con:  # a row lost since: stale again
+            con.execute("DELETE FROM scoreboard WHERE wave = 'public_wave2'")
+        assert rescore_wave(registry, changed, instance, store_path, "public_wave2").runs > 0

@@ -203,7 +203,11 @@ def _rescore(ctx: Context, name: str, ruleset: str | None, json_out: Path | None
     doc = score_document(STORE_PATH, result.wave, result.ruleset)
     doc["flipped"] = [{"cell": f.cell, "before": f.before, "after": f.after} for f in result.flips]
     against = "its previous verdicts" if result.compared_with == result.ruleset else f"the headline {result.compared_with} (first scoring under {result.ruleset})"
-    click.echo(f"{name}: re-scored {result.cells} cells under {result.ruleset} in {result.runs} Dagster run(s); compared with {against}")
+    if result.runs == 0:
+        click.echo(f"{name}: nothing stale: the verdicts of {result.cells} cells under {result.ruleset}, the scoreboard and report are "
+                   "those the last rescore made, under the same rules and code, with nothing written since; nothing materialized")
+    else:
+        click.echo(f"{name}: re-scored {result.cells} cells under {result.ruleset} in {result.runs} Dagster run(s); compared with {against}")
     click.echo(scoreboard_text(doc))
     click.echo(f"flipped: {len(result.flips)} cell(s)")
     for flip in result.flips[:SHOWN_FLIPS]:
