@@ -37,8 +37,11 @@ def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out
     """
     from sabot_assets.wave_jobs import Slice
 
+    from sabot_assets.waves.sealed_reads import once_per_command
+
     selection = Slice(frameworks or None, configs or None, tasks or None, operators or None, seeds or None)
-    guarded(_wave, Context(), name, selection, rerun, json_out, replay, concurrency, budget)
+    with once_per_command():  # every attempt's seal verified once, not at each of the command's reads
+        guarded(_wave, Context(), name, selection, rerun, json_out, replay, concurrency, budget)
 
 
 def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False,
