@@ -7,9 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from adapters.pool import start_fork_server
 from adapters.runner import PIPELINES
-from judges.stats.kappa import import_backends
 from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, RegistryError, WaveDef
@@ -140,6 +138,9 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     stops launching (project spend reached `spend_ceiling`, or the project cap), no further run is
     launched: the board is made from what was stored, and the rest resumes later.
     """
+    from adapters.pool import start_fork_server
+    from judges.stats.kappa import import_backends  # numpy: not imported by a command with nothing to run
+
     registry.require_registered()
     chosen = select(registry, wave_name, selection, frameworks)
     wave = chosen.wave
