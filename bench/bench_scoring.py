@@ -161,61 +161,65 @@ def public_row_through_dagster(registry, corpus) -> tuple[float, float]:
     return t_import, t_score
 
 
+def child(cmd: list[str], **kwargs) -> tuple[float, float]:
+    """(wall, CPU) seconds of a command in a new process: its user + system time, which a loaded
+    machine moves far less than the wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(lambda: subprocess.run(cmd, check=True, capture_output=True, **kwargs))[0]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _env(**extra) -> dict:
+    return {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")} | extra
+
+
 def cold_cli(corpus) -> tuple[float, float]:
-    """(wall, CPU) of the whole `sabot corpus score` command in a new process and a fresh store."""
+    """`sabot corpus score` of the public wave-2 row in a new process and a fresh store."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [str(PROJECT / ".venv" / "bin" / "sabot"), "corpus", "score", str(corpus), "--wave", "public_wave2", "--json", f"{tmp}/out.json"]
-        env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")} | {"SABOT_VAR": tmp}
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        wall = timed(lambda: subprocess.run(cmd, env=env, check=True, capture_output=True))[0]
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return child(cmd, env=_env(SABOT_VAR=tmp))
 
 
-def new_process(code: str) -> float:
-    """Wall seconds of `python -c code` in a new process (the project's interpreter)."""
-    cmd = [str(PROJECT / ".venv" / "bin" / "python"), "-c", code]
-    return timed(lambda: subprocess.run(cmd, check=True, capture_output=True, cwd=PROJECT))[0]
-
-
-def import_dagster() -> float:
+def import_dagster() -> tuple[float, float]:
     """The floor every figure is compared with: `python -c "import dagster"`."""
-    return new_process("import dagster")
+    return child([str(PROJECT / ".venv" / "bin" / "python"), "-c", "import dagster"], cwd=PROJECT)
 
 
-def definitions_load() -> float:
+def definitions_load() -> tuple[float, float]:
     """Loading the code location's definitions in a new process, as `dagster dev` or a command does."""
-    return new_process("from sabot_assets.definitions import build_definitions; build_definitions()")
+    code = "from sabot_assets.definitions import build_definitions; build_definitions()"
+    return child([str(PROJECT / ".venv" / "bin" / "python"), "-c", code], cwd=PROJECT)
 
 
-def demo_wave(var: Path) -> float:
-    """Wall seconds of `sabot wave run demo --framework langgraph` over the store under `var`."""
-    cmd = [str(PROJECT / ".venv" / "bin" / "sabot"), "wave", "run", "demo", "--framework", "langgraph"]
-    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")} | {"SABOT_VAR": str(var)}
-    return timed(lambda: subprocess.run(cmd, env=env, check=True, capture_output=True))[0]
+def demo_wave(var: Path) -> tuple[float, float]:
+    """`sabot wave run demo --framework langgraph` over the store under `var`."""
+    return child([str(PROJECT / ".venv" / "bin" / "sabot"), "wave", "run", "demo", "--framework", "langgraph"], env=_env(SABOT_VAR=str(var)))
 
 
 class Figures:
     """Each figure's repetitions, each one paired with an `import dagster` measured just before it."""
 
     def __init__(self):
-        self.pairs: dict[str, list[tuple[float, float]]] = {}
+        self.pairs: dict[str, list[tuple[tuple[float, float], tuple[float, float]]]] = {}  # ((wall, CPU), floor's (wall, CPU))
 
     def measure(self, name: str, fn, repeat: int):
         out = []
         for _ in range(repeat):
             floor = import_dagster()
             result = fn()
-            wall = result["wall"] if isinstance(result, dict) else result[0] if isinstance(result, tuple) else result
-            self.pairs.setdefault(name, []).append((wall, floor))
+            seconds = (result["wall"], result["cpu"]) if isinstance(result, dict) else result
+            self.pairs.setdefault(name, []).append((seconds, floor))
             out.append(result)
         return out
 
     def line(self, name: str, target: float) -> str:
-        pairs = self.pairs[name]
-        wall, floor = statistics.median(w for w, _ in pairs), statistics.median(f for _, f in pairs)
-        ratios = ", ".join(f"{w / f:.2f}" for w, f in pairs)
-        return f"{name:<58} {wall:6.2f} s  / import dagster {floor:.2f} s = {statistics.median(w / f for w, f in pairs):.2f}x (target <= {target}x; each: {ratios})"
+        med, pairs = statistics.median, self.pairs[name]
+        wall, cpu = med(s[0] for s, _ in pairs), med(s[1] for s, _ in pairs)
+        floor_wall, floor_cpu = med(f[0] for _, f in pairs), med(f[1] for _, f in pairs)
+        each = ", ".join(f"{s[0] / f[0]:.2f}" for s, f in pairs)
+        return (f"{name}: {wall:.2f} s wall / import dagster {floor_wall:.2f} s = {med(s[0] / f[0] for s, f in pairs):.2f}x (each: {each}); "
+                f"CPU {cpu:.2f} s / {floor_cpu:.2f} s = {med(s[1] / f[1] for s, f in pairs):.2f}x; target <= {target}x")
 
 
 def main() -> None:
@@ -233,11 +237,11 @@ def main() -> None:
     med = statistics.median
     figures = Figures()
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start, Python {sys.version.split()[0]}; "
-          f"median of {args.repeat} runs, each after an `import dagster` in a new process", flush=True)
+          f"median of {args.repeat} runs, each after an `import dagster` in a new process; CPU = user + system", flush=True)
     figures.measure("loading the definitions (new process)", definitions_load, args.repeat)
     print(figures.line("loading the definitions (new process)", 1.5), flush=True)
-    cli = figures.measure("`sabot corpus score` public wave-2 row, cold", lambda: cold_cli(args.corpus), args.repeat)
-    print(figures.line("`sabot corpus score` public wave-2 row, cold", 2.5) + f"; CPU {med(c[1] for c in cli):.2f} s", flush=True)
+    figures.measure("`sabot corpus score` public wave-2 row, cold", lambda: cold_cli(args.corpus), args.repeat)
+    print(figures.line("`sabot corpus score` public wave-2 row, cold", 2.5), flush=True)
     if not args.public_only:
         ensure_live_wave2(args.live_var)
         live = figures.measure("rule change over live wave 2 (`rescore_wave`)", lambda: rescore_live_wave2(args.live_var), args.repeat)
@@ -247,7 +251,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as var:
             first = demo_wave(Path(var))
             figures.measure("`wave run demo --framework langgraph`, all reused", lambda: demo_wave(Path(var)), args.repeat)
-        print(figures.line("`wave run demo --framework langgraph`, all reused", 2.0) + f"; the first run: {first:.2f} s", flush=True)
+        print(figures.line("`wave run demo --framework langgraph`, all reused", 2.0) + f"; the first run: {first[0]:.2f} s wall", flush=True)
     if args.detail:
         work = cells_of(registry, args.corpus)
         pure = [pure_scorer(registry, work) for _ in range(args.repeat)]
