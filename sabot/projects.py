@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, sha256_bytes
+from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, pin_standard, sha256_bytes
 
 PROJECT_DIR = "sabot"
 FILES = ("mapping.json", "project.json", "operators.json")  # registration order: the mapping first
@@ -383,6 +383,7 @@ class ProjectRegistry(Registry):
 
     def require_pinned(self, open_store) -> None:
         with open_store() as con:
+            pin_standard(con, self.standard_hashes)  # the standard's files it lays over, as any wave's
             pin_registration(con, self.project, "first run")
 
     def require_still_registered(self, rels=None) -> None:
