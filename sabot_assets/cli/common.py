@@ -46,6 +46,7 @@ def guarded(fn, *args):
     from sabot.corpus import CorpusError
     from sabot.registry import RegistryError
     from sabot.seal import SealError
+    from sabot.signing import SigningError
     from sabot.store.db import StoreLocked
     from sabot.trace import TraceError
     from sabot_assets.evidence import VerifyError
@@ -53,7 +54,7 @@ def guarded(fn, *args):
 
     try:
         return fn(*args)
-    except (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, VerifyError) as exc:
+    except (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, SigningError, VerifyError) as exc:
         raise click.ClickException(str(exc)) from exc
 
 
