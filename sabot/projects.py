@@ -41,7 +41,7 @@ MODEL_SEAM_OPERATORS = {"O3": ("find",), "O4": ("model",), "O5": ("find",), "O1"
 # carries the text it alters. A model swap serves every call of its agent, so it always persists.
 DURATIONS = ("once", "persists")
 DEFAULT_DURATION = {"tool": "persists", "model": "persists"}
-HEADLINE = "v0.2.0"
+HEADLINE = "v0.2.1"  # the standard as written since v0.2.1: a project scores new data
 # What a project's board says in place of the standard's cross-framework readings (SPEC §7 ranks
 # frameworks; a project is one team's pipeline) and of the instrument check (a team's test double
 # keeps no intent log to check the scorer against).

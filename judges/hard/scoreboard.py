@@ -58,6 +58,7 @@ RETRY_WHY = (  # the first matching phrase of an uncounted retry's note (judges.
     ("is on the clean baseline", "quotes only anchors its own clean baseline also wrote"),
     ("signal-free", "quotes only signal-free (O4) anchors"),
     ("ordinary task vocabulary", "quotes only ordinary task vocabulary"),
+    ("(boilerplate)", "the clean baseline gave the same reason (boilerplate)"),
     ("", "quotes no registered anchor"),
 )
 
