@@ -358,7 +358,7 @@ class ProjectRegistry(Registry):
         self._put(f"waves/{p.name}.json", {
             "name": p.name, "source": "live", "corpus_dir": None, "protocol": 1, "seeds": f"seeds/{p.name}.json", "carveout": None,
             "frameworks": [p.framework], "configs": [p.config], "tasks": [p.task_id], "operators": list(p.operator_ids),
-            "headline_ruleset": HEADLINE, "readings": [HEADLINE], "label": "simulation",
+            "headline_ruleset": HEADLINE, "readings": [HEADLINE], "label": "simulation", "project": True,
         }, p.shas[f"{PROJECT_DIR}/project.json"])
         from sabot import tasks  # the judge reads each operator's ground-truth note, as for T1-T5
 

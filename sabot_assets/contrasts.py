@@ -14,6 +14,7 @@ from judges.hard.funnel import with_soft
 from judges.hard.tables import fmt_rate, markdown_table
 from judges.labels import registered_label
 from judges.stats import evaluate_predictions
+from sabot.provenance import is_simulated
 from sabot.registry import Registry
 from sabot.store.published import read_report, write_report
 from sabot_assets.waves.judging import located_judgements
@@ -37,7 +38,7 @@ def predictions_markdown(pair: dict, results, boards: dict | None = None) -> str
     rows = [[r.id, f"{r.status} ({registered_label(r.registered)})" if r.registered else r.status, r.statement, r.evidence] for r in results]
     readings = [[r.id, r.reading or "—", registered_label(r.registered) if r.registered else "—"] for r in results]
     replans = replans_table(pair["first"], pair["second"], boards) if boards else []
-    simulated = pair["label"] == "simulation"
+    simulated = is_simulated(pair["label"])
     return "\n".join([
         f"# Pre-registered predictions — {pair['first']} vs {pair['second']} ({pair['label']})",
         "",
@@ -89,7 +90,7 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
     def predictions(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         with store_connection(store) as con:
             rows1, rows2 = (with_soft(read_verdicts(con, w.name, w.headline_ruleset), judged(con, w.name)) for w in (first, second))
-            results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=pair["label"] == "simulation",
+            results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=is_simulated(pair["label"]),
                                            expected=(first.cell_keys(), second.cell_keys()))
             boards = {w.name: json.loads(read_report(con, w.name, w.headline_ruleset, "board.json") or "{}") for w in (first, second)}
             body = predictions_markdown(pair, results, boards)

@@ -6,6 +6,7 @@ from judges.hard.report import labels_of, median_line
 from judges.labels import kappa_label
 from judges.hard.tables import columns_for, entries_markdown, section2_markdown
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
+from sabot.provenance import is_simulated
 from sabot.registry import WaveDef
 from sabot.store.published import read_report
 from sabot.store.db import connect
@@ -116,7 +117,7 @@ def project_board_text(doc: dict) -> str:
     """A project's board: its own rates with what stands in for the model said plainly, and its
     exclusions by code; no cross-framework reading and no instrument check (no intent log)."""
     board, label = doc["scoreboard"], doc["label"]
-    lines = [TEST_DOUBLE_NOTE] if label == "simulation" else []
+    lines = [TEST_DOUBLE_NOTE] if is_simulated(label) else []
     lines.append(f"{doc['wave']} under ruleset {doc['ruleset']} ({label}); cells: {json.dumps(board['cells'], sort_keys=True)}")
     if board["cells"].get("valid"):
         lines += [entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),

@@ -14,6 +14,7 @@ from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, replicate_bootstrap, wilson
 from judges.stats.coverage import coverage as cell_coverage
 from sabot.projects import PROJECT_BOARD_NOTE, ProjectRegistry
+from sabot.provenance import SIMULATION, is_simulated
 from sabot.trace import EventKind
 
 
@@ -31,7 +32,6 @@ def coverage(rows) -> dict:
     return by_status
 
 
-SIMULATION = "simulation"
 
 
 def median_entry(registry, scored, label: str, expected_rows: list[str] | None, expected_cells=None) -> dict:
@@ -44,8 +44,8 @@ def median_entry(registry, scored, label: str, expected_rows: list[str] | None, 
     entry = {"value": None, "per_framework": {}, "band": None, "missing_rows": missing, "withheld": None}
     if isinstance(registry, ProjectRegistry):  # one team's pipeline: no cross-framework reading at all
         return entry | {"withheld": PROJECT_BOARD_NOTE}
-    if label == SIMULATION:
-        return entry | {"withheld": "simulation: a simulated wave measures the instrument, not pipelines; no median, no band"}
+    if is_simulated(label):
+        return entry | {"withheld": f"{label}: a simulated wave measures the instrument, not pipelines; no median, no band"}
     if missing:
         return entry | {"withheld": f"{len(missing)} of {len(expected_rows)} scoreboard rows have no valid cells: {', '.join(missing)}"}
     if undecided is not None and not undecided.complete:
