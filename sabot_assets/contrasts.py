@@ -11,6 +11,8 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from judges.hard.funnel import with_soft
+from judges.hard.rulesets import load_ruleset
+from judges.hard.strict import clean_fires
 from judges.hard.tables import fmt_rate, markdown_table
 from judges.labels import registered_label
 from judges.stats import evaluate_predictions
@@ -18,13 +20,14 @@ from sabot.provenance import is_simulated
 from sabot.registry import Registry
 from sabot.store.published import read_report, write_report
 from sabot_assets.waves.judging import located_judgements
+from sabot.store.runs import read_baselines
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import COST_TAG
 from sabot_assets.resources import store_connection
 
 CONTRASTS_DOC = "standard/contrasts.v1.json"
-READINGS_DOC = "standard/predictions.v1.json"
+READINGS_DOC = "standard/predictions.v2.json"
 
 
 def replans_table(first: str, second: str, boards: dict) -> list[str]:
@@ -90,6 +93,9 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
     def predictions(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         with store_connection(store) as con:
             rows1, rows2 = (with_soft(read_verdicts(con, w.name, w.headline_ruleset), judged(con, w.name)) for w in (first, second))
+            # P1 and P4's clean-baseline term: the second wave's anchors on each cell's own clean baseline.
+            fires = clean_fires(load_ruleset(registry, second.headline_ruleset), read_baselines(con, second.name))
+            rows2 = [{**r, "clean_fire": fires.get((r["probe"], r["operator"]))} for r in rows2]
             results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=is_simulated(pair["label"]),
                                            expected=(first.cell_keys(), second.cell_keys()))
             boards = {w.name: json.loads(read_report(con, w.name, w.headline_ruleset, "board.json") or "{}") for w in (first, second)}
