@@ -88,6 +88,16 @@ def base_rate_denominator(by_operator: dict[str, int], by_task: dict[str, int], 
             f"{_denominators(by_task) or 'none'}; pooled {baselines} baselines x {operators} anchor sets = {baselines * operators}")
 
 
+INTERVALS_DOC = "standard/intervals.v1.json"
+
+
+def not_estimable(clusters: int, minimum: int, unit: str) -> str | None:
+    """Why a cluster interval is not printed: fewer clusters than the registered minimum."""
+    if clusters >= minimum:
+        return None
+    return f"not estimable: {clusters} {unit}(s), fewer than the registered minimum of {minimum}"
+
+
 def registered_label(registered: str | None, data_public: str = DATA_PUBLIC) -> str:
     """The registration date beside a reading, saying when it came after the data were public."""
     if not registered:

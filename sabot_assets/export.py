@@ -100,12 +100,13 @@ def caveat_lines(doc: dict) -> list[str]:
     lines = [f"Soft tier: {reliability['text']}.", labels["lower_bound_note"]]
     lines += [labels["pre_injection_note"]] if labels["pre_injection_note"] else []
     replicate = board.get("replicate_bootstrap", {})
-    tag = " (simulation)" if doc.get("label") == "simulation" else ""
+    tag = f" ({doc['label']})" if is_simulated(doc.get("label")) else ""
     for group, entry in sorted(replicate.items()):
         wilson = next(e["wilson"]["detected_hard"] for e in board["tables"]["framework_config"] if e["group"] == group)
         lo, hi = entry["interval"][1:]
+        interval = f": {entry['not_estimable']}" if entry.get("not_estimable") else f" [{100 * lo:.1f}, {100 * hi:.1f}]"
         lines.append(f"{group} DETECTED_HARD 95%: Wilson [{100 * wilson[0]:.1f}, {100 * wilson[1]:.1f}] (cells independent); "
-                     f"{entry['method']} [{100 * lo:.1f}, {100 * hi:.1f}]{tag}")
+                     f"{entry['method']}{interval}{tag}")
     lines.append(f"Ruleset {doc['ruleset']}: {labels['ruleset_registered']}. Base-rate denominators: {labels['base_rate_denominator']}.")
     return lines
 

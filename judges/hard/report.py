@@ -61,9 +61,10 @@ def uncertainty_rows(board: dict, label: str) -> list[list[str]]:
     rows = []
     for e in board["tables"]["framework_config"]:
         replicate = board.get("replicate_bootstrap", {}).get(e["group"])
+        task_why = board.get("cluster_bootstrap_not_estimable", {}).get(e["group"])
         rows.append([e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"], label=label), _interval(e["wilson"]["detected_hard"]),
-                     _interval(board["cluster_bootstrap"][e["group"]][1:]),
-                     _interval(replicate["interval"][1:]) if replicate else "n/a"])
+                     task_why or _interval(board["cluster_bootstrap"][e["group"]][1:]),
+                     (replicate.get("not_estimable") or _interval(replicate["interval"][1:])) if replicate else "n/a"])
     return rows
 
 

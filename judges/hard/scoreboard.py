@@ -8,7 +8,7 @@ import hashlib
 import json
 
 from judges.hard.funnel import band, exclusion_appendix, funnel, group_key, median_across_frameworks, missing_rows, with_soft
-from judges.labels import board_labels
+from judges.labels import INTERVALS_DOC, board_labels, not_estimable
 from judges.hard.strict import FloorRules, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, replicate_bootstrap, wilson
@@ -75,9 +75,15 @@ def retry_tally(acts) -> dict:
     return tally
 
 
-def _replicate_entry(rows) -> dict:
+def _replicate_entry(rows, minimum: int) -> dict:
     ci = replicate_bootstrap(rows, "detected_hard")
-    return {"interval": [ci.point, ci.lo, ci.hi], "replicates": ci.clusters, "support": ci.support, "exact": ci.exact, "method": ci.label()}
+    why = not_estimable(ci.clusters, minimum, "replicate")
+    return {"interval": [ci.point, None, None] if why else [ci.point, ci.lo, ci.hi], "replicates": ci.clusters, "support": ci.support,
+            "exact": ci.exact, "method": ci.label(), "not_estimable": why}
+
+
+def _task_clusters(rows) -> int:
+    return len({r["task"] for r in rows if r["status"] == "valid"})
 
 
 def baseline_replans(baselines) -> dict:
@@ -106,6 +112,7 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         for name, dims in GROUPINGS.items()
     }
     covered = [r for r in scored if not r["blind"]]
+    minimums = registry.doc(INTERVALS_DOC)
     rates = base_rates(floor, baselines, operators)
     board = {
         "ruleset": ruleset,
@@ -125,7 +132,13 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         # The reference supplement's method: whole replicates (seeds) resampled, exactly enumerated;
         # cells of one replicate share one clean baseline per (framework, config, task).
         "replicate_bootstrap": {
-            f.group: _replicate_entry([r for r in scored if group_key(r, GROUPINGS["framework_config"]) == f.group])
+            f.group: _replicate_entry([r for r in scored if group_key(r, GROUPINGS["framework_config"]) == f.group], minimums["min_replicates"])
+            for f in funnel(scored, GROUPINGS["framework_config"])
+        },
+        # Below the registered minimum of clusters an interval is "not estimable", with the count (§3).
+        "cluster_bootstrap_not_estimable": {
+            f.group: not_estimable(_task_clusters([r for r in scored if group_key(r, GROUPINGS["framework_config"]) == f.group]),
+                                   minimums["min_task_clusters"], "task")
             for f in funnel(scored, GROUPINGS["framework_config"])
         },
         "base_rates": {
