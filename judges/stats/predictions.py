@@ -317,7 +317,7 @@ def evaluate_predictions(
     rows = {"wave1": wave1, "wave2": wave2}
     results = [_guard(x, rows, {"wave1": expected[0], "wave2": expected[1]}) for x in results]
     if readings is not None:
-        results = [replace(x, reading=r[x.id].get("ours", ""), registered=doc["registered"]) for x in results]
+        results = [replace(x, reading=r[x.id].get("ours", ""), registered=r[x.id].get("registered", doc["registered"])) for x in results]
     if simulated:
         results = [replace(x, status=SIMULATION_STATUS, evidence=x.evidence) for x in results]
     return results
