@@ -50,6 +50,7 @@ class WaveDef:
     headline_ruleset: str
     readings: tuple[str, ...]
     label: str
+    project: bool = False  # a team's own pipeline (`sabot.projects`): no instrument check, no cross-framework reading
 
     def probes(self) -> list[Probe]:
         return probes(self.frameworks, self.configs, self.tasks, self.seeds)
@@ -229,6 +230,7 @@ class Registry:
             headline_ruleset=doc["headline_ruleset"],
             readings=self.readings(doc["name"], doc["readings"]),
             label=doc["label"],
+            project=bool(doc.get("project", False)),
         )
 
 
