@@ -47,13 +47,14 @@ def guarded(fn, *args):
     from sabot.registry import RegistryError
     from sabot.seal import SealError
     from sabot.store.db import StoreLocked
+    from sabot.store.wave_replace import OrphanedRuns
     from sabot.trace import TraceError
     from sabot_assets.evidence import VerifyError
     from sabot_assets.materialize import MaterializationError
 
     try:
         return fn(*args)
-    except (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, VerifyError) as exc:
+    except (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, VerifyError, OrphanedRuns) as exc:
         raise click.ClickException(str(exc)) from exc
 
 
