@@ -90,7 +90,7 @@ def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, st
     out = {}
     for op, probe, status, record, path, sha in rows:
         if status == "present" and record is None:
-            raise OrphanedRuns(orphan_message("in use", wave, sum(1 for r in rows if r[2] == "present" and r[3] is None)))
+            raise OrphanedRuns(orphan_message(None, wave, sum(1 for r in rows if r[2] == "present" and r[3] is None)))
         parsed = parse_runresult(json.loads(record), path) if record else None
         out[(op, probe)] = StoredRun(status, parsed, path, sha)
     return out
@@ -101,9 +101,9 @@ def read_baselines(con, wave: str) -> list[RunRecord]:
     rows = con.execute(
         f"SELECT {record_sql()}, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
     ).fetchall()
-    for record, path in rows:
-        if record is None:
-            raise OrphanedRuns(orphan_message("in use", wave, sum(1 for r, _ in rows if r is None)))
+    orphans = sum(1 for record, _ in rows if record is None)
+    if orphans:
+        raise OrphanedRuns(orphan_message(None, wave, orphans))
     return [parse_runresult(json.loads(record), path) for record, path in rows]
 
 

@@ -42,7 +42,8 @@ def orphaned_runs(con, wave: str) -> int:
 
 
 def orphan_message(store, wave: str, count: int, directory="DIR") -> str:
-    return (f"store {store}: wave {wave} holds {count} imported run(s) whose files a later import replaced (written by an earlier "
+    where = f"store {store}: " if store else ""
+    return (f"{where}wave {wave} holds {count} imported run(s) whose files a later import replaced (written by an earlier "
             f"version of sabot); repair: sabot corpus import {directory} --wave {wave} --replace")
 
 
