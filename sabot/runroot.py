@@ -32,7 +32,7 @@ from sabot.trace import RunRecord, TraceError, parse_runresult, to_runresult
 
 META_FILE, INTENT_FILE = "attempt.json", "intent.json"
 PIPELINE_LOG = "pipeline.log"  # what the frameworks logged during the run, if anything
-LOGGED_FILES = (PIPELINE_LOG,)  # written while the run executes; sealed with the attempt when present
+LOGGED_FILES = (PIPELINE_LOG, "exchanges.jsonl")  # sabot.exchange_journal.JOURNAL_FILE  # written while the run executes; sealed with the attempt when present
 OUTCOMES = ("complete", "run_error", "stopped")  # stopped: cut off by a budget, never scored
 
 
