@@ -43,7 +43,7 @@ import asyncio
 
 from agent_framework import Agent, AgentMiddleware, AgentResponse, ChatMiddleware, ContextProvider, Message, MiddlewareTermination
 from agent_framework.openai import OpenAIChatCompletionClient
-from agent_framework.orchestrations import MagenticBuilder, MagenticOrchestratorEvent, MagenticOrchestratorEventType, MagenticProgressLedger
+from agent_framework.orchestrations import GroupChatRequestSentEvent, MagenticBuilder, MagenticOrchestratorEvent, MagenticOrchestratorEventType, MagenticProgressLedger
 from openai import AsyncOpenAI
 
 from adapters import prompts
@@ -133,13 +133,13 @@ class ContractGuardrail(AgentMiddleware):
 
 
 def replan_reason(ledger: MagenticProgressLedger | None) -> str:
-    """A re-plan's reason, from the progress ledger the orchestrator emitted just before it: the
-    ledger's booleans (the wave-1 form) plus the stall answers' own stated reasons."""
+    """A re-plan's reason, from the progress ledger the orchestrator emitted just before it, if the
+    re-plan followed one: the ledger's booleans (the wave-1 form) plus the stall answers' own stated
+    reasons. Without a ledger this round, the framework re-planned because the ledger it asked for
+    could not be parsed (the pinned Magentic resets then, where Magentic-One raises)."""
     if ledger is None:
-        return "stall threshold crossed (no progress ledger recorded)"
+        return "progress ledger could not be parsed (no ledger this round)"
     flags = {k: getattr(ledger, k).answer for k in ("is_request_satisfied", "is_progress_being_made", "is_in_loop")}
-    if ledger.is_progress_being_made.answer and not ledger.is_in_loop.answer:
-        return f"progress ledger creation failed after {flags}"  # the framework re-plans on a ledger it cannot parse too
     said = [f"{k}: {getattr(ledger, k).reason}" for k in ("is_progress_being_made", "is_in_loop") if getattr(ledger, k).reason]
     return f"stall threshold crossed {flags}" + ("; " + "; ".join(said) if said else "")
 
@@ -221,6 +221,9 @@ class AgentFrameworkPipeline:
                     ledger = data.content
                 elif data.event_type == MagenticOrchestratorEventType.REPLANNED:
                     self._act("retry_with_reason", ORCHESTRATOR, replan_reason(ledger))
+                    ledger = None
+            elif event.type == "group_chat" and isinstance(data, GroupChatRequestSentEvent):
+                ledger = None  # the round's ledger led to a participant's turn, not to a re-plan
             elif event.type == "output":
                 outputs.append(_output_text(data))
         self.output = "".join(outputs)
