@@ -167,3 +167,17 @@ def test_escalation_agent_framework_asks_a_human_when_it_stalls(tmp_path, regist
         requests = asyncio.run(reviewed())
     assert [r.is_stalled for r in requests] == [False, True]  # the initial plan, then the stall's new plan
     assert "The last run stalled" in requests[1].plan.text
+
+
+def test_every_row_of_the_published_table_names_tests_that_exist():
+    from pathlib import Path
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    doc = (root / "docs" / "agent-framework.md").read_text()
+    table = doc[doc.index("| act / surface |"):].split("\n\n")[0].splitlines()[2:]
+    assert [row.split("|")[1].strip() for row in table] == ["re-plan", "stall", "reset", "reviewer reject", "guardrail block", "escalation", "termination"]
+    defined = {m for path in (root / "tests").glob("test_*.py") for m in re.findall(r"^def (test_\w+)\(", path.read_text(), re.MULTILINE)}
+    for row in table:
+        named = re.findall(r"`(test_\w+)`", row.split("|")[-2])
+        assert named and set(named) <= defined, (row.split("|")[1], set(named) - defined)
