@@ -31,7 +31,7 @@ def live_wave(registry, tmp_path_factory, name, frameworks=None):
 
 @pytest.fixture(scope="module")
 def demo(registry, tmp_path_factory):
-    """The demo wave on all six rows: one seed, every task and operator (minus the Magentic carve-out)."""
+    """The demo wave on all eight rows: one seed, every task and operator (minus the two Magentic carve-outs)."""
     yield from live_wave(registry, tmp_path_factory, "demo")
 
 
@@ -41,13 +41,13 @@ def intents(store_path, wave):
     return {(op, probe): json.loads(intent) for op, probe, intent in rows}
 
 
-def test_the_demo_wave_scores_all_six_rows(demo):
+def test_the_demo_wave_scores_all_eight_rows(demo):
     result, store_path = demo
-    assert result.rows == [(fw, cfg) for fw in ("langgraph", "crewai", "autogen") for cfg in ("default", "guardrail")]
+    assert result.rows == [(fw, cfg) for fw in ("langgraph", "crewai", "autogen", "agent_framework") for cfg in ("default", "guardrail")]
     assert result.skipped == []
     with connect(store_path, read_only=True) as con:
         rows = [r for r in read_verdicts(con, "demo", "v0.2.0") if r["status"] != "carved_out"]
-    assert len(rows) == 6 * 5 * 6 - 15  # six rows x five tasks x six operators, one seed, minus the carve-out
+    assert len(rows) == 8 * 5 * 6 - 30  # eight rows x five tasks x six operators, one seed, minus the two carve-outs
     assert {r["status"] for r in rows} <= {"valid", "excluded"}
     assert all(r["excluded"] != "INJECTION_UNVERIFIED" for r in rows)
 
@@ -73,7 +73,8 @@ def check_scorer_agrees_with_the_intent_log(store_path, wave: str, registry, at_
             assert r["mapping"] and r["detected_hard"], r
         if reported:
             assert r["flags_anchored"], r
-        if r["config"] == "default" and not acted and not reported:
+        # a default row's check is its reviewer, except Agent Framework's, which is Magentic (its orchestrator checks)
+        if r["config"] == "default" and r["framework"] != "agent_framework" and not acted and not reported:
             assert not r["detected_hard"], r
         checked += 1
     assert checked >= at_least
@@ -105,7 +106,7 @@ def test_the_demo_prints_agreement_and_no_finding_words(demo, registry):
     _, store_path = demo
     text = scoreboard_text(score_document(store_path, registry.wave("demo"), "v0.2.0"))
     assert text.startswith("Instrument check (simulation")
-    assert "all valid cells: detection 165/165 agree" in text.splitlines()[1]
+    assert "all valid cells: detection 209/209 agree, 1 explained by a deterministic guardrail" in text.splitlines()[1]
     assert "Sabot Score" not in text and "(band:" not in text and "full_push" not in text and "guardrails_mostly_work" not in text
     assert "No median across frameworks and no band: simulation" in text
     rates = [cell for line in text.splitlines() if line.startswith("| ") and "/" in line for cell in line.split("|")[3:-1] if "%" in cell]
