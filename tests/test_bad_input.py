@@ -84,7 +84,7 @@ def test_an_unknown_operator_directory_is_named(env):
 
 
 def test_an_unregistered_wave_lists_the_registered_ones(env):
-    with pytest.raises(RegistryError, match="unknown wave .wave9.; registered waves: demo, public_wave1, public_wave2, wave1, wave2"):
+    with pytest.raises(RegistryError, match="unknown wave .wave9.; registered waves: candidate_agent_framework, demo, public_wave1, public_wave2, wave1, wave2"):
         import_corpus(env["registry"], env["defs"], env["instance"], env["store"], env["bad"], "wave9")
 
 
