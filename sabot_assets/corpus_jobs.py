@@ -5,10 +5,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from sabot.corpus import LIMITS, CorpusScan, scan
+from sabot.corpus import LIMITS, CorpusError, CorpusScan, scan
 from sabot.registry import Registry, RegistryError, WaveDef
 from sabot.store.db import connect
-from sabot.store.landing import landed_digest, write_import
+from sabot.store.landing import landed_digest, latest_import, write_import
+from sabot.store.wave_replace import OrphanedRuns, Replaced, held_runs, orphan_message, orphaned_runs
 from sabot_assets.materialize import Block, WaveRunner, blocks
 from sabot_assets.settled import fingerprint, mark_settled, settled_by
 
@@ -21,16 +22,20 @@ class ImportResult:
     runs_materialized: bool
     runner: WaveRunner = field(repr=False)
     settled_by: str | None = None  # the board run that scored exactly this corpus, rules and code: nothing is stale
+    replaced: Replaced | None = None  # what a replacing import removed
     registry: Registry | None = field(default=None, repr=False)
 
 
-def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, store_path: Path, directory: Path, wave_name: str, progress=iter,
-                  scoring: bool = False) -> ImportResult:
+def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, store_path: Path, directory: Path, wave_name: str,
+                  progress=iter, replace: bool = False, scoring: bool = False) -> ImportResult:
     """Validate every file, land them in one transaction, then materialize the run assets.
 
-    A corpus whose files are byte-identical to what is already landed is not re-materialized. When
-    `scoring`, and a board run scored exactly this corpus under the same rules and code with nothing
-    written since, nothing is materialized at all (`settled_by`; sabot_assets.settled).
+    A corpus whose files are byte-identical to what is already landed is not re-materialized. A wave
+    holding runs of another corpus (another directory) is refused unless `replace`, which replaces the
+    wave's runs, landing and verdicts in the landing's transaction. When `scoring` (and not
+    `replace`), and a board run scored exactly this corpus, from this directory, under the same rules
+    and code with nothing written since, nothing is materialized at all (`settled_by`;
+    sabot_assets.settled).
     """
     registry.require_registered()
     wave = registry.wave(wave_name)
@@ -39,19 +44,34 @@ def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.Dagster
     found = scan(wave, directory, registry.field(LIMITS, "max_file_bytes"))  # every refusal comes before the store is opened
     runner = WaveRunner(defs, wave, instance)
     spans = blocks(wave, {(f.probe.framework, f.probe.config, f.probe.task) for f in found.files})
-    if scoring:
+    if scoring and not replace:
         board_run = settled_by(instance, wave, _fingerprint(registry, defs, wave, found))
         if board_run:
-            return ImportResult(wave, found, spans, False, runner, board_run, registry)
+            return ImportResult(wave, found, spans, False, runner, board_run, None, registry)
+    replaced = None
     with connect(store_path) as con:
-        unchanged = landed_digest(con, wave.name) == found.digest() and runs_match_landing(con, wave.name)
+        if not replace:
+            refuse_another_corpus(con, store_path, wave.name, directory)
+        unchanged = not replace and landed_digest(con, wave.name) == found.digest() and runs_match_landing(con, wave.name)
         if not unchanged:
-            write_import(con, found, registry.content_hash)
+            replaced = write_import(con, found, registry.content_hash, replace)
     runner.preregister()
     if not unchanged:
         for block in progress(spans):
             runner.runs(block)
-    return ImportResult(wave, found, spans, not unchanged, runner, None, registry)
+    return ImportResult(wave, found, spans, not unchanged, runner, None, replaced, registry)
+
+
+def refuse_another_corpus(con, store_path: Path, wave: str, directory: Path) -> None:
+    """Refuse an import that would leave runs of two corpora under one wave, or build on a store an
+    earlier version left with runs whose landing is gone; both name the flag that replaces the wave."""
+    orphans = orphaned_runs(con, wave)
+    if orphans:
+        raise OrphanedRuns(orphan_message(store_path, wave, orphans, directory))
+    previous = latest_import(con, wave)
+    if previous and held_runs(con, wave) and Path(previous["corpus_root"]).resolve() != Path(directory).resolve():
+        raise CorpusError(f"wave {wave} holds {held_runs(con, wave)} run(s) imported from {previous['corpus_root']}, not {directory}: "
+                          f"import with --replace to replace the wave's runs, landing and verdicts, or under another wave name")
 
 
 def runs_match_landing(con, wave: str) -> bool:
@@ -79,4 +99,5 @@ def score_corpus(imported: ImportResult, progress=iter) -> None:
 
 
 def _fingerprint(registry: Registry, defs: dg.Definitions, wave: WaveDef, found: CorpusScan) -> str:
-    return fingerprint(registry, defs, Path(defs.resources["store"].database), wave, {"corpus": found.digest()}, {})
+    asked = {"corpus": found.digest(), "from": str(Path(found.root).resolve())}  # another directory is refused, not settled
+    return fingerprint(registry, defs, Path(defs.resources["store"].database), wave, asked, {})
