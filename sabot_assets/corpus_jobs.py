@@ -100,4 +100,4 @@ def score_corpus(imported: ImportResult, progress=iter) -> None:
 
 def _fingerprint(registry: Registry, defs: dg.Definitions, wave: WaveDef, found: CorpusScan) -> str:
     asked = {"corpus": found.digest(), "from": str(Path(found.root).resolve())}  # another directory is refused, not settled
-    return fingerprint(registry, defs, Path(defs.resources["store"].database), wave, asked, {})
+    return fingerprint(registry, defs.assets, Path(defs.resources["store"].database), wave, asked, {})

@@ -74,7 +74,7 @@ def rescore_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterI
             f"(a later ruleset reads a wave when its file lists the wave under \"rescores\")"
         )
     before = _verdicts(store_path, wave.name, ruleset)
-    print_ = fingerprint(registry, defs, store_path, wave, {"rescore": ruleset}, {})
+    print_ = fingerprint(registry, defs.assets, store_path, wave, {"rescore": ruleset}, {})
     if before and settled_by(instance, wave, print_):  # nothing changed since a rescore under these rules: nothing to do
         return Rescore(wave, ruleset, ruleset, len(before), 0, [])
     compared_with = ruleset if before else wave.headline_ruleset
@@ -84,7 +84,7 @@ def rescore_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterI
     for span in spans:
         runner.run(["cell_verdicts"], span)
     board = runner.run(["scoreboard", "report"])
-    mark_settled(instance, board.run_id, fingerprint(registry, defs, store_path, wave, {"rescore": ruleset}, {}))
+    mark_settled(instance, board.run_id, fingerprint(registry, defs.assets, store_path, wave, {"rescore": ruleset}, {}))
     after = _verdicts(store_path, wave.name, ruleset)
     flips = [Flip(cell, before[cell], after[cell]) for cell in sorted(after) if cell in before and before[cell] != after[cell]]
     return Rescore(wave, ruleset, compared_with, len(after), len(spans) + 1, flips)

@@ -57,22 +57,24 @@ def stored_state(store_path: Path, wave: str) -> dict[str, str]:
         }
 
 
-def code_versions(defs: dg.Definitions, wave: WaveDef) -> dict[str, str]:
-    """Dagster's code version of every asset of the wave, as the definitions hold them now."""
+def code_versions(assets, wave: WaveDef) -> dict[str, str]:
+    """Dagster's code version of every asset of the wave, as the definitions (or the wave's own
+    assets, `sabot_assets.waves.factory.build_wave`) hold them now."""
     out = {}
-    for asset in defs.assets or []:
+    for asset in assets:
         for key, version in asset.code_versions_by_key.items():
             if key.path[0] == wave.name:
                 out[key.to_user_string()] = version or ""
     return out
 
 
-def fingerprint(registry: Registry, defs: dg.Definitions, store_path: Path, wave: WaveDef, asked: dict, answers: dict) -> str:
-    """One hash over what a settling of `wave` depends on. `asked`: what the command settles (its
-    selection, a corpus digest); `answers`: slot -> what answers it (an attempt's run file hash)."""
+def fingerprint(registry: Registry, assets, store_path: Path, wave: WaveDef, asked: dict, answers: dict) -> str:
+    """One hash over what a settling of `wave` depends on. `assets`: the definitions' assets (the
+    wave's are picked out); `asked`: what the command settles (its selection, a corpus digest);
+    `answers`: slot -> what answers it (an attempt's run file hash)."""
     doc = {
         "registry": registry.content_hash,
-        "code": code_versions(defs, wave),
+        "code": code_versions(assets, wave),
         "asked": asked,
         "answers": sorted(f"{op or ''}|{probe}|{sha}" for (op, probe), sha in answers.items()),
         "stored": stored_state(store_path, wave.name),

@@ -174,20 +174,27 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     board = runner.board()
     tally = runner.tally
     if not (tally.run_errors or tally.waiting or tally.not_launched or tally.stopped):
-        print_ = _fingerprint(registry, defs, chosen)
+        print_ = _fingerprint(registry, defs.assets, Path(defs.resources["store"].database), chosen)
         if print_ is not None:  # the next command with nothing to do says so at once
             mark_settled(instance, board.run_id, print_)
     return WaveRun(wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped, runner.tally)
 
 
-def settled_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, wave_name: str,
+def settled_wave(registry: Registry, instance: dg.DagsterInstance, store_path: Path, wave_name: str,
                  selection: Slice | None = None, frameworks=None) -> tuple[WaveRun, str] | None:
     """(what a wave run would report, the board run that settled it) when nothing of the slice is
     stale: every slot answered by a reusable stored run, and the code, registry and stored results
-    exactly as a successful board run left them (sabot_assets.settled). None: something is stale."""
+    exactly as a successful board run left them (sabot_assets.settled). None: something is stale.
+
+    Only this wave's assets are built for their code versions, not the whole code location's."""
+    from sabot_assets.quiet import beta_used_on_purpose
+    from sabot_assets.waves.factory import build_wave
+
     registry.require_registered()
     chosen = select(registry, wave_name, selection, frameworks)
-    print_ = _fingerprint(registry, defs, chosen)
+    with beta_used_on_purpose():
+        assets = build_wave(chosen.wave, registry).assets
+    print_ = _fingerprint(registry, assets, Path(store_path), chosen)
     board_run = print_ and settled_by(instance, chosen.wave, print_)
     if not board_run:
         return None
@@ -197,12 +204,11 @@ def settled_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterI
     return result, board_run
 
 
-def _fingerprint(registry: Registry, defs: dg.Definitions, chosen: Selected) -> str | None:
+def _fingerprint(registry: Registry, assets, store_path: Path, chosen: Selected) -> str | None:
     """The slice's fingerprint (sabot_assets.settled); None when a slot has no reusable stored run."""
     from adapters.run_attempt import current_identity
     from sabot_assets.waves.live_runs import reusable_attempts, run_root_beside
 
-    store_path = Path(defs.resources["store"].database)
     slots = chosen.slots()
     identity = current_identity(registry, RUNNER_VERSION, chosen.wave.protocol)
     reuse = reusable_attempts(run_root_beside(store_path), chosen.wave.name, slots, identity)
@@ -210,7 +216,7 @@ def _fingerprint(registry: Registry, defs: dg.Definitions, chosen: Selected) -> 
         return None
     asked = {"frameworks": chosen.frameworks, "configs": chosen.configs, "tasks": chosen.tasks, "operators": chosen.operators,
              "seeds": chosen.seeds, "identity": repr(identity)}
-    return fingerprint(registry, defs, store_path, chosen.wave, asked, {(op, p.key): a.sha256 for (op, p), a in reuse.items()})
+    return fingerprint(registry, assets, store_path, chosen.wave, asked, {(op, p.key): a.sha256 for (op, p), a in reuse.items()})
 
 
 def _as_blocks_land(landed, counter: BlockCounter, plan: Plan):

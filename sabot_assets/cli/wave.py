@@ -68,7 +68,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if concurrency:
         set_pool_limit(instance, concurrency)
     click.echo(f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)")
-    settled = None if (rerun or replay) else settled_wave(ctx.registry, ctx.defs(), instance, name, selection)
+    settled = None if (rerun or replay) else settled_wave(ctx.registry, instance, STORE_PATH, name, selection)
     if settled is not None:  # nothing is stale: no run launched, nothing materialized
         result, board_run = settled
         ceiling = None
