@@ -5,7 +5,6 @@ Over the public wave-2 corpus scored through the asset graph (its langgraph/defa
 """
 
 import re
-from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 import dagster as dg
@@ -107,14 +106,15 @@ def test_the_full_report_is_reachable_and_its_summary_says_it_is_shortened(score
     with connect(scored_wave2.store_path, read_only=True) as con:
         html = read_report(con, WAVE, "v0.2.0", "html")
         markdown = read_report(con, WAVE, "v0.2.0", "md")
+    reports = scored_wave2.store_path.parent / "reports"
     for name, body in (("report (HTML)", html), ("report v0.2.0", markdown)):
         url = urlparse(meta[name].value)
-        assert url.scheme == "file"
-        assert Path(unquote(url.path)).read_text() == body  # every character of it, one click away
+        assert url.scheme == "http" and url.path.startswith("/reports/")  # the file server beside the UI, never file://
+        assert (reports / unquote(url.path.removeprefix("/reports/"))).read_text() == body  # every character of it, one click away
     shown = meta["headline report"].value
     assert len(markdown) > 6000, "this corpus's report is long enough to need a summary"
     assert len(shown) < len(markdown)
-    marker = re.search(r"\*\*\[shortened for the UI: (\d+) of (\d+) characters shown, (\d+) more section\(s\); the full text: \[the full report\]\((file://[^)]+)\)\]\*\*", shown)
+    marker = re.search(r"\*\*\[shortened for the UI: (\d+) of (\d+) characters shown, (\d+) more section\(s\); the full text: \[the full report\]\((http://[^)]+/reports/[^)]+)\)\]\*\*", shown)
     assert marker, shown[-400:]
     kept = shown[: int(marker.group(1))].rstrip()
     assert int(marker.group(2)) == len(markdown) and markdown.startswith(kept)

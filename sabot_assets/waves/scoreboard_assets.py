@@ -9,7 +9,6 @@ that says when it is shortened).
 """
 
 import json
-import os
 from pathlib import Path
 
 import dagster as dg
@@ -36,9 +35,8 @@ from sabot_assets.resources import store_connection
 from sabot_assets.waves.judging import judge_runs_by_itself, located_judgements
 from sabot_assets.waves.numbers import cells_behind, row_links_markdown, scored_rows, undecided_summary
 from sabot_assets.waves.ui_links import explain_command, row_cells_url
-from sabot_assets.waves.ui_text import file_link, summary
-
-REPORTS_URL_ENV = "SABOT_REPORTS_URL"  # where a static server serves the reports directory (scripts/ui.sh)
+from sabot_assets.file_server.addresses import report_url
+from sabot_assets.waves.ui_text import summary
 
 
 def reports_dir(store: DuckDBResource) -> Path:
@@ -46,7 +44,8 @@ def reports_dir(store: DuckDBResource) -> Path:
 
 
 def report_link(store: DuckDBResource, path: Path) -> dg.MetadataValue:
-    return dg.MetadataValue.url(file_link(path, os.environ.get(REPORTS_URL_ENV), reports_dir(store)))
+    """An http link to a report file on the file server beside the UI, whichever command wrote it."""
+    return dg.MetadataValue.url(report_url(path.relative_to(reports_dir(store))))
 
 
 def conformance_label(con, wave: WaveDef) -> str:
