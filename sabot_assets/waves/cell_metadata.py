@@ -22,7 +22,7 @@ from sabot.registry import WaveDef
 from sabot.trace import EventKind
 from sabot_assets.constants import RERUN_TAG
 from sabot_assets.file_server.addresses import record_url
-from sabot_assets.waves.ui_links import explain_cell_command, partition_url
+from sabot_assets.waves.ui_links import explain_cell_command
 from sabot_assets.waves.ui_text import shortened
 
 OWN_CHECK_KINDS = (EventKind.GUARDRAIL_EVENT, EventKind.VERDICT)  # the event kinds the mappings read acts from
@@ -220,7 +220,6 @@ def verdict_metadata(wave: WaveDef, key: str, rows: list[dict], acts: list[dict]
         **deciding_acts([r["ruleset"] for r in rows], wave.headline_ruleset, acts, explain),
         "fault run read": _read(head, "fault", attempt_read),
         "baseline read": _read(head, "baseline", None),
-        "fault run partition": dg.MetadataValue.url(partition_url(wave.name, key, "fault_runs")),
         "explain": explain,
     }
     return meta
