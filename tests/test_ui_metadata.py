@@ -99,6 +99,17 @@ def test_every_number_links_exactly_its_cells(scored_wave2, registry):
     assert linked["valid"] == {f"{c['operator']}|{c['probe']}" for c in denominator}
     assert linked["DETECTED_HARD"] == {f"{c['operator']}|{c['probe']}" for c in numerator}
     assert "sabot explain public_wave2 framework_config langgraph/default" in text
+    # The published rate is one link: a page listing every cell it counts, across operators (and its total too).
+    reports = scored_wave2.store_path.parent / "reports"
+    board = meta["scoreboard"].value.splitlines()
+    groups = [c.strip() for c in board[0].strip("|").split("|")]
+    rate = [c.strip() for c in next(line for line in board if line.startswith("| DETECTED_HARD |")).strip("|").split("|")][groups.index("langgraph/default")]
+    shown, address = re.fullmatch(r"\[([^\]]+)\]\(([^)]+)\)", rate).groups()
+    assert shown == "55.1% (76/138)" and urlparse(address).scheme == "http"
+    listed = re.findall(r">(O\d\|[^<]+)</a>", (reports / unquote(urlparse(address).path).removeprefix("/reports/")).read_text())
+    assert sorted(listed) == sorted(f"{c['operator']}|{c['probe']}" for c in numerator)
+    total = next(line for line in text.splitlines() if line.startswith("| all"))
+    assert f"[{len(numerator)}](" in total and f"[{len(denominator)}](" in total
     # The soft tier's undecided cells are named, with why (the reference judged only the union-missed cells).
     assert meta["undecided cells"].value >= 0
     assert "none" in meta["undecided cells (which, and why)"].value or "corpus carries no judge verdict" in meta["undecided cells (which, and why)"].value

@@ -47,15 +47,18 @@ def _linked(wave: WaveDef, operator: str, cells: list[Cell]) -> str:
     return f"[{len(probes)}]({operator_cells_url(wave, operator, probes)})" if probes else "0"
 
 
-def row_links_markdown(wave: WaveDef, ruleset: str, label: str, table: str, group: str, cells: dict[str, list[Cell]]) -> str:
-    """One scoreboard row: per operator, each number a link opening exactly its cells."""
+def row_links_markdown(wave: WaveDef, ruleset: str, label: str, table: str, group: str, cells: dict[str, list[Cell]], pages: dict | None = None) -> str:
+    """One scoreboard row: per operator, each number a link opening exactly its cells; each total a
+    link to its number's page (`number_pages`: every cell it counts, across operators)."""
+    pages = pages or {}
     columns = [("valid", "valid"), *columns_for(ruleset, label), UNDECIDED]
     operators = sorted({c.operator for c in cells["valid"]})
     body = [[op] + [_linked(wave, op, cells.get(column, [])) for _, column in columns] for op in operators]
-    body.append(["all"] + [str(len(cells.get(column, []))) for _, column in columns])
+    totals = [(len(cells.get(column, [])), pages.get((group, column))) for _, column in columns]
+    body.append(["all"] + [f"[{n}]({page})" if page else str(n) for n, page in totals])
     return "\n\n".join([
         f"**{group}** ({ruleset}, {label}): every count is a link opening exactly its cells on `cell_verdicts`, one operator "
-        f"at a time; a rate is its column's count over `valid`. The rest of the chain, per number: "
+        f"at a time; a total opens the page of all its cells; a rate is its column's count over `valid`. The rest of the chain, per number: "
         f"`{explain_command(wave.name, table, group, 'COLUMN')}`, then `--cell KEY` for acts, events and model exchanges.",
         markdown_table(["operator"] + [h for h, _ in columns], body),
     ])
