@@ -233,3 +233,16 @@ def test_a_cells_outcome_is_the_one_the_funnel_counts(row, judgement, outcome, t
 
     row = {"operator": "O1", "probe": "langgraph.default.T1.s11", **{c: False for c in FUNNEL_COLUMNS}, **row}
     assert section2_outcome(row, judgement)[0] == outcome and section2_outcome(row, judgement)[1].startswith(tier)
+
+
+def test_a_cells_verdict_is_a_check_on_its_own_partition(scored_wave2):
+    from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+    key = dg.AssetCheckKey(dg.AssetKey([WAVE, "cell_verdicts"]), "verdict")
+    history = scored_wave2.instance.event_log_storage.get_asset_check_execution_history(key, limit=10_000)
+    by_partition = {r.event.dagster_event.event_specific_data.partition: r for r in history if r.event}
+    meta = _materialization(scored_wave2, "cell_verdicts", CELL).metadata
+    assert by_partition[CELL].status == AssetCheckExecutionRecordStatus.SUCCEEDED
+    evaluation = by_partition[CELL].event.dagster_event.event_specific_data
+    assert evaluation.description == f"{meta['verdict'].value}; §2 outcome: {meta['§2 outcome (v0.2.0)'].value}"
+    assert OTHER in by_partition  # one evaluation per cell, not one per run
