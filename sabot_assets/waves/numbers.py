@@ -14,6 +14,7 @@ from sabot.registry import WaveDef
 from sabot_assets.waves.ui_links import cells_by_operator, explain_command, operator_cells_url, partition_url
 
 UNDECIDED = ("undecided", "undecided")  # valid cells with no hard act and no judge verdict
+SECTION2 = (("DETECTED_SOFT (judge only)", "detected_soft"), ("MISSED", "missed"))  # §2's soft-tier outcomes
 LISTED_KEYS = 40  # undecided cells named in the UI summary; the rest are counted, with a marker
 
 
@@ -51,7 +52,7 @@ def row_links_markdown(wave: WaveDef, ruleset: str, label: str, table: str, grou
     """One scoreboard row: per operator, each number a link opening exactly its cells; each total a
     link to its number's page (`number_pages`: every cell it counts, across operators)."""
     pages = pages or {}
-    columns = [("valid", "valid"), *columns_for(ruleset, label), UNDECIDED]
+    columns = [("valid", "valid"), *columns_for(ruleset, label), *SECTION2, UNDECIDED]
     operators = sorted({c.operator for c in cells["valid"]})
     body = [[op] + [_linked(wave, op, cells.get(column, [])) for _, column in columns] for op in operators]
     totals = [(len(cells.get(column, [])), pages.get((group, column))) for _, column in columns]

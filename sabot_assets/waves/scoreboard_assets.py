@@ -34,7 +34,7 @@ from sabot_assets.guard import require_registered
 from sabot_assets.resources import store_connection
 from sabot_assets.waves.judging import judge_runs_by_itself, located_judgements
 from sabot_assets.waves.number_pages import write_number_pages
-from sabot_assets.waves.numbers import cells_behind, row_links_markdown, scored_rows, undecided_summary
+from sabot_assets.waves.numbers import SECTION2, cells_behind, row_links_markdown, scored_rows, undecided_summary
 from sabot_assets.waves.ui_links import explain_command, row_cells_url
 from sabot_assets.file_server.addresses import report_url
 from sabot_assets.waves.ui_text import summary
@@ -108,6 +108,8 @@ def with_cell_links(wave: WaveDef, ruleset: str, board: dict) -> dict:
     return {**board, "cell_links": links}
 
 
+
+
 def _linked(text: str, page: str | None) -> str:
     return f"[{text}]({page})" if page else text
 
@@ -127,13 +129,13 @@ def number_links(store: DuckDBResource, wave: WaveDef, label: str, head: dict, r
     config row, its numbers as links to their cells per operator; and the cells the soft tier has not
     decided yet, with why."""
     scored = scored_rows(rows, judged, floor)
-    columns = (*columns_for(wave.headline_ruleset, label), ("undecided", "undecided"))
+    columns = (*columns_for(wave.headline_ruleset, label), *SECTION2, ("undecided", "undecided"))
     behind = cells_behind(scored, "framework_config", columns)
     pages = write_number_pages(reports_dir(store), wave, wave.headline_ruleset, label, "framework_config", behind, columns)
     count, undecided = undecided_summary(wave, scored, judged, judge_runs_by_itself(wave))
     links = {f"cells: {group}": dg.MetadataValue.md(row_links_markdown(wave, wave.headline_ruleset, label, "framework_config", group, cells, pages))
              for group, cells in sorted(behind.items())}
-    board = board_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset, label), label, pages)
+    board = board_markdown(head["tables"]["framework_config"], (*columns_for(wave.headline_ruleset, label), *SECTION2), label, pages)
     return {"scoreboard": dg.MetadataValue.md(board)} | links | {"undecided cells": count, "undecided cells (which, and why)": dg.MetadataValue.md(undecided)}
 
 
