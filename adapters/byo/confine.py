@@ -66,6 +66,7 @@ def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, se
     with contextlib.ExitStack() as cleanup:
         if scratch is None:
             scratch = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="sabot-pipeline-")))
+        Path(scratch).mkdir(parents=True, exist_ok=True)  # bwrap binds only what exists
         try:
             child = _spawned(work, write_end, stack, secrets, root, scratch)
         except BaseException:
