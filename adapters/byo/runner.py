@@ -267,7 +267,7 @@ def _source_of(project: Project, target: str) -> str:
     return found.relative_to(project.root).as_posix() if found else target
 
 
-def _confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...], run_dir: Path) -> dict:
+def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...], run_dir: Path) -> dict:
     """The pipeline process's result; its failures as the errors the runner classifies."""
     wall = policy.run_wall_limit_seconds
     try:
@@ -323,7 +323,7 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
         work = functools.partial(_in_pipeline_process, project, operator, spec, seed, run_dir, proxy.base_url)
         try:
-            child = _confined_result(project, work, policy, (provider.api_key,) if provider else (), run_dir)
+            child = confined_result(project, work, policy, (provider.api_key,) if provider else (), run_dir)
         except TeamCodeError:
             if double is not None:
                 double.raise_if_failed()  # the double's own bug is the cause of what followed
