@@ -47,6 +47,7 @@ from judges.report.html import render_html
 from sabot import runroot, seal
 from sabot.corpus_export import RUNS_DIR, cell_dir, export_wave
 from sabot.matrix import Cell, Probe
+from sabot.provenance import kinds, provenance_label
 from sabot.projects import FILES as PROJECT_FILES, LOCK as PROJECT_LOCK, PROJECT_DIR, Project, ProjectError, ProjectRegistry
 from sabot.registry import LOCK_NAME, Registry, RegistryError, WaveDef
 from sabot.store.published import read_report
@@ -491,10 +492,8 @@ def published_in_bundle(registry: Registry, directory: Path, manifest: dict) -> 
 
 
 def _label_of(runs: dict) -> str:
-    """As the store labels a live wave: simulation if any run used the scripted model."""
-    used = {(r.record.extra or {}).get("endpoint") for r in runs.values() if r.record}
-    used.discard(None)
-    return "simulation" if not used or any(e.startswith("simulation") for e in used) else "derived"
+    """As the store labels a live wave: from what produced each run (`sabot.provenance`)."""
+    return provenance_label(kinds((r.record.extra or {}).get("endpoint") for r in runs.values() if r.record))
 
 
 def verify_bundle(directory: Path) -> Verified:

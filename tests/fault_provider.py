@@ -11,6 +11,7 @@ Modes (answers come from the scripted model wherever the mode does not fail the 
 - "quota": every call answered 429 insufficient_quota (billing exhausted);
 - "hang": a plain socket server that accepts, reads and never answers;
 - "dead": a port nothing listens on (connection refused);
+- "slow": every call answered after `delay` seconds (calls are in flight long enough to be killed in);
 - "large-usage": every call answered, its usage reported at `usage_scale` times the scripted model's
   (a provider billing more than the run's registered bounds allow). The scripted server's usage
   function is swapped for the provider's lifetime: every scripted server of this process reports so,
@@ -28,7 +29,7 @@ import adapters.scripted.server as scripted_server
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.server import Reply, ScriptedModelServer
 
-MODES = ("401", "404-model", "400-echo", "escaped-echo", "retry-after", "quota", "hang", "dead", "large-usage")
+MODES = ("401", "404-model", "400-echo", "escaped-echo", "retry-after", "quota", "hang", "dead", "large-usage", "slow")
 
 
 def escaped(key: str, escape: str) -> str:
@@ -68,6 +69,8 @@ class _Responder:
             return Reply(status=status, body=body.encode())
         if p.mode == "400-echo" and first:
             return Reply(status=400, error=f"Invalid request (headers received: Authorization: Bearer {p.key}; api_key={p.key})")
+        if p.mode == "slow":
+            time.sleep(p.delay)
         reply = self.scripted(request)
         with p.lock:
             p.answered += reply.status == 200
@@ -76,11 +79,11 @@ class _Responder:
 
 class FaultProvider:
     def __init__(self, mode: str, key: str = "", missing_model: str = "", weak_model: str = "gpt-5.6-luna", retry_after: int = 120,
-                 usage_scale: int = 1, escape: str = "mixed"):
+                 usage_scale: int = 1, escape: str = "mixed", delay: float = 0.0):
         if mode not in MODES:
             raise ValueError(f"unknown fault mode {mode!r}; modes: {', '.join(MODES)}")
         self.mode, self.key, self.missing_model, self.weak_model, self.retry_after = mode, key, missing_model, weak_model, retry_after
-        self.usage_scale, self._usage_for, self.escape = usage_scale, None, escape
+        self.usage_scale, self._usage_for, self.escape, self.delay = usage_scale, None, escape, delay
         self.lock = threading.Lock()
         self.stamps: list[float] = []  # when each request (or, hanging, each connection) arrived
         self.answered = 0  # requests answered 200

@@ -179,7 +179,7 @@ class ModelGateway:
 
     def __init__(self, upstream: Upstream | None, policy: CallPolicy, cell: str, recording: list[dict] | None = None,
                  limiter: EndpointLimiter | None = None, taxonomy: ProviderTaxonomy | None = None,
-                 circuit: CircuitState | None = None, bound=None):
+                 circuit: CircuitState | None = None, bound=None, journal=None):
         if upstream is None and recording is None:
             raise ValueError("a gateway needs an upstream or a recording to answer from")
         self.upstream, self.policy, self.cell = upstream, policy, cell
@@ -195,6 +195,7 @@ class ModelGateway:
             circuit = circuit_of(upstream, policy)
         self.circuit = circuit
         self.bound = bound  # sabot.budget.RunBound: the run's calls and metered spend, enforced per call (a provider run)
+        self.journal = None if self.replaying else journal  # sabot.exchange_journal: each exchange on disk before its answer returns
         self.scrub = Scrubber(upstream.api_key if upstream else None)
         self.exchanges: list[dict] = []
         self.failure: str | None = None
@@ -557,6 +558,8 @@ class ModelGateway:
                 log.warning("%s: %s", self.cell, message)
 
     def _record(self, exchange: dict) -> None:
+        if self.journal is not None:  # durably, before the client gets the answer: a kill now loses no paid call
+            self.journal.write(exchange)
         with self._lock:
             self.exchanges.append(exchange)
             self.exchanges.sort(key=lambda e: e["n"])

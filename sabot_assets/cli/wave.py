@@ -84,7 +84,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
         click.echo("\n".join(project_lines(STORE_PATH, wave_def, ctx.registry.project)))
     publish(doc, json_out, started)
     if tally.stopped:
-        click.echo(_stop_paragraph(ctx, name, selection, tally.stopped), err=True)
+        click.echo(stop_paragraph(ctx.registry, STORE_PATH, name, selection, tally, doc["label"]), err=True)
     elif tally.not_launched:
         click.echo(f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {tally.not_launched} run(s) not launched stay missing, "
                    f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them", err=True)
@@ -123,19 +123,21 @@ def _close_endpoint(ctx: Context) -> None:
         circuit.reset()
 
 
-def _stop_paragraph(ctx: Context, name: str, selection, reason: str) -> str:
-    """One paragraph: what failed at the provider, how many cells are missing, the command that resumes."""
+def stop_paragraph(registry, store_path, name: str, selection, tally, label: str) -> str:
+    """One paragraph: what failed at the provider, how many runs are missing, what produced the runs
+    the board shows, the command that resumes."""
     import shlex
     import sys
 
-    from sabot_assets.constants import STORE_PATH
     from sabot_assets.wave_jobs import missing_slots, select
 
-    missing = missing_slots(STORE_PATH, select(ctx.registry, name, selection))
+    # The runs this command did not make; a slot holding a run from another endpoint (an earlier
+    # scripted wave) is still missing at this one.
+    missing = max(tally.not_launched, missing_slots(store_path, select(registry, name, selection)))
     command = "sabot " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["wave"] else f"sabot wave run {name}"
-    return (f"{name}: the wave stopped: {reason}. No further call was sent to that endpoint; {missing} run(s) of this selection are "
+    return (f"{name}: the wave stopped: {tally.stopped}. No further call was sent to that endpoint; {missing} run(s) of this selection are "
             f"missing (never launched, or cut off when the endpoint stopped; none is RUN_ERROR, and every run stored earlier stays "
-            f"scored). Once the cause is fixed, `{command}` resumes them.")
+            f"scored; the board is labelled {label}, from the runs it holds). Once the cause is fixed, `{command}` resumes them.")
 
 
 def _margin(registry) -> float | None:
