@@ -17,6 +17,10 @@ scratch, the breakers' state), the store's directory, the seal key and signing k
 environment it starts with has no SABOT_* or DAGSTER_* setting and no value holding a secret; the
 provider key lives only in the gateway's process, which the pipeline reaches over its loopback port.
 
+Where it applies: a team's pipeline (adapters/byo). Not yet: a team's test double (it serves the
+model from the run's process, offline only) and the built-in rows (adapters/runner.py: the
+standard's reference pipelines run in the run's process, beside the gateway and the sealing).
+
 What this is not: a network boundary. The pipeline shares the host's network namespace (its model
 endpoint is the gateway on 127.0.0.1), so a loopback service that trusts any local caller is
 reachable from it.
