@@ -15,6 +15,7 @@ from sabot.matrix import Probe
 from sabot.store.db import now, replace_values
 from sabot.runroot import Attempt, Identity
 from sabot.store.spend import write_calls
+from sabot.store.wave_replace import OrphanedRuns, orphan_message
 from sabot.trace import RunRecord, parse_runresult, to_runresult
 
 RUN_COLUMNS = [
@@ -88,6 +89,8 @@ def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, st
     con.unregister("_wanted")
     out = {}
     for op, probe, status, record, path, sha in rows:
+        if status == "present" and record is None:
+            raise OrphanedRuns(orphan_message(None, wave, sum(1 for r in rows if r[2] == "present" and r[3] is None)))
         parsed = parse_runresult(json.loads(record), path) if record else None
         out[(op, probe)] = StoredRun(status, parsed, path, sha)
     return out
@@ -98,6 +101,9 @@ def read_baselines(con, wave: str) -> list[RunRecord]:
     rows = con.execute(
         f"SELECT {record_sql()}, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
     ).fetchall()
+    orphans = sum(1 for record, _ in rows if record is None)
+    if orphans:
+        raise OrphanedRuns(orphan_message(None, wave, orphans))
     return [parse_runresult(json.loads(record), path) for record, path in rows]
 
 

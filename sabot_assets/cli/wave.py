@@ -216,20 +216,27 @@ def _rescore(ctx: Context, name: str, ruleset: str | None, json_out: Path | None
 @click.argument("name")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--ruleset", default=None, help="Ruleset of the cellverdict.json files (default: the wave's headline); the bundle publishes every ruleset.")
-def wave_export(name, directory, ruleset):
+@click.option("--signing-key", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Ed25519 private key that signs the manifest, outside SABOT_VAR; created (0600, with KEY.pub) on first use. "
+                   "Default: $SABOT_SIGNING_KEY, else ~/.config/sabot/signing.key.")
+def wave_export(name, directory, ruleset, signing_key):
     """Write a wave's bundle into DIRECTORY (new or empty): its runs and verdicts in the reference
     corpus layout under harness/runs/NAME, the registered rules, the runs' seals, the published
-    verdicts, boards and reports, and a manifest of every file's SHA-256. The wave is verified
-    first; `sabot verify DIRECTORY` re-derives it anywhere, with no model call."""
-    guarded(_export, Context(), name, directory, ruleset)
+    verdicts, boards and reports, a manifest of every file's SHA-256 and the manifest's signature.
+    The wave is verified first; `sabot verify DIRECTORY` re-derives it anywhere, with no model call.
+    Publish the manifest hash and the public key (KEY.pub) it prints: they are what authenticates it."""
+    guarded(_export, Context(), name, directory, ruleset, signing_key)
 
 
-def _export(ctx: Context, name: str, directory: Path, ruleset: str | None):
+def _export(ctx: Context, name: str, directory: Path, ruleset: str | None, signing_key: Path | None):
+    from sabot import signing
     from sabot_assets.cli.project import adopt_project
-    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.constants import STORE_PATH, VAR_DIR
     from sabot_assets.evidence import export_bundle
 
+    key_path = signing.key_path(signing_key, VAR_DIR)
+    signer = signing.load_or_create(key_path)  # before any file is written: a refused key leaves no unsigned bundle
     name = adopt_project(ctx, name)  # a project folder exports its wave, with its registered files
-    exported = export_bundle(ctx.registry, STORE_PATH, name, directory, ruleset)
+    exported = export_bundle(ctx.registry, STORE_PATH, name, directory, ruleset, signer=signer)
     click.echo(f"{name}: wrote a bundle of {exported.runs} sealed run(s) and {exported.cells} cell verdict(s) to {directory}; "
-               f"manifest sha256 {exported.manifest_sha256}")
+               f"manifest sha256 {exported.manifest_sha256}; signed by {exported.signed_by} (public key {signing.public_path(key_path)})")
