@@ -61,6 +61,17 @@ class Margin:
         """A fresh per-run bound: what the gateway enforces call by call on a provider run."""
         return RunBound(self.max_calls, self.per_call_worst_case(prices), self.pilot_worst_case(prices), prices, self.source)
 
+    def call_bound(self, prices) -> "RunBound":
+        """A fresh per-run bound on calls alone: what the gateway enforces on an offline run (a scripted model
+        or a test double costs no money, but a pipeline looping on a persistent fault must still stop)."""
+        return RunBound(self.max_calls, 0.0, math.inf, prices, self.source)
+
+    def bound_for(self, prices, provider: bool, replaying: bool) -> "RunBound | None":
+        """The run's bound: calls and metered spend at a provider, calls alone offline, none for a replay (nothing is sent)."""
+        if replaying:
+            return None
+        return self.run_bound(prices) if provider else self.call_bound(prices)
+
     def bounds_text(self) -> str:
         return (f"{self.max_calls} calls x ({self.max_prompt_tokens:,} prompt + {self.max_completion_tokens:,} completion tokens), "
                 f"margin x{self.factor:g} ({self.source})")
