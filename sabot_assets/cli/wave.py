@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from sabot_assets.cli.common import Context, guarded, progress_bar, publish
+from sabot_assets.cli.wave_stop import register_command, wave_stop
 
 
 @click.group()
@@ -52,6 +53,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
 
     started = time.perf_counter()
     name = adopt_project(ctx, name)
+    register_command(name)  # what `sabot wave stop` ends
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
@@ -169,6 +171,9 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
     else:
         click.echo(f"{name}: projected spend {projection.line()}, within {usd(ceiling - spent)} left of the ceiling {usd(ceiling)}")
     return ceiling
+
+
+wave.add_command(wave_stop)
 
 
 @wave.command("rescore")
