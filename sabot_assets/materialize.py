@@ -232,4 +232,4 @@ class WaveRunner:
         return not failed
 
     def board(self) -> None:
-        self.run(["scoreboard", "report"] + (["instrument_check"] if self.wave.source == "live" else []))
+        self.run(["scoreboard", "report"] + (["instrument_check"] if self.wave.source == "live" and not self.wave.project else []))

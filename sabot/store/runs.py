@@ -112,21 +112,19 @@ def write_intent(con, wave: str, operator: str | None, probe: str, run_id: str, 
     con.execute("INSERT INTO simulator_intent VALUES (?, ?, ?, ?, ?)", [wave, operator or "", probe, run_id, json.dumps(intent)])
 
 
-def endpoints(con, wave: str) -> set[str]:
-    """The model endpoints a wave's present runs were made against: as labelled in their records, and,
-    for runs that ended in RUN_ERROR before their record said (a dead provider), as their attempt
-    in the run root recorded it."""
-    rows = con.execute(
-        f"SELECT DISTINCT json_extract_string({record_sql()}, '$.endpoint') FROM runs WHERE wave = ? AND status = 'present'", [wave]
-    ).fetchall()
-    found = {r[0] for r in rows if r[0]}
-    if con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'attempts'").fetchone():
-        rows = con.execute(
-            "SELECT DISTINCT a.endpoint FROM runs r JOIN attempts a ON a.wave = r.wave AND a.operator = r.operator "
-            "AND a.probe = r.probe AND a.source_sha256 = r.source_sha256 WHERE r.wave = ? AND r.status = 'present'", [wave]
-        ).fetchall()
-        found |= {r[0] for r in rows if r[0]}
-    return found
+def run_endpoints(con, wave: str) -> list[str | None]:
+    """The model endpoint each of a wave's present runs was made against, one entry per run: as its
+    record labels it, else (a run that ended in RUN_ERROR before its record said, e.g. a dead
+    provider) as its attempt in the run root recorded it. A wave with no present run answers with
+    the endpoints its attempts were made against (a wave a refused key stopped before any run)."""
+    has_attempts = bool(con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'attempts'").fetchone())
+    attempt = ("(SELECT ANY_VALUE(a.endpoint) FROM attempts a WHERE a.wave = runs.wave AND a.operator = runs.operator "
+               "AND a.probe = runs.probe AND a.source_sha256 = runs.source_sha256)") if has_attempts else "NULL"
+    rows = con.execute(f"SELECT COALESCE(json_extract_string({record_sql()}, '$.endpoint'), {attempt}) FROM runs "
+                       "WHERE wave = ? AND status = 'present'", [wave]).fetchall()
+    if rows or not has_attempts:
+        return [r[0] for r in rows]
+    return [r[0] for r in con.execute("SELECT endpoint FROM attempts WHERE wave = ? AND endpoint IS NOT NULL", [wave]).fetchall()]
 
 
 # --- live attempts -------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ def expected_failures() -> tuple[type[BaseException], ...]:
     from sabot.corpus import CorpusError
     from sabot.registry import RegistryError
     from sabot.seal import SealError
+    from sabot.signing import SigningError
     from sabot.store.db import StoreLocked
     from sabot.store.recordings import RecordingMissing, RecordingRefused
     from sabot.store.wave_replace import OrphanedRuns
@@ -55,8 +56,8 @@ def expected_failures() -> tuple[type[BaseException], ...]:
     from sabot_assets.evidence import VerifyError
     from sabot_assets.materialize import MaterializationError
 
-    return (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, VerifyError,
-            OrphanedRuns, RecordingMissing, RecordingRefused)
+    return (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, SigningError,
+            VerifyError, OrphanedRuns, RecordingMissing, RecordingRefused)
 
 
 def guarded(fn, *args):
