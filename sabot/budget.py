@@ -121,8 +121,10 @@ class RunBound:
                 return None, f"the run's registered bound of {self.max_calls} calls is reached ({self.source})"
             hold = max(self.per_call_usd, self.dearest, self.per_token * tokens, worst_case)
             if self.paid + self.held + hold > self.limit_usd + 1e-12:
+                beyond = (f"; {self.billed_beyond_request} call(s) were billed past their own request's limits (its counted prompt "
+                          f"and max_tokens): the provider bills beyond what was asked" if self.billed_beyond_request else "")
                 return None, (f"one more call (up to {usd(hold)} metered) would pass the run's registered bound of {usd(self.limit_usd)} "
-                              f"metered ({usd(self.paid)} paid over {self.calls} call(s); {self.source})")
+                              f"metered ({usd(self.paid)} paid over {self.calls} call(s); {self.source}){beyond}")
             self.calls, self.held = self.calls + 1, self.held + hold
             return hold, None
 

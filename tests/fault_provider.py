@@ -13,7 +13,8 @@ Modes (answers come from the scripted model wherever the mode does not fail the 
 - "dead": a port nothing listens on (connection refused);
 - "max-usage": every call answered "ok", billed the most its request allows and no more: prompt tokens
   equal to the request's compact JSON length in bytes (no tokenizer counts more), completion tokens
-  equal to its max_tokens (an honest provider at its worst), after `delay` seconds;
+  equal to its max_tokens (an honest provider at its worst), after `delay` seconds; with `usage_scale`
+  above 1, that many times it (a provider billing past the request's own limits);
 - "slow": every call answered after `delay` seconds (calls are in flight long enough to be killed in);
 - "large-usage": every call answered, its usage reported at `usage_scale` times the scripted model's
   (a provider billing more than the run's registered bounds allow). The scripted server's usage
@@ -130,11 +131,10 @@ class FaultProvider:
         prompt, completion = usage["prompt_tokens"] * self.usage_scale, usage["completion_tokens"] * self.usage_scale
         return {**usage, "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
-    @staticmethod
-    def _most_allowed_usage(request: dict, reply: Reply) -> dict:
+    def _most_allowed_usage(self, request: dict, reply: Reply) -> dict:
         body = {k: v for k, v in request.items() if k != "path"}
-        prompt = len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode())
-        completion = int(body.get("max_tokens") or 0)
+        prompt = len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()) * self.usage_scale
+        completion = int(body.get("max_tokens") or 0) * self.usage_scale
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def _accept_forever(self) -> None:

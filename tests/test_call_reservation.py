@@ -48,3 +48,19 @@ def test_concurrent_calls_billed_at_their_limits_never_pass_the_runs_reservation
     assert provider.answered == answered
     assert paid <= bound.limit_usd  # what the run reserved holds, with every call in flight at once
     assert bound.billed_beyond_request == 0  # an honest provider: no call billed past its own limits
+
+
+def test_a_provider_billing_past_a_requests_own_limits_is_named_when_the_run_is_cut(registry):
+    prices = PriceTable.from_registry(registry)
+    bound = Margin.from_registry(registry).run_bound(prices)
+    with FaultProvider("max-usage", usage_scale=200) as provider:  # every call billed 200 times what its request allows
+        upstream = Upstream(provider.base_url, KEY, f"provider {provider.base_url}", scripted=False)
+        with ModelGateway(upstream, _policy(), "overbilled-cell", bound=bound) as gateway:
+            body = {"model": "gpt-5.6-terra", "messages": [{"role": "user", "content": "Summarise the refund policy."}], "max_tokens": 50}
+            for _ in range(40):
+                reply = httpx.post(gateway.base_url + "/chat/completions", json=body, timeout=60, trust_env=False)
+                if reply.status_code != 200:
+                    break
+    assert reply.status_code == 403 and bound.billed_beyond_request > 0
+    message = reply.json()["error"]["message"]
+    assert "would pass the run's registered bound" in message and "billed past their own request's limits" in message, message
