@@ -241,7 +241,8 @@ class Project:
             if rel not in locked:
                 problems.append(f"{self.root.name}/{rel}: not registered (run `sabot registry lock {self.root}`)")
             elif locked[rel] != sha:
-                problems.append(f"{self.root.name}/{rel}: edited after registration (sha256 {sha[:12]}, registered {locked[rel][:12]})")
+                problems.append(f"{self.root.name}/{rel}: edited after registration (sha256 {sha[:12]}, registered {locked[rel][:12]}); "
+                                "a changed registration is a new project: copy the folder under a new name, then `sabot registry lock NEW_DIR`")
         return problems
 
     @property

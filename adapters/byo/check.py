@@ -103,19 +103,23 @@ def _agents_unseen(project: Project, baseline: RunRecord) -> tuple[list[str], li
     return problems, notes
 
 
+def static_check(project: Project, tmp: Path) -> tuple[list[str], str | None]:
+    """(problems, what was built): steps 1 and 2, no model call. `wave run DIR` runs this part every
+    time, whatever lock the folder holds: the team's code can change under an unchanged lock."""
+    try:
+        with importable(project), pipeline_process(project, tmp / "build", UNREACHABLE):
+            pipeline, module = build(project)
+            return unknown_names(project, pipeline, module)
+    except TeamCodeError as exc:
+        return [str(exc)], None
+
+
 def check(root) -> CheckReport:
     """The check of the project folder at `root` (ProjectError if it does not even parse)."""
     project = Project.load(root)
     report = CheckReport(project)
     with tempfile.TemporaryDirectory(prefix=f"sabot-check-{project.name}-") as tmp:
-        try:
-            with importable(project), pipeline_process(project, Path(tmp) / "build", UNREACHABLE):
-                pipeline, module = build(project)
-                problems, report.built = unknown_names(project, pipeline, module)
-        except TeamCodeError as exc:
-            report.problems.append(str(exc))
-            return report
-        report.problems += problems
+        report.problems, report.built = static_check(project, Path(tmp))
         if report.problems:
             return report
         if "responder" not in project.doc:

@@ -21,17 +21,26 @@ class _Sabot(click.Group):
     naming what and where, never a traceback."""
 
     def invoke(self, ctx):
-        from sabot.store.db import StoreLocked
-        from sabot.store.recordings import RecordingMissing, RecordingRefused
-
         try:
             return super().invoke(ctx)
-        except (StoreLocked, RecordingMissing, RecordingRefused) as exc:
-            raise click.ClickException(str(exc)) from exc
+        except Exception as exc:
+            if isinstance(exc, _one_line_errors()):
+                raise click.ClickException(str(exc)) from exc
+            raise
         finally:
             # Everything left is freed when the process exits: without this, the collector walks
             # Dagster's whole heap at interpreter shutdown, about a second after the output.
             gc.freeze()
+
+
+def _one_line_errors() -> tuple[type, ...]:
+    """The error classes shown as one line, from the modules already imported: a class whose module
+    was never imported was never raised, and importing the store (duckdb, pandas) up front would cost
+    a command that refuses its argument most of its second."""
+    import sys
+
+    db, recordings = sys.modules.get("sabot.store.db"), sys.modules.get("sabot.store.recordings")
+    return ((db.StoreLocked,) if db else ()) + ((recordings.RecordingMissing, recordings.RecordingRefused) if recordings else ())
 
 
 @click.group(cls=_Sabot)

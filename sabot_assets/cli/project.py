@@ -6,24 +6,43 @@ from pathlib import Path
 import click
 
 from sabot_assets.cli.common import guarded
+from sabot_assets.cli.targets import is_project, require_project
 from sabot.trace import EventKind
 
 SCAFFOLDS = Path(__file__).resolve().parents[2] / "adapters" / "byo" / "scaffold"  # one folder per framework
 SCAFFOLD_FRAMEWORKS = ("langgraph", "crewai", "autogen")  # sabot.projects.FRAMEWORKS, without importing it for --help
 
 
-def is_project(target) -> bool:
-    return (Path(target) / "sabot" / "project.json").is_file()
-
-
-def adopt_project(ctx, target: str) -> str:
-    """When TARGET is a project folder, the context serves its registry and the wave is the project's."""
+def adopt_project(ctx, target: str, gate: bool = False) -> str:
+    """When TARGET is a project folder, the context serves its registry and the wave is the project's.
+    With `gate` (a run), the project must pass the gate first (`gate_project`)."""
     if not is_project(target):
         return target
     from sabot.projects import ProjectRegistry
 
     ctx.registry = ProjectRegistry.from_dir(target)
+    if gate:
+        gate_project(ctx.registry.project)
     return ctx.registry.project.name
+
+
+def gate_project(project) -> None:
+    """`wave run DIR` runs only a project that is registered as it is on disk and whose static check
+    (the factory builds; every name the mapping and operators use is in the built pipeline) holds
+    now: the check runs every time, because the team's code can change under an unchanged lock."""
+    import tempfile
+
+    from adapters.byo.check import static_check
+    from sabot.projects import ProjectError
+
+    problems = project.lock_problems()
+    if not project.locked():
+        problems = [f"{project.root}: not registered: run `sabot project check {project.root}`, then `sabot registry lock {project.root}`"]
+    with tempfile.TemporaryDirectory(prefix=f"sabot-gate-{project.name}-") as tmp:
+        problems += static_check(project, Path(tmp))[0]
+    if problems:
+        raise ProjectError(f"{project.name}: refused before any run (`sabot project check {project.root}` shows the same):\n  "
+                           + "\n  ".join(problems))
 
 
 # -- what a project wave did, in plain words ------------------------------------------------------
@@ -146,11 +165,12 @@ def project():
 
 
 @project.command("check")
-@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.argument("directory")
 def project_check(directory):
     """Build the pipeline; check that every node, route target, task, agent and tool the mapping and
     operators name exists in it (with the near names); run one baseline on the test double and
     print whether it passed, with the pass criterion's output. Exit status 1 when anything fails."""
+    require_project(directory)
     report = guarded(_check, directory)
     if not report.ok:
         raise SystemExit(1)

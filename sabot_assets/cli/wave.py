@@ -35,6 +35,9 @@ def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out
     reused, not run again (unless --rerun); the cells that run again say why. Exit status 1 when
     cells ended in RUN_ERROR.
     """
+    from sabot_assets.cli.targets import resolve
+
+    resolve(name)  # a typo'd folder or wave name is refused here, before Dagster is imported or a store created
     from sabot_assets.wave_jobs import Slice
 
     selection = Slice(frameworks or None, configs or None, tasks or None, operators or None, seeds or None)
@@ -51,7 +54,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     from sabot_assets.wave_jobs import run_wave
 
     started = time.perf_counter()
-    name = adopt_project(ctx, name)
+    name = adopt_project(ctx, name, gate=not replay)  # a replay sends nothing to the team's code's model: no gate
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
@@ -219,6 +222,9 @@ def wave_export(name, directory, ruleset):
     corpus layout under harness/runs/NAME, the registered rules, the runs' seals, the published
     verdicts, boards and reports, and a manifest of every file's SHA-256. The wave is verified
     first; `sabot verify DIRECTORY` re-derives it anywhere, with no model call."""
+    from sabot_assets.cli.targets import resolve
+
+    resolve(name)
     guarded(_export, Context(), name, directory, ruleset)
 
 

@@ -1,0 +1,108 @@
+"""The project gate: `wave run DIR` runs only a project that passes its check now, whatever lock
+the folder holds; a folder or wave name that names nothing is refused at once, before any store.
+
+The commands run as a team runs them (the `sabot` executable, each with its own SABOT_VAR), so
+"no store created" is a fact about the file system, not about a mocked store.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from sabot_assets.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SABOT = ROOT / ".venv" / "bin" / "sabot"
+ONCALL = ROOT / "examples" / "oncall_triage"
+
+
+def sabot(args, cwd: Path, var: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
+    return subprocess.run([str(SABOT), *args], cwd=cwd, env={**env, "SABOT_VAR": str(var)}, capture_output=True, text=True, timeout=600)
+
+
+def registered_copy(tmp_path: Path, name: str = "oncall_triage") -> Path:
+    copy = tmp_path / name
+    shutil.copytree(ONCALL, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def test_a_lock_older_than_the_code_does_not_let_a_failing_check_through(tmp_path):
+    """The team renames an agent in its code; the registered mapping still names the old one and the
+    lock still matches the registered files: the run is refused with the check's own words."""
+    copy = registered_copy(tmp_path)
+    code = copy / "oncall_triage.py"
+    code.write_text(code.read_text().replace('AssistantAgent("critic"', 'AssistantAgent("reviewer"'))
+    done = sabot(["wave", "run", str(copy), "--seed", "1"], tmp_path, tmp_path / "var")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "oncall_triage: refused before any run" in done.stderr
+    assert "agent 'critic' is not in the built pipeline" in done.stderr
+    assert not (tmp_path / "var" / "sabot.duckdb").exists()  # nothing ran, nothing stored
+
+
+def test_an_edited_registered_file_is_named_with_what_registers_it_again(tmp_path):
+    copy = registered_copy(tmp_path)
+    mapping = copy / "sabot" / "mapping.json"
+    doc = json.loads(mapping.read_text())
+    doc["surfaces"] = doc["surfaces"][:2]
+    mapping.write_text(json.dumps(doc, indent=1))
+    done = CliRunner().invoke(main, ["wave", "run", str(copy)])
+    assert done.exit_code == 1
+    assert "oncall_triage/sabot/mapping.json: edited after registration" in done.output
+    assert "copy the folder under a new name, then `sabot registry lock NEW_DIR`" in done.output
+
+
+def test_an_unregistered_project_is_refused_with_the_commands_that_register_it(tmp_path):
+    copy = registered_copy(tmp_path)
+    (copy / "sabot" / "registry.lock.json").unlink()
+    done = CliRunner().invoke(main, ["wave", "run", str(copy)])
+    assert done.exit_code == 1
+    assert f"{copy}: not registered: run `sabot project check {copy}`, then `sabot registry lock {copy}`" in done.output
+
+
+def _one_line_refusal(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 1 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def test_a_misspelt_folder_is_refused_in_one_line_with_the_near_folder_and_no_store(tmp_path):
+    registered_copy(tmp_path, "access_swarm")
+    (tmp_path / "notes").mkdir()
+    line = _one_line_refusal(sabot(["wave", "run", "./acces_swarm"], tmp_path, tmp_path / "var"))
+    assert line.startswith("Error: ./acces_swarm: no such folder; did you mean ./access_swarm?")
+    assert "nothing is there" in line  # the `sabot init` it mentions is for a new project, said so
+    assert not (tmp_path / "var").exists()
+    line = _one_line_refusal(sabot(["registry", "lock", "./acces_swarm"], tmp_path, tmp_path / "var"))
+    assert "no such folder; did you mean ./access_swarm?" in line
+    assert not (tmp_path / "acces_swarm").exists() and not (tmp_path / "var").exists()
+
+
+def test_an_empty_folder_is_refused_without_importing_dagster(tmp_path):
+    """Before Dagster is imported (the bulk of a second) and before any store: checked in-process."""
+    (tmp_path / "fresh").mkdir()
+    probe = ("import sys\nfrom sabot_assets.cli import main\n"
+             "try:\n    main(['wave', 'run', 'fresh'], standalone_mode=False)\n"
+             "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
+             "print('dagster imported' if 'dagster' in sys.modules else 'dagster not imported')\n")
+    env = {**os.environ, "SABOT_VAR": str(tmp_path / "var")}
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines() == ["TargetError fresh: an empty folder, not a project (no sabot/project.json); "
+                                        "`sabot init fresh` scaffolds a project in it", "dagster not imported"], done.stderr
+    assert not (tmp_path / "var").exists()
+
+
+@pytest.mark.parametrize("args", [["wave", "run", "demoo"], ["wave", "export", "demoo", "out"], ["explain", "demoo", "--cell", "x|y"]])
+def test_a_misspelt_wave_name_is_refused_with_the_registered_near_name(args, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 1
+    assert "'demoo': no registered wave of that name and no folder of that name here; did you mean 'demo'?" in done.output
+    assert not (tmp_path / "out").exists()
