@@ -86,7 +86,8 @@ def unknown_names(project: Project, pipeline, module) -> tuple[list[str], str]:
             problems += near(spec["tool"], parts["tool"], "tool", f"operators.json {op}")
         else:
             problems += near(spec["agent"], agents, "agent", f"operators.json {op}", among="one of project.json agents")
-    built = f"{type(pipeline).__name__}; " + "; ".join(f"{kind}s: {', '.join(sorted(names)) or 'none'}" for kind, names in sorted(parts.items()))
+    shown = getattr(FRAMEWORKS[project.framework], "shown_parts", lambda _: {})(pipeline)
+    built = f"{type(pipeline).__name__}; " + "; ".join(f"{kind}s: {shown.get(kind) or ', '.join(sorted(names)) or 'none'}" for kind, names in sorted(parts.items()))
     return problems, built
 
 
