@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from sabot.pricing import PRICES_DOC
 from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, sha256_bytes
 
 PROJECT_DIR = "sabot"
@@ -355,6 +356,9 @@ class ProjectRegistry(Registry):
         anchors = json.loads(json.dumps(self.doc(anchors_rel)))
         anchors["anchors"][p.task_id] = {op: list(p.anchors(op)) for op in p.operator_ids}
         self._put(anchors_rel, anchors, sha256_bytes((self.files[anchors_rel].sha256 + p.shas[f"{PROJECT_DIR}/operators.json"]).encode()))
+        from sabot.project_prices import priced_doc
+
+        self._put(PRICES_DOC, *priced_doc(p.root, self.doc(PRICES_DOC), self.files[PRICES_DOC].sha256, self))
         self._put(f"seeds/{p.name}.json", {"name": f"seeds_{p.name}", "seeds": list(p.seeds)}, p.shas[f"{PROJECT_DIR}/project.json"])
         self._put(f"waves/{p.name}.json", {
             "name": p.name, "source": "live", "corpus_dir": None, "protocol": 1, "seeds": f"seeds/{p.name}.json", "carveout": None,

@@ -106,3 +106,29 @@ def test_a_misspelt_wave_name_is_refused_with_the_registered_near_name(args, tmp
     assert done.exit_code == 1
     assert "'demoo': no registered wave of that name and no folder of that name here; did you mean 'demo'?" in done.output
     assert not (tmp_path / "out").exists()
+
+
+def test_an_unpriced_model_is_refused_under_a_budget_before_any_call_until_the_project_prices_it(tmp_path, monkeypatch):
+    """The team's pipeline asks for `oncall-large` (its O4 target `oncall-mini`): neither is in the
+    standard's price table, so a provider wave under --budget would count its calls at $0."""
+    from adapters.scripted.server import Reply, ScriptedModelServer
+    from sabot.pricing import PriceTable
+    from sabot.projects import ProjectRegistry
+
+    copy = registered_copy(tmp_path)
+    with ScriptedModelServer(lambda request: Reply(content="never asked")) as provider:
+        monkeypatch.setenv("SABOT_MODEL_BASE_URL", provider.base_url)
+        monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-test-not-a-key")
+        done = CliRunner().invoke(main, ["wave", "run", str(copy), "--seed", "1", "--budget", "5"])
+        assert done.exit_code == 1
+        o4 = json.loads((copy / "sabot" / "operators.json").read_text())["O4"]["model"]
+        assert (f"models 'oncall-large', '{o4}' of oncall_triage have no price, so its calls would count $0 against --budget; "
+                f"price them in {copy}/sabot/prices.json") in done.output
+        assert provider.exchanges == []  # refused before any call
+    (copy / "sabot" / "prices.json").write_text(json.dumps({"per_million_tokens": {"oncall-large": {"input": 3, "output": 12},
+                                                                                     o4: {"input": 0.5, "output": 2}}}))
+    table = PriceTable.from_registry(ProjectRegistry.from_dir(copy))
+    assert table.cost("oncall-large-2026-07-01", {"prompt_tokens": 1_000_000, "completion_tokens": 0}) == 3.0
+    (copy / "sabot" / "prices.json").write_text('{"per_million_tokens": {"oncall-large": {"input": "3"}}}')
+    done = CliRunner().invoke(main, ["wave", "run", str(copy), "--seed", "1", "--budget", "5"])
+    assert done.exit_code == 1 and "prices.json: per_million_tokens.oncall-large: expected" in done.output

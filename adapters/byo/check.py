@@ -14,8 +14,10 @@ import difflib
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from adapters.byo.errors import TeamCodeError
+from adapters.byo.models import requested_models
 from adapters.byo.runner import FRAMEWORKS, build, execute, importable, pipeline_process
 from adapters.byo.tools import tool_objects
 from adapters.outcome import INFRASTRUCTURE_ERRORS
@@ -104,15 +106,22 @@ def _agents_unseen(project: Project, baseline: RunRecord) -> tuple[list[str], li
     return problems, notes
 
 
-def static_check(project: Project, tmp: Path) -> tuple[list[str], str | None]:
-    """(problems, what was built): steps 1 and 2, no model call. `wave run DIR` runs this part every
-    time, whatever lock the folder holds: the team's code can change under an unchanged lock."""
+class Static(NamedTuple):
+    problems: list[str]
+    built: str | None  # what the factory built, by the names a mapping can use
+    models: set[str]  # the model ids its clients ask for, and the O4 target (what a budget must price)
+
+
+def static_check(project: Project, tmp: Path) -> Static:
+    """Steps 1 and 2, no model call. `wave run DIR` runs this part every time, whatever lock the
+    folder holds: the team's code can change under an unchanged lock."""
+    o4 = {project.operators["O4"]["model"]} if "O4" in project.operators else set()
     try:
         with importable(project), pipeline_process(project, tmp / "build", UNREACHABLE):
             pipeline, module = build(project)
-            return unknown_names(project, pipeline, module)
+            return Static(*unknown_names(project, pipeline, module), requested_models(pipeline) | o4)
     except TeamCodeError as exc:
-        return [str(exc)], None
+        return Static([str(exc)], None, o4)
 
 
 def check(root) -> CheckReport:
@@ -120,7 +129,7 @@ def check(root) -> CheckReport:
     project = Project.load(root)
     report = CheckReport(project)
     with tempfile.TemporaryDirectory(prefix=f"sabot-check-{project.name}-") as tmp:
-        report.problems, report.built = static_check(project, Path(tmp))
+        report.problems, report.built, _ = static_check(project, Path(tmp))
         if report.problems:
             return report
         if "responder" not in project.doc:

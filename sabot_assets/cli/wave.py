@@ -50,7 +50,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
-    from sabot_assets.cli.project import adopt_project, project_lines
+    from sabot_assets.cli.project import adopt_project, project_lines, require_priced
     from sabot_assets.wave_jobs import run_wave
 
     started = time.perf_counter()
@@ -58,6 +58,8 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
+    if not replay:
+        require_priced(ctx, budget, endpoint.label if endpoint else offline)
     if replay:
         click.echo(f"{name}: replay: every model call is answered from the stored exchanges; no model is called")
     else:
