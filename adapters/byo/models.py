@@ -32,15 +32,7 @@ def requested_models(pipeline) -> set[str]:
             if model:
                 found.add(model.removeprefix("openai/"))  # CrewAI's LLM may carry its provider as a prefix
         if isinstance(obj, types.FunctionType):  # its closure, not its module's globals
-            stack.extend(cell.cell_contents for cell in obj.__closure__ or () if _filled(cell))
+            stack.extend(gc.get_referents(*(obj.__closure__ or ())))  # an empty cell has no referent
             continue
         stack.extend(gc.get_referents(obj))
     return found
-
-
-def _filled(cell) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:
-        return False
-    return True
