@@ -8,6 +8,7 @@ import gc
 
 import click
 
+from sabot_assets.cli.compare import compare
 from sabot_assets.cli.corpus import corpus
 from sabot_assets.cli.explain import explain, predictions
 from sabot_assets.cli.project import init, project
@@ -48,5 +49,5 @@ def main():
     """Sabot on Dagster: plant faults, score what the pipelines' own checks caught."""
 
 
-for command in (registry, corpus, wave, verify, explain, predictions, init, project):
+for command in (registry, corpus, wave, verify, explain, predictions, init, project, compare):
     main.add_command(command)
