@@ -7,9 +7,11 @@ The commands run as a team runs them (the `sabot` executable, each with its own 
 
 import json
 import os
+import signal
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,46 @@ def test_an_unpriced_model_is_refused_under_a_budget_before_any_call_until_the_p
     (copy / "sabot" / "prices.json").write_text('{"per_million_tokens": {"oncall-large": {"input": "3"}}}')
     done = CliRunner().invoke(main, ["wave", "run", str(copy), "--seed", "1", "--budget", "5"])
     assert done.exit_code == 1 and "prices.json: per_million_tokens.oncall-large: expected" in done.output
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupting_project_check_ends_the_baselines_pipeline_process(signum, tmp_path):
+    """The baseline's pipeline runs in a session of its own (so a wall limit can kill all it started);
+    a `project check` interrupted while it runs must take that session down with it."""
+    copy = tmp_path / "refund_desk"
+    shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    pid_file = tmp_path / "pipeline.pid"
+    code = copy / "refund_desk.py"
+    code.write_text(code.read_text().replace(
+        '        order_id = re.search(r"\\bA-\\d+\\b", state["ticket"]).group(0)\n',
+        f'        import os, time\n        open({str(pid_file)!r}, "w").write(str(os.getpid()))\n        time.sleep(600)\n'
+        '        order_id = re.search(r"\\bA-\\d+\\b", state["ticket"]).group(0)\n'))
+    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY")}
+    command = subprocess.Popen([str(SABOT), "project", "check", str(copy)], cwd=tmp_path, env={**env, "SABOT_VAR": str(tmp_path / "var")},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while not (pid_file.exists() and pid_file.read_text()) and command.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pid_file.exists(), "the baseline never started"
+        pipeline = int(pid_file.read_text())
+        assert os.getsid(pipeline) != os.getsid(command.pid)  # its own session: the terminal's Ctrl-C alone would not reach it
+        command.send_signal(signum)
+        assert command.wait(timeout=60) != 0
+        assert not _alive(pipeline, within=10)
+    finally:
+        if command.poll() is None:
+            command.kill()
+
+
+def _alive(pid: int, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+        except (FileNotFoundError, IndexError):
+            return False
+        if state == "Z":  # killed, waiting to be reaped by init
+            return False
+        time.sleep(0.2)
+    return True

@@ -1,6 +1,7 @@
 """`sabot init`, `sabot project check` and the project forms of `wave run`, `registry lock` and `explain`
 (a team's own pipeline)."""
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -197,9 +198,28 @@ def project_check(directory):
     operators name exists in it (with the near names); run one baseline on the test double and
     print whether it passed, with the pass criterion's output. Exit status 1 when anything fails."""
     require_project(directory)
-    report = guarded(_check, directory)
+    with _signals_end_the_command():
+        report = guarded(_check, directory)
     if not report.ok:
         raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def _signals_end_the_command():
+    """SIGTERM and SIGHUP (a closed terminal, a CI job cancelled) unwind the command as Ctrl-C does,
+    so the baseline's pipeline process, in a session of its own, is killed on the way out rather
+    than left running (by default Python dies on them without unwinding)."""
+    import signal
+
+    def unwind(signum, frame):
+        raise SystemExit(128 + signum)
+
+    saved = {signum: signal.signal(signum, unwind) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
 
 
 def _check(directory):
