@@ -8,7 +8,8 @@ a 2-core machine).
 Each pass scaffolds a fresh folder in a temporary directory and uses a fresh SABOT_VAR (store and
 Dagster instance), so nothing is reused; the commands are the `sabot` executable a team types, run
 one after another as the README and docs/own-pipeline.md tell it. Printed, never asserted: the wall
-time of each step and of the whole, and the board's first line.
+time of each step and of the whole, the board's first line, and how long `wave run` takes to refuse
+a misspelt folder (before Dagster is imported or a store created).
 """
 
 import argparse
@@ -45,6 +46,10 @@ def main() -> None:
             board = next((line for line in done.stdout.splitlines() if "under ruleset" in line), board)
         print(f"{'first board':<14} {total:6.1f} s  (target {TARGET_SECONDS} s; {os.cpu_count()} cores) {args.framework}")
         print(f"board: {board}")
+        typo = str(project.parent / "my_projcet")
+        started = time.perf_counter()
+        done = subprocess.run([str(SABOT), "wave", "run", typo], cwd=ROOT, env=env, capture_output=True, text=True)
+        print(f"{'typo refused':<14} {time.perf_counter() - started:6.2f} s  (exit status {done.returncode}): {done.stderr.strip()[:100]}")
 
 
 if __name__ == "__main__":
