@@ -92,3 +92,26 @@ def test_a_side_with_no_store_is_named_in_one_line(checkouts, tmp_path):
                  "--after-store", checkouts["again"].store)
     assert done.returncode == 1 and done.stderr.strip().splitlines() == [
         f"Error: {tmp_path / 'none.duckdb'}: no store here; run `sabot wave run {checkouts['main'].root}` with this store first"]
+
+
+def test_a_new_registration_is_shown_with_the_diff_of_its_files(checkouts, tmp_path):
+    """Version 2 of the project strikes the escalation surface from its mapping: a new registration
+    under a new name, run for one cell; the comparison pairs that cell and shows what was struck."""
+    v2 = tmp_path / "refund_desk_v2"
+    shutil.copytree(checkouts["main"].root, v2, ignore=shutil.ignore_patterns("__pycache__", "registry.lock.json"))
+    project_json, mapping = v2 / "sabot" / "project.json", v2 / "sabot" / "mapping.json"
+    project_json.write_text(project_json.read_text().replace('"name": "refund_desk"', '"name": "refund_desk_v2"'))
+    doc = json.loads(mapping.read_text())
+    doc["surfaces"] = [s for s in doc["surfaces"] if s["surface"] != "interrupt"]
+    mapping.write_text(json.dumps(doc, indent=1))
+    var = tmp_path / "var"
+    for args in (("registry", "lock", str(v2)), ("wave", "run", str(v2), "--operator", "O1", "--seed", "1")):
+        done = sabot(*args, var=var)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    done = sabot("compare", str(checkouts["main"].root), str(v2), "--before-store", checkouts["main"].store, "--after-store", str(var / "sabot.duckdb"))
+    assert done.returncode == 0, done.stderr
+    assert "paired on the cells both scored validly: 1; valid on one side only: before 17, after 0" in done.stdout
+    assert "wave: refund_desk -> refund_desk_v2" in done.stdout
+    assert "registered sabot/mapping.json: sha256 " in done.stdout and "registered sabot/project.json: sha256 " in done.stdout
+    struck = [line for line in done.stdout.splitlines() if line.lstrip().startswith("-") and '"surface": "interrupt"' in line]
+    assert len(struck) == 1  # the struck surface, in the diff
