@@ -5,6 +5,7 @@ SHA-256 each file had when it was registered; a registered file is never edited 
 is a new dated version under a new name), so verification names any file whose bytes moved.
 """
 
+import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ class WaveDef:
     headline_ruleset: str
     readings: tuple[str, ...]
     label: str
+    project: bool = False  # a team's own pipeline (`sabot.projects`): no instrument check, no cross-framework reading
 
     def probes(self) -> list[Probe]:
         return probes(self.frameworks, self.configs, self.tasks, self.seeds)
@@ -82,6 +84,7 @@ class Registry:
             except json.JSONDecodeError as exc:
                 raise RegistryError(f"{path}: not valid JSON ({exc})") from exc
             self.files[rel] = RegistryFile(rel, sha256_bytes(raw), doc)
+        self.standard_hashes = {rel: e.sha256 for rel, e in self.files.items()}  # before any project lays files over them
 
     def doc(self, rel: str) -> dict:
         try:
@@ -156,10 +159,11 @@ class Registry:
 
     def require_pinned(self, open_store) -> None:
         """Refuse to score against a store that pinned another registration of these rules
-        (`open_store()`: a context manager yielding a connection, opened only where needed). The
-        standard's data has nothing to pin here: its lock lives in the code tree, and each wave's
-        pre-registration records its hash. A project overrides this (`sabot.projects`): its lock
-        file lives in the project folder, beside the mapping it freezes."""
+        (`open_store()`: a context manager yielding a connection). The lock lives beside the rules,
+        so the store pins each registered file's sha256 when it first meets it (`pin_standard`).
+        A project adds its own pin (`sabot.projects`)."""
+        with open_store() as con:
+            pin_standard(con, self.standard_hashes)
 
     def write_lock(self) -> list[str]:
         """Register new files. Refuses to re-register a changed file: a change is a new version."""
@@ -226,4 +230,36 @@ class Registry:
             headline_ruleset=doc["headline_ruleset"],
             readings=self.readings(doc["name"], doc["readings"]),
             label=doc["label"],
+            project=bool(doc.get("project", False)),
         )
+
+
+# -- the standard's registration pinned in the store ---------------------------------------------
+# The lock lives in the code tree beside the rules it freezes: whoever can edit a rule can edit the
+# lock too, and the lock check alone then passes. The store keeps its own copy of every registered
+# file's sha256 from the first time it met that file (as it does a project's, `sabot.projects`), so
+# runs and verdicts already stored are never scored again under a rule registered anew. New files
+# (a new dated version under a new name, the only way the standard changes) are pinned as they
+# appear; a pinned file whose registered bytes moved, or that is gone, is refused naming the lock.
+
+
+class StandardPinError(RegistryError):
+    """The standard's registration differs from the one this store pinned."""
+
+
+def pin_standard(con, files: dict[str, str]) -> list[str]:
+    """Check `files` (path -> sha256, as loaded and registered) against the store's pin, pinning any
+    file met for the first time (returned). Raises StandardPinError naming every moved or missing file."""
+    pinned = dict(con.execute("SELECT path, sha256 FROM standard_registration").fetchall())
+    problems = [f"{rel}: registered as sha256 {files[rel][:12]}, but this store pinned {sha[:12]}"
+                for rel, sha in sorted(pinned.items()) if rel in files and files[rel] != sha]
+    problems += [f"{rel}: pinned by this store but no longer registered" for rel in sorted(pinned) if rel not in files]
+    if problems:
+        raise StandardPinError(
+            f"data/{LOCK_NAME}: the standard's registration differs from the one this store pinned; its stored runs and "
+            "verdicts belong to that registration (a changed rule is a new dated file, never an edit):\n  " + "\n  ".join(problems))
+    new = sorted(rel for rel in files if rel not in pinned)
+    if new:
+        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        con.executemany("INSERT INTO standard_registration VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [[rel, files[rel], now] for rel in new])
+    return new

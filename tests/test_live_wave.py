@@ -99,7 +99,7 @@ def check_the_instrument_check_finds_no_disagreement(store_path, wave: str, at_l
 
 
 def test_the_demo_prints_agreement_and_no_finding_words(demo, registry):
-    from judges.hard.tables import SIMULATION
+    from sabot.provenance import SIMULATION
     from sabot_assets.export import score_document, scoreboard_text
 
     _, store_path = demo

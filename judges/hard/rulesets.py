@@ -18,7 +18,7 @@ from judges.hard.strict import StrictRule
 from sabot.model_ids import MODEL_IDS, served_pattern
 from sabot.parse_rules import FlagsRule
 
-RETRY_REASON_RULES = ("any", "references_anomaly", "references_anomaly_narrow")
+RETRY_REASON_RULES = ("any", "references_anomaly", "references_anomaly_narrow", "names_planted_anomaly")
 REACTED_RULES = ("equals_detected", "corrective_after_detection")
 O4_LANDING_RULES = ("recorded", "served_model_id")
 EXCLUSION_CODES = frozenset({"RUN_ERROR", "BASELINE_FAIL", "INJECTION_UNVERIFIED"})  # the codes `cell.exclusion` can raise
@@ -127,7 +127,7 @@ def load_ruleset(registry, version: str) -> Ruleset:
     retry_reason = _choice(rules["retry_reason"], RETRY_REASON_RULES, f"{where}: rules.retry_reason")
     if rules["flags_surface"] and not {"flags", "anchors"} <= set(uses):
         raise ValueError(f"{where}: rules.flags_surface needs a flags and an anchors file in uses")
-    if retry_reason.startswith("references_anomaly") and "anchors" not in uses:
+    if retry_reason != "any" and "anchors" not in uses:
         raise ValueError(f"{where}: rules.retry_reason {retry_reason} needs an anchors file in uses")
     reading = None
     if retry_reason == "references_anomaly_narrow":

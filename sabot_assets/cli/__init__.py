@@ -5,9 +5,12 @@ Dagster instance and DuckDB store. Heavy imports happen inside commands, so `--h
 """
 
 import gc
+import os
 
 import click
 
+from sabot.debug import DEBUG_ENV, debugging
+from sabot_assets.cli.common import expected_failures
 from sabot_assets.cli.compare import compare
 from sabot_assets.cli.corpus import corpus
 from sabot_assets.cli.explain import explain, predictions
@@ -18,35 +21,31 @@ from sabot_assets.cli.wave import wave
 
 
 class _Sabot(click.Group):
-    """A held store lock, or a replay with nothing sound to replay, ends any command with one line
-    naming what and where, never a traceback."""
+    """An expected failure (a held store lock, a replay with nothing sound to replay, a refused
+    input, a failed materialization) ends any command with one line naming what and where; its
+    traceback only under --debug."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except Exception as exc:
-            if isinstance(exc, _one_line_errors()):
-                raise click.ClickException(str(exc)) from exc
-            raise
+        except (click.ClickException, click.exceptions.Exit):
+            raise  # already one line (a refused argument: before the failure classes' imports, which take a second)
+        except expected_failures() as exc:
+            if debugging():
+                raise
+            raise click.ClickException(str(exc)) from exc
         finally:
             # Everything left is freed when the process exits: without this, the collector walks
             # Dagster's whole heap at interpreter shutdown, about a second after the output.
             gc.freeze()
 
 
-def _one_line_errors() -> tuple[type, ...]:
-    """The error classes shown as one line, from the modules already imported: a class whose module
-    was never imported was never raised, and importing the store (duckdb, pandas) up front would cost
-    a command that refuses its argument most of its second."""
-    import sys
-
-    db, recordings = sys.modules.get("sabot.store.db"), sys.modules.get("sabot.store.recordings")
-    return ((db.StoreLocked,) if db else ()) + ((recordings.RecordingMissing, recordings.RecordingRefused) if recordings else ())
-
-
 @click.group(cls=_Sabot)
-def main():
+@click.option("--debug", is_flag=True, help="Print Dagster's step failures and every traceback whole (default: one line per expected failure).")
+def main(debug):
     """Sabot on Dagster: plant faults, score what the pipelines' own checks caught."""
+    if debug:
+        os.environ[DEBUG_ENV] = "1"  # read by the run processes too (a pipeline's own log goes to the terminal)
 
 
 for command in (registry, corpus, wave, verify, explain, predictions, init, project, compare):
