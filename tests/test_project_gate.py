@@ -177,3 +177,10 @@ def _alive(pid: int, within: float) -> bool:
             return False
         time.sleep(0.2)
     return True
+
+
+def test_a_folder_named_without_its_path_is_offered_as_one(tmp_path, monkeypatch):
+    registered_copy(tmp_path, "access_swarm")
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(main, ["wave", "run", "acces_swarm"])
+    assert done.exit_code == 1 and "'acces_swarm': no registered wave of that name and no folder of that name here; did you mean ./access_swarm?" in done.output

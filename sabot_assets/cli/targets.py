@@ -91,7 +91,8 @@ def resolve(target: str) -> str:
     waves = registered_waves()
     if target in waves:
         return target
-    close = _near(target, waves)
-    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    projects_here = [p.name for p in _nearby_folders(Path(target)) if is_project(p)]  # a folder meant, without its ./
+    close = [repr(c) for c in _near(target, waves)] + [f"./{c}" for c in _near(target, projects_here)]
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
     raise TargetError(f"{target!r}: no registered wave of that name and no folder of that name here; {hint}"
                       f"registered waves: {', '.join(waves)} (a project folder is given as a path, e.g. ./{target})")
