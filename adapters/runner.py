@@ -33,6 +33,7 @@ from sabot.trace import EventKind, RunRecord
 plugins.register("pipeline", "langgraph", "adapters.langgraph_pipeline:LangGraphPipeline")
 plugins.register("pipeline", "crewai", "adapters.crewai_pipeline:CrewAIPipeline")
 plugins.register("pipeline", "autogen", "adapters.autogen_pipeline:AutoGenPipeline")
+plugins.register("pipeline", "agent_framework", "adapters.agent_framework_pipeline:AgentFrameworkPipeline")
 PIPELINES = plugins.registered("pipeline")
 # A team's own pipeline (sabot.projects) runs through its own runner, a plug-in too: this module never
 # imports it, and it imports only the shared leaf (adapters.outcome) back.

@@ -24,7 +24,7 @@ from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, pin_
 PROJECT_DIR = "sabot"
 FILES = ("mapping.json", "project.json", "operators.json")  # registration order: the mapping first
 LOCK = "registry.lock.json"
-FRAMEWORKS = ("langgraph", "crewai", "autogen")  # each has a surface reader in adapters/byo
+FRAMEWORKS = ("langgraph", "crewai", "autogen", "agent_framework")  # each has a surface reader in adapters/byo
 OPERATORS = ("O1", "O2", "O3", "O4", "O5", "O6")
 ACTS = ("reject", "retry_with_reason", "escalate", "block")
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")  # a Dagster key prefix, and a probe-key part (no dots)
@@ -34,6 +34,7 @@ SURFACE_NAMES = {
     "langgraph": {"node_output": {"node": "node"}, "routing": {"from": "node", "to": "node"}, "rerun": {"node": "node"}, "interrupt": {}},
     "crewai": {"guardrail": {"task": "task"}, "guardrail_retry": {"task": "task"}, "task_output": {"task": "task"}, "exhaustion": {"task": "task"}},
     "autogen": {"agent_message": {"agent": "agent"}, "routing": {"from": "agent", "to": "agent"}, "stop_reason": {}},
+    "agent_framework": {"agent_message": {"agent": "agent"}, "orchestrator_event": {"event": "event"}, "request_info": {}, "output": {}},
 }
 SURFACES = {framework: tuple(surfaces) for framework, surfaces in SURFACE_NAMES.items()}
 TOOL_SEAM_OPERATORS = {"O1": ("find", "result"), "O2": ("claim",), "O5": ("result", "find"), "O6": ("claim",), "O3": ("find",)}

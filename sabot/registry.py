@@ -46,7 +46,7 @@ class WaveDef:
     configs: tuple[str, ...]
     tasks: tuple[str, ...]
     operators: tuple[str, ...]
-    carveout: tuple[str, str, frozenset[str]] | None  # (framework, config, operators)
+    carveouts: tuple[tuple[str, str, frozenset[str]], ...]  # (framework, config, operators) of each registered carve-out
     headline_ruleset: str
     readings: tuple[str, ...]
     label: str
@@ -60,12 +60,13 @@ class WaveDef:
         what a verdict over the whole wave needs present."""
         return [(p.framework, p.config, p.task, op, p.seed) for p in self.probes() for op in self.operators if not self.is_carved_out(Cell(op, p))]
 
-    def is_carved_out(self, cell: Cell) -> bool:
-        if self.carveout is None:
-            return False
-        framework, config, operators = self.carveout
+    def carveout_of(self, cell: Cell) -> tuple[str, str, frozenset[str]] | None:
+        """The registered carve-out that removes `cell`, if one does."""
         p = cell.probe
-        return p.framework == framework and p.config == config and cell.operator in operators
+        return next((c for c in self.carveouts if p.framework == c[0] and p.config == c[1] and cell.operator in c[2]), None)
+
+    def is_carved_out(self, cell: Cell) -> bool:
+        return self.carveout_of(cell) is not None
 
 
 class Registry:
@@ -207,26 +208,37 @@ class Registry:
     def wave_names(self) -> list[str]:
         return sorted(r.removeprefix("waves/").removesuffix(".json") for r in self.files if r.startswith("waves/"))
 
+    def joining(self, wave: str) -> list[dict]:
+        """The registered waves that add their rows to `wave` (`joins`): a candidate framework joins the
+        demo by a later registration, and the demo's own file is never edited to add it."""
+        return [self.files[f"waves/{n}.json"].doc for n in self.wave_names() if wave in self.files[f"waves/{n}.json"].doc.get("joins", ())]
+
+    def _carveout(self, rel: str) -> tuple[str, str, frozenset[str]]:
+        c = self.doc(rel)
+        return c["framework"], c["config"], frozenset(c["operators"])
+
     def wave(self, name: str) -> WaveDef:
         rel = f"waves/{name}.json"
         if rel not in self.files:
             raise RegistryError(f"unknown wave {name!r}; registered waves: {', '.join(self.wave_names())} (register one under data/waves/)")
         doc = self.files[rel].doc
-        carve = None
-        if doc.get("carveout"):
-            c = self.doc(doc["carveout"])
-            carve = (c["framework"], c["config"], frozenset(c["operators"]))
+        frameworks, carveouts = list(doc["frameworks"]), [self._carveout(doc["carveout"])] if doc.get("carveout") else []
+        for joiner in self.joining(name):
+            if (joiner["configs"], joiner["tasks"], joiner["operators"], joiner["protocol"]) != (doc["configs"], doc["tasks"], doc["operators"], doc["protocol"]):
+                raise RegistryError(f"data/waves/{joiner['name']}.json: joins {name} but its configs, tasks, operators or protocol differ from data/{rel}")
+            frameworks += [f for f in joiner["frameworks"] if f not in frameworks]
+            carveouts += [self._carveout(joiner["carveout"])] if joiner.get("carveout") else []
         return WaveDef(
             name=doc["name"],
             source=doc["source"],
             corpus_dir=doc.get("corpus_dir"),
             protocol=doc["protocol"],
             seeds=tuple(self.field(doc["seeds"], "seeds")),
-            frameworks=tuple(doc["frameworks"]),
+            frameworks=tuple(frameworks),
             configs=tuple(doc["configs"]),
             tasks=tuple(doc["tasks"]),
             operators=tuple(doc["operators"]),
-            carveout=carve,
+            carveouts=tuple(carveouts),
             headline_ruleset=doc["headline_ruleset"],
             readings=self.readings(doc["name"], doc["readings"]),
             label=doc["label"],

@@ -95,7 +95,7 @@ def socket_addresses():
 # collection order: the longest files go first so that no long file starts last, alone.
 LONGEST_FIRST = ("test_live_wave2.py", "test_live_wave.py", "test_budget_wave.py", "test_ui_metadata.py", "test_registry_guard.py",
                  "test_ui_lineage.py", "test_resume.py", "test_byo.py", "test_compare.py", "test_reference_wave1.py", "test_export.py",
-                 "test_project_gate.py")
+                 "test_agent_framework_provider.py", "test_magentic_observability.py", "test_project_gate.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -55,7 +55,7 @@ def example_wave(request, tmp_path_factory):
 
 
 def test_every_framework_has_an_example():
-    assert sorted(Project.load(p).framework for p in EXAMPLES) == ["autogen", "crewai", "langgraph"]
+    assert sorted(Project.load(p).framework for p in EXAMPLES) == ["agent_framework", "autogen", "crewai", "langgraph"]
 
 
 def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):

@@ -11,7 +11,8 @@ from sabot_assets.cli.targets import is_project, require_project
 from sabot.trace import EventKind
 
 SCAFFOLDS = Path(__file__).resolve().parents[2] / "adapters" / "byo" / "scaffold"  # one folder per framework
-SCAFFOLD_FRAMEWORKS = ("langgraph", "crewai", "autogen")  # sabot.projects.FRAMEWORKS, without importing it for --help
+# sabot.projects.FRAMEWORKS, without importing it for --help; Agent Framework by its package's name too
+SCAFFOLD_FRAMEWORKS = ("langgraph", "crewai", "autogen", "agent-framework", "agent_framework")
 
 
 def adopt_project(ctx, target: str, gate: bool = False) -> str:
@@ -180,6 +181,7 @@ def _init(directory: Path, framework: str, name: str | None):
 
     from sabot.registry import RegistryError
 
+    framework = framework.replace("-", "_")  # the project's framework key (agent-framework -> agent_framework)
     name = name or re.sub(r"[^a-z0-9_]", "_", directory.resolve().name.lower())
     target = directory / "sabot"
     if target.exists():

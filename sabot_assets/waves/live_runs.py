@@ -195,7 +195,7 @@ class Settle:
 
     def carved_out(self, key: str, wave: WaveDef) -> None:
         self.tally["carved out"] += 1
-        self.context.log_event(dg.AssetMaterialization(self.asset_key, partition=key, metadata=carved_out_metadata(wave)))
+        self.context.log_event(dg.AssetMaterialization(self.asset_key, partition=key, metadata=carved_out_metadata(wave, Cell.parse(key))))
 
     def finished(self, key: str, directory: Path, reused: bool = False, seconds: float | None = None):
         attempt = sealed_attempt(self.run_root, directory, self.refused)
