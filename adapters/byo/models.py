@@ -1,12 +1,12 @@
 """The model ids a built pipeline asks for, read from the framework clients it holds (LangChain's
-ChatOpenAI, CrewAI's LLM, AutoGen's OpenAI client), before any call: a budget must know every model
+ChatOpenAI, CrewAI's LLM, AutoGen's and Agent Framework's OpenAI clients), before any call: a budget must know every model
 it will pay for. Found by walking what the pipeline references (its nodes, agents, the closures of
 its node functions), never a module or a class: the team's code is not edited or imported again."""
 
 import gc
 import types
 
-CLIENT_PACKAGES = ("langchain_openai", "crewai", "autogen_ext")
+CLIENT_PACKAGES = ("langchain_openai", "crewai", "autogen_ext", "agent_framework")  # a prefix: agent_framework_openai too
 WALK_LIMIT = 200_000  # objects; a built pipeline references a few thousand
 
 
