@@ -36,6 +36,9 @@ def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out
     reused, not run again (unless --rerun); the cells that run again say why. Exit status 1 when
     cells ended in RUN_ERROR.
     """
+    from sabot_assets.cli.targets import resolve
+
+    resolve(name)  # a typo'd folder or wave name is refused here, before Dagster is imported or a store created
     from sabot_assets.wave_jobs import Slice
 
     selection = Slice(frameworks or None, configs or None, tasks or None, operators or None, seeds or None)
@@ -48,15 +51,17 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
-    from sabot_assets.cli.project import adopt_project, project_lines
+    from sabot_assets.cli.project import adopt_project, project_lines, require_priced
     from sabot_assets.wave_jobs import run_wave
 
     started = time.perf_counter()
-    name = adopt_project(ctx, name)
+    name = adopt_project(ctx, name, gate=not replay)  # a replay sends nothing to the team's code's model: no gate
     register_command(name)  # what `sabot wave stop` ends
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
+    if not replay:
+        require_priced(ctx, budget, endpoint.label if endpoint else offline)
     if replay:
         click.echo(f"{name}: replay: every model call is answered from the stored exchanges; no model is called")
     else:
@@ -242,6 +247,9 @@ def wave_export(name, directory, ruleset, signing_key):
     verdicts, boards and reports, a manifest of every file's SHA-256 and the manifest's signature.
     The wave is verified first; `sabot verify DIRECTORY` re-derives it anywhere, with no model call.
     Publish the manifest hash and the public key (KEY.pub) it prints: they are what authenticates it."""
+    from sabot_assets.cli.targets import resolve
+
+    resolve(name)
     guarded(_export, Context(), name, directory, ruleset, signing_key)
 
 
