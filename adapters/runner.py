@@ -153,13 +153,15 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
     call it lacks raises ReplayMiss (the replay stops, naming the cell and the call). `journal`
     (sabot.exchange_journal): where each exchange is written before the pipeline gets its answer."""
     if getattr(registry, "project", None) is not None:  # a team's own pipeline (sabot.projects)
-        return plugins.lookup("runner", "project")(spec, registry.project, work_root, registry=registry, replay=replay, call_policy=call_policy)
+        return plugins.lookup("runner", "project")(spec, registry.project, work_root, registry=registry, replay=replay, call_policy=call_policy,
+                                                   journal=journal)
     error, failed_exchanges, calls = None, [], []
     prices = PriceTable.from_registry(registry)
     provider = provider_from_env("", "")
     where = provider.label if provider else "the scripted model on 127.0.0.1"
     # A provider run is held to the registered per-run bounds, both attempts together: what a pilot reserves.
-    bound = Margin.from_registry(registry).run_bound(prices) if provider is not None and replay is None else None
+    # Offline, the registered call bound alone: a pipeline looping on a persistent fault stops there, not hours later.
+    bound = Margin.from_registry(registry).bound_for(prices, provider is not None, replay is not None)
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)
