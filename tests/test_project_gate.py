@@ -138,32 +138,46 @@ def test_an_unpriced_model_is_refused_under_a_budget_before_any_call_until_the_p
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupting_project_check_ends_the_baselines_pipeline_process(signum, tmp_path):
-    """The baseline's pipeline runs in a session of its own (so a wall limit can kill all it started);
-    a `project check` interrupted while it runs must take that session down with it."""
+    """The baseline's pipeline runs confined, in a session and PID namespace of its own (so a wall limit
+    can kill all it started); a `project check` interrupted while it runs must take that sandbox down
+    with it, down to a process the pipeline started. The pipeline cannot write outside its sandbox,
+    so the test finds that process from outside, by a command line no other test uses."""
     copy = tmp_path / "refund_desk"
     shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    pid_file = tmp_path / "pipeline.pid"
+    marker = f"600.{os.getpid()}{signum.value}"
     code = copy / "refund_desk.py"
     code.write_text(code.read_text().replace(
         '        order_id = re.search(r"\\bA-\\d+\\b", state["ticket"]).group(0)\n',
-        f'        import os, time\n        open({str(pid_file)!r}, "w").write(str(os.getpid()))\n        time.sleep(600)\n'
+        f'        import subprocess, time\n        subprocess.Popen(["sleep", {marker!r}])\n        time.sleep(600)\n'
         '        order_id = re.search(r"\\bA-\\d+\\b", state["ticket"]).group(0)\n'))
     env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY")}
     command = subprocess.Popen([str(SABOT), "project", "check", str(copy)], cwd=tmp_path, env={**env, "SABOT_VAR": str(tmp_path / "var")},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 300
-        while not (pid_file.exists() and pid_file.read_text()) and command.poll() is None and time.monotonic() < deadline:
+        while not _started(marker) and command.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert pid_file.exists(), "the baseline never started"
-        pipeline = int(pid_file.read_text())
-        assert os.getsid(pipeline) != os.getsid(command.pid)  # its own session: the terminal's Ctrl-C alone would not reach it
+        started = _started(marker)
+        assert started, "the baseline never started"
+        assert os.getsid(started[0]) != os.getsid(command.pid)  # its own session: the terminal's Ctrl-C alone would not reach it
         command.send_signal(signum)
         assert command.wait(timeout=60) != 0
-        assert not _alive(pipeline, within=10)
+        assert not _alive(started[0], within=10)
     finally:
         if command.poll() is None:
             command.kill()
+
+
+def _started(marker: str) -> list[int]:
+    """Host pids of the processes whose command line is `sleep MARKER`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 def _alive(pid: int, within: float) -> bool:
