@@ -39,6 +39,16 @@ PIPELINES = plugins.registered("pipeline")
 plugins.register("runner", "project", "adapters.byo.runner:run_project")
 
 
+class PipelineCrashed(RuntimeError):
+    """The pipeline raised on something the model answered (an empty reply, a malformed tool call):
+    that run's failure, RUN_ERROR naming the exception, never the wave's."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0][:300] if text else "(no message)")
+
+
 class AdapterMissing(NotImplementedError):
     """A framework whose adapter is not built: a definition error, not a run error."""
 
@@ -109,7 +119,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
             if endpoint is None:
                 server = stack.enter_context(ScriptedModelServer(policy, latency=Latency.from_env(spec.run_id)))
                 endpoint = scripted(server.base_url, models["pipeline_model"], models["o4_downgrade_model"])
-            upstream = Upstream(endpoint.base_url, endpoint.api_key, endpoint.label, endpoint.scripted)
+            upstream = Upstream(endpoint.base_url, endpoint.api_key, endpoint.label, endpoint.scripted, endpoint.local_model)
         label = replay.endpoint_label if replay is not None else endpoint.label
         gateway = stack.enter_context(ModelGateway(upstream, call_policy or CallPolicy.load(registry), spec.run_id,
                                                    replay.exchanges if replay is not None else None,
@@ -121,9 +131,13 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
         pipeline = pipeline_class(spec.framework)(spec.config, task, tools, recorder, client_endpoint, fault, Protocols.from_registry(registry), spec.protocol >= 2)
         try:
             pipeline.run()
-        except Exception:
+        except Exception as exc:
             gateway.raise_for_calls()  # the call that failed is the cause, whatever the framework made of it
-            raise
+            if isinstance(exc, infrastructure_errors()):
+                raise
+            # A framework that cannot handle what the model answered (CrewAI's ValueError on an empty
+            # reply) crashed this run, not the wave: RUN_ERROR with its reason (SPEC §3), retried once.
+            raise PipelineCrashed(f"the {spec.framework} pipeline raised {type(exc).__name__}: {_first_line(exc)}") from exc
         gateway.raise_for_calls()  # a failure a framework swallowed still fails the run
         if replay is not None:
             gateway.raise_for_unused()  # every recorded exchange used, none left over
@@ -172,7 +186,7 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
             calls += call_rows(spent, prices, attempt)
             error, failed_exchanges = f"attempt {attempt}: {exc.failure.message}", exc.exchanges
             break
-        except infrastructure_errors() as exc:
+        except (PipelineCrashed, *infrastructure_errors()) as exc:
             error = f"attempt {attempt}: {type(exc).__name__}: {exc} (endpoint: {where})"
             failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
             calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too
