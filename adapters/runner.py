@@ -24,6 +24,7 @@ from operators import make_fault
 from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served
 from sabot.budget import Margin, RunBound
+from sabot.endpoint_kinds import local_price_table
 from sabot.pricing import PriceTable, call_rows, totals
 from sabot.recorder import Recorder
 from sabot.trace import EventKind, RunRecord
@@ -166,11 +167,13 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
     if getattr(registry, "project", None) is not None:  # a team's own pipeline (sabot.projects)
         return plugins.lookup("runner", "project")(spec, registry.project, work_root, registry=registry, replay=replay, call_policy=call_policy)
     error, failed_exchanges, calls = None, [], []
-    prices = PriceTable.from_registry(registry)
     provider = provider_from_env("", "")
+    # A local model server costs nothing unless its user prices it; a provider is priced at the spec's prices.
+    prices = local_price_table() if provider is not None and provider.local_model else PriceTable.from_registry(registry)
     where = provider.label if provider else "the scripted model on 127.0.0.1"
     # A provider run is held to the registered per-run bounds, both attempts together: what a pilot reserves.
-    bound = Margin.from_registry(registry).run_bound(prices) if provider is not None and replay is None else None
+    # (a local server's too, at the spec's prices: its calls are bounded like a provider's, never by its $0)
+    bound = Margin.from_registry(registry).run_bound(PriceTable.from_registry(registry)) if provider is not None and replay is None else None
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)

@@ -24,6 +24,7 @@ class Price:
 class PriceTable:
     source: str
     prices: dict[str, Price]
+    flat: Price | None = None  # every model at this price (a local model server's table)
 
     @classmethod
     def from_registry(cls, registry, doc_name: str = PRICES_DOC) -> "PriceTable":
@@ -34,6 +35,8 @@ class PriceTable:
         """The price of a model id; a dated id (gpt-5.6-terra-2026-07-01) takes its base id's price."""
         if not model:
             return None
+        if self.flat is not None:
+            return self.flat
         if model in self.prices:
             return self.prices[model]
         base = max((m for m in self.prices if model.startswith(m + "-")), key=len, default=None)
@@ -81,7 +84,9 @@ def spend_text(spend: dict | None, project: dict | None, margin: float | None = 
         return "spend: no model calls recorded for this wave"
     # No endpoint on record is not evidence of simulation: only calls all labelled so say no money was spent.
     simulated = bool(spend["endpoints"]) and all(e.startswith("simulation") for e in spend["endpoints"])
-    what = "simulated usage priced at spec prices, no money spent" if simulated else "provider usage"
+    local = bool(spend["endpoints"]) and all(e.startswith("local model ") for e in spend["endpoints"])
+    what = ("simulated usage priced at spec prices, no money spent" if simulated
+            else "local model usage: $0 local unless SABOT_LOCAL_MODEL_PRICE prices it" if local else "provider usage")
     unpriced = f"; {spend['unpriced_calls']} call(s) unpriced" if spend["unpriced_calls"] else ""
     margined = (lambda cost: f" metered, ${cost * margin:.4f} margined (x{margin:g})") if margin else (lambda cost: "")
     line = (f"spend ({what}): ${spend['cost_usd']:.4f}{margined(spend['cost_usd'])} over {spend['calls']} call(s); tokens: prompt {spend['prompt_tokens']}, "

@@ -1,0 +1,44 @@
+"""A local model server's runs are labelled as a local model's: "local model <id it reports>", spend $0
+"local" unless its user prices it, never simulation (so never a score or band either)."""
+
+import pytest
+
+from adapters.endpoint import provider_from_env
+from sabot.endpoint_kinds import LOCAL_MODEL, PROVIDER, SIMULATION, endpoint_kind, local_price_table
+from sabot.pricing import call_rows, spend_text, totals
+from tests.odd_replies import MODEL_ID, OddReplyServer
+
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 500}
+
+
+def test_a_local_server_is_labelled_by_the_id_it_reports(monkeypatch):
+    with OddReplyServer("empty") as server:
+        monkeypatch.setenv("SABOT_MODEL_BASE_URL", server.base_url)
+        monkeypatch.setenv("SABOT_MODEL_LOCAL", "1")
+        monkeypatch.delenv("SABOT_MODEL_API_KEY", raising=False)  # a local server needs no key
+        endpoint = provider_from_env("gpt-5.6-terra", "gpt-5.6-luna")
+        label = endpoint.label
+    assert endpoint.local_model and label == f"local model {MODEL_ID} at {server.base_url}"
+    assert endpoint_kind(label) == LOCAL_MODEL
+    assert [endpoint_kind(x) for x in ("simulation (scripted model on 127.0.0.1)", f"provider {server.base_url}")] == [SIMULATION, PROVIDER]
+
+
+def test_a_local_model_flag_on_a_remote_address_is_refused_naming_both(monkeypatch):
+    monkeypatch.setenv("SABOT_MODEL_BASE_URL", "http://203.0.113.7:8088/v1")
+    monkeypatch.setenv("SABOT_MODEL_LOCAL", "1")
+    with pytest.raises(ValueError, match=r"SABOT_MODEL_LOCAL is set but SABOT_MODEL_BASE_URL=http://203.0.113.7:8088/v1 is not a loopback"):
+        provider_from_env("a", "b")
+
+
+def test_local_spend_is_zero_and_local_unless_priced(monkeypatch):
+    exchanges = [{"n": 1, "model": "gpt-5.6-terra", "status": 200, "usage": USAGE}]
+    free = local_price_table({})
+    rows = call_rows(exchanges, free, 1)
+    assert rows[0]["cost_usd"] == 0.0, "priced at $0, not left unpriced"
+    spend = {**totals(rows, free.source), "endpoints": ["local model gemma-3-270m-q4_k_m at http://127.0.0.1:8088/v1"]}
+    line = spend_text(spend, None)
+    assert line.startswith("spend (local model usage: $0 local unless SABOT_LOCAL_MODEL_PRICE prices it): $0.0000") and "simulat" not in line
+    priced = local_price_table({"SABOT_LOCAL_MODEL_PRICE": "0.10,0.40"})
+    assert call_rows(exchanges, priced, 1)[0]["cost_usd"] == pytest.approx((1000 * 0.10 + 500 * 0.40) / 1e6)
+    with pytest.raises(ValueError, match="SABOT_LOCAL_MODEL_PRICE='free': expected INPUT,OUTPUT"):
+        local_price_table({"SABOT_LOCAL_MODEL_PRICE": "free"})
