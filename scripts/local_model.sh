@@ -3,7 +3,7 @@
 #
 #   eval "$(bash scripts/local_model.sh start)"        the bundled model; prints the variables to export
 #   eval "$(bash scripts/local_model.sh start PATH.gguf)"   any other GGUF (an instruction model)
-#   bash scripts/local_model.sh install | status | stop
+#   bash scripts/local_model.sh install | installed | status | stop
 #
 # install: the pinned llama-cpp-python server, built once from its sdist with the system's cmake and
 # compiler (no binary wheel exists; ~15 min on 2 busy cores) into its own venv in the machine's cache,
@@ -13,7 +13,7 @@
 # waits until it answers, and prints `export` lines (everything else goes to stderr).
 #
 # Settings (environment): SABOT_LOCAL_MODEL_PORT (8088), SABOT_LOCAL_MODEL_CTX (2048 tokens),
-# SABOT_LOCAL_MODEL_THREADS (all cores), SABOT_LOCAL_MODEL_CHAT_FORMAT (the bundled base model has no
+# SABOT_LOCAL_MODEL_THREADS (half the cores), SABOT_LOCAL_MODEL_CHAT_FORMAT (the bundled base model has no
 # chat template: chatml-function-calling; another GGUF uses its own template unless this is set),
 # SABOT_LOCAL_MODEL_CACHE (default: $XDG_CACHE_HOME or ~/.cache, then sabot-local-model).
 set -euo pipefail
@@ -25,7 +25,9 @@ VENV=$CACHE/venv
 BUNDLED_GGUF=$CACHE/models/gemma-3-270m-q4_k_m.gguf
 PORT=${SABOT_LOCAL_MODEL_PORT:-8088}
 CTX=${SABOT_LOCAL_MODEL_CTX:-2048}
-THREADS=${SABOT_LOCAL_MODEL_THREADS:-$(nproc)}
+# Half the cores (llama.cpp's own default): the pipelines share the machine, and a generation thread
+# they preempt stalls the others (2 threads on 2 busy cores: 1.4 tokens/s; 1 thread: 24).
+THREADS=${SABOT_LOCAL_MODEL_THREADS:-$(( $(nproc) > 1 ? $(nproc) / 2 : 1 ))}
 PYTHON=${PYTHON:-python3}
 
 say() { echo "local model: $*" >&2; }
@@ -112,8 +114,9 @@ stop() {
 
 case "${1:-start}" in
   install) install ;;
+  installed) installed && [ -s "$BUNDLED_GGUF" ] ;;  # exit status only: built and assembled already
   start) shift || true; start "${1:-}" ;;
   stop) stop ;;
   status) if id=$(answering "$PORT"); then say "serving $id on 127.0.0.1:$PORT"; else say "nothing answers on 127.0.0.1:$PORT"; exit 1; fi ;;
-  *) fail "unknown command ${1}; commands: start [PATH.gguf], install, status, stop" ;;
+  *) fail "unknown command ${1}; commands: start [PATH.gguf], install, installed, status, stop" ;;
 esac
