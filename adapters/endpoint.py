@@ -6,10 +6,13 @@ key is held here and handed only to the run's model gateway (adapters/gateway/),
 upstream; the pipelines' clients talk to the gateway with a local placeholder. The key is never
 recorded in a trace, the store or a log.
 
-SABOT_MODEL_LOCAL=1 beside SABOT_MODEL_BASE_URL says that endpoint is a local model server (llama.cpp,
+SABOT_MODEL_LOCAL beside SABOT_MODEL_BASE_URL says that endpoint is a local model server (llama.cpp,
 Ollama, vLLM) on a loopback address: no key is needed, the call policy's `local_model` profile
 applies (its timeouts, completion limit and concurrency cap), its spend is $0 "local" unless priced,
-and its waves are labelled "local model <id>" with the id the server reports at GET /models.
+and its waves are labelled "local model <id>". The id is the flag's value when it is one (what
+scripts/local_model.sh sets: the id its server reported), else what the server reports at GET
+/models, asked once per process: a label is part of a run's identity, and a busy local server
+can take long to answer even that.
 """
 
 import ipaddress
@@ -58,12 +61,15 @@ def is_loopback(base_url: str) -> bool:
 
 def provider_from_env(pipeline_model: str, downgrade_model: str) -> Endpoint | None:
     base_url, key = os.environ.get(BASE_URL_ENV), os.environ.get(API_KEY_ENV)
-    local = (os.environ.get(LOCAL_MODEL_ENV) or "").strip().lower() not in ("", "0", "false", "no")
+    flag = (os.environ.get(LOCAL_MODEL_ENV) or "").strip()
+    local = flag.lower() not in ("", "0", "false", "no")
     if local:
         if not base_url:
             raise ValueError(f"{LOCAL_MODEL_ENV} is set but {BASE_URL_ENV} is not: set it to the local server's URL, e.g. http://127.0.0.1:8088/v1")
         if not is_loopback(base_url):
             raise ValueError(f"{LOCAL_MODEL_ENV} is set but {BASE_URL_ENV}={base_url} is not a loopback address (127.0.0.0/8, localhost, ::1)")
+        if flag.lower() not in ("1", "true", "yes"):
+            _SERVED_IDS.setdefault(base_url, flag)  # the id the server reported when it was started
         return Endpoint(base_url, key or LOCAL_MODEL_KEY, pipeline_model, downgrade_model, scripted=False, timeout=120.0, local_model=True)
     if not (base_url and key):
         return None
@@ -82,7 +88,7 @@ def served_model_id(base_url: str) -> str:
     if base_url in _SERVED_IDS:
         return _SERVED_IDS[base_url]
     try:
-        answer = httpx.get(base_url.rstrip("/") + "/models", timeout=5.0, trust_env=False).json()
+        answer = httpx.get(base_url.rstrip("/") + "/models", timeout=30.0, trust_env=False).json()
         ids = [m.get("id") for m in answer.get("data") or () if isinstance(m, dict) and m.get("id")]
     except (httpx.HTTPError, ValueError, AttributeError):
         return "(not reachable for its id)"

@@ -71,9 +71,9 @@ with opener.open(f"http://127.0.0.1:{sys.argv[1]}/v1/models", timeout=3) as answ
 EOF
 }
 
-print_env() {
+print_env() {  # $1: the model id the server reported (the runs' label names it)
   echo "export SABOT_MODEL_BASE_URL=http://127.0.0.1:$PORT/v1"
-  echo "export SABOT_MODEL_LOCAL=1"
+  printf 'export SABOT_MODEL_LOCAL=%q\n' "$1"
   echo "unset SABOT_MODEL_API_KEY"
 }
 
@@ -83,7 +83,7 @@ start() {
   [ -f "$model" ] || fail "no GGUF file at $model"
   if id=$(answering "$PORT"); then
     say "already serving $id on 127.0.0.1:$PORT"
-    print_env
+    print_env "$id"
     return
   fi
   if [ "$model" = "$BUNDLED_GGUF" ]; then chat_format=${SABOT_LOCAL_MODEL_CHAT_FORMAT:-chatml-function-calling}; else chat_format=${SABOT_LOCAL_MODEL_CHAT_FORMAT:-}; fi
@@ -96,7 +96,7 @@ start() {
   for _ in $(seq 1 240); do
     if id=$(answering "$PORT"); then
       say "serving $id"
-      print_env
+      print_env "$id"
       return
     fi
     kill -0 "$(cat "$CACHE/server-$PORT.pid")" 2>/dev/null || fail "the server exited; its log: $CACHE/server-$PORT.log"$'\n'"$(tail -5 "$CACHE/server-$PORT.log")"

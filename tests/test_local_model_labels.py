@@ -23,6 +23,12 @@ def test_a_local_server_is_labelled_by_the_id_it_reports(monkeypatch):
     assert [endpoint_kind(x) for x in ("simulation (scripted model on 127.0.0.1)", f"provider {server.base_url}")] == [SIMULATION, PROVIDER]
 
 
+def test_the_flag_can_carry_the_id_so_a_busy_server_is_not_asked(monkeypatch):
+    monkeypatch.setenv("SABOT_MODEL_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens: asking would fail
+    monkeypatch.setenv("SABOT_MODEL_LOCAL", "gemma-3-270m-q4_k_m")
+    assert provider_from_env("a", "b").label == "local model gemma-3-270m-q4_k_m at http://127.0.0.1:9/v1"
+
+
 def test_a_local_model_flag_on_a_remote_address_is_refused_naming_both(monkeypatch):
     monkeypatch.setenv("SABOT_MODEL_BASE_URL", "http://203.0.113.7:8088/v1")
     monkeypatch.setenv("SABOT_MODEL_LOCAL", "1")

@@ -26,7 +26,7 @@ REQUIRE_ENV = "SABOT_REQUIRE_LOCAL_MODEL"
 SELECTION = ["--framework", "langgraph", "--framework", "crewai", "--config", "default", "--task", "T1", "--operator", "O1", "--operator", "O2"]
 # The registered local_model profile, with a smaller completion limit so the slice fits CI's time:
 # a base model never ends its turn, so every call generates to the limit.
-SLICE_PROFILE = {"max_concurrent_calls": 1, "max_completion_tokens": 96, "first_byte_timeout_seconds": 240,
+SLICE_PROFILE = {"max_concurrent_calls": 1, "max_completion_tokens": 64, "first_byte_timeout_seconds": 240,
                  "total_timeout_seconds": 300, "call_timeout_seconds": 300, "max_total_seconds": 600, "retry_timeouts": False}
 OUTCOMES = {None, "BASELINE_FAIL", "RUN_ERROR", "INJECTION_UNVERIFIED"}  # None: a valid, scored cell
 MODEL_ALIAS = "gemma-3-270m-q4_k_m"
