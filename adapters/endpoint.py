@@ -20,10 +20,11 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from sabot.provenance import LOCAL_MODEL_PREFIX
+
 BASE_URL_ENV, API_KEY_ENV, LOCAL_MODEL_ENV = "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_MODEL_LOCAL"
 SCRIPTED_KEY = "sk-scripted-local"
 LOCAL_MODEL_KEY = "sk-local-model"  # what a local server gets when no key is set (most ignore it)
-LOCAL_MODEL_LABEL = "local model"  # how a local model server's runs are labelled: "local model <id> at <url>"
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,8 @@ class Endpoint:
         if self.scripted:
             return "simulation (scripted model on 127.0.0.1)"
         if self.local_model:
-            return f"{LOCAL_MODEL_LABEL} {served_model_id(self.base_url)} at {self.base_url}"
+            return f"{LOCAL_MODEL_PREFIX}{served_model_id(self.base_url)} at {self.base_url}"  # sabot.provenance's kind
         return f"provider {self.base_url}"
-
-
-def is_local_model_label(label: str | None) -> bool:
-    return bool(label) and label.startswith(LOCAL_MODEL_LABEL + " ")
 
 
 def is_loopback(base_url: str) -> bool:

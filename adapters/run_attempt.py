@@ -6,11 +6,15 @@ parent then ingests the directory into the store (`sabot.store.runs.ingest_attem
 store is locked, the finished run waits on disk for the next ingest and is never lost.
 """
 
+import contextlib
+import logging
 from pathlib import Path
 
 from adapters.endpoint import provider_from_env, scripted
 from adapters.runner import RunSpec, run
 from sabot import runroot
+from sabot.debug import debugging
+from sabot.exchange_journal import ExchangeJournal
 from sabot.runroot import Identity
 
 
@@ -66,11 +70,34 @@ def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identi
         identity = replay_identity(identity, replay)
     directory = runroot.allocate(run_root, spec.wave, _probe(spec), spec.operator)
     started = runroot.started_now()
-    outcome = run(spec, registry, work_root, replay=replay)  # replay: answered from a Recording, nothing sent
+    journal = None if replay is not None else ExchangeJournal(directory).begin(spec.run_id, identity, started, dagster_run_id)
+    with pipeline_log(directory):
+        if getattr(registry, "project", None) is not None:  # a team's runner journals nothing yet: not handed one
+            outcome = run(spec, registry, work_root, replay=replay)
+        else:
+            outcome = run(spec, registry, work_root, replay=replay, journal=journal)  # replay: answered from a Recording, nothing sent
     record = outcome.record
     # A run the endpoint's stop cut off is "stopped": stored with its calls, never scored, resumed later.
     kind = "stopped" if outcome.stop else "run_error" if record.error else "complete"
     return runroot.write_attempt(directory, spec.wave, record, kind, identity, outcome.intent, dagster_run_id, started)
+
+
+@contextlib.contextmanager
+def pipeline_log(directory: Path):
+    """What the frameworks log while a run executes (AutoGen logs a provider's 401 with a page of traceback)
+    goes to the attempt's `pipeline.log` (sealed with it), not the terminal; under --debug, to the terminal too."""
+    if debugging():
+        yield
+        return
+    handler = logging.FileHandler(directory / runroot.PIPELINE_LOG, delay=True)  # no file unless something is logged
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)  # with a handler on the root, logging's last-resort stderr handler stays unused
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
 
 
 def _probe(spec: RunSpec):

@@ -24,8 +24,7 @@ from operators import make_fault
 from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served
 from sabot.budget import Margin, RunBound
-from sabot.endpoint_kinds import local_price_table
-from sabot.pricing import PriceTable, call_rows, totals
+from sabot.pricing import PriceTable, call_rows, local_price_table, totals
 from sabot.recorder import Recorder
 from sabot.trace import EventKind, RunRecord
 
@@ -34,6 +33,7 @@ from sabot.trace import EventKind, RunRecord
 plugins.register("pipeline", "langgraph", "adapters.langgraph_pipeline:LangGraphPipeline")
 plugins.register("pipeline", "crewai", "adapters.crewai_pipeline:CrewAIPipeline")
 plugins.register("pipeline", "autogen", "adapters.autogen_pipeline:AutoGenPipeline")
+plugins.register("pipeline", "agent_framework", "adapters.agent_framework_pipeline:AgentFrameworkPipeline")
 PIPELINES = plugins.registered("pipeline")
 # A team's own pipeline (sabot.projects) runs through its own runner, a plug-in too: this module never
 # imports it, and it imports only the shared leaf (adapters.outcome) back.
@@ -101,7 +101,7 @@ def isolated_home(run_dir: Path):
 
 
 def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None", call_policy: CallPolicy | None, spent: list,
-             bound: RunBound | None = None) -> RunOutcome:
+             bound: RunBound | None = None, journal=None) -> RunOutcome:
     if spec.framework not in PIPELINES:
         raise AdapterMissing(f"no {spec.framework} adapter yet; runnable frameworks: {', '.join(PIPELINES)}")
     models = registry.doc("standard/models.v0.1.1.json")
@@ -124,7 +124,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
         label = replay.endpoint_label if replay is not None else endpoint.label
         gateway = stack.enter_context(ModelGateway(upstream, call_policy or CallPolicy.load(registry), spec.run_id,
                                                    replay.exchanges if replay is not None else None,
-                                                   taxonomy=ProviderTaxonomy.load(registry), bound=bound))
+                                                   taxonomy=ProviderTaxonomy.load(registry), bound=bound, journal=journal))
         stack.callback(lambda: spent.extend(gateway.exchanges))  # every call made, whatever the run's end
         # The clients see only the gateway, with a placeholder key and a timeout longer than its budget.
         client_endpoint = dataclasses.replace(endpoint, base_url=gateway.base_url, api_key=GATEWAY_KEY, timeout=gateway.policy.client_timeout)
@@ -159,11 +159,13 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
     return RunOutcome(record, policy.intent if endpoint.scripted else [])
 
 
-def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = None, call_policy: CallPolicy | None = None) -> RunOutcome:
+def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = None, call_policy: CallPolicy | None = None,
+        journal=None) -> RunOutcome:
     """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised).
 
     With `replay`, every model call is answered from that recording and nothing is sent anywhere; a
-    call it lacks raises ReplayMiss (the replay stops, naming the cell and the call)."""
+    call it lacks raises ReplayMiss (the replay stops, naming the cell and the call). `journal`
+    (sabot.exchange_journal): where each exchange is written before the pipeline gets its answer."""
     if getattr(registry, "project", None) is not None:  # a team's own pipeline (sabot.projects)
         return plugins.lookup("runner", "project")(spec, registry.project, work_root, registry=registry, replay=replay, call_policy=call_policy)
     error, failed_exchanges, calls = None, [], []
@@ -178,8 +180,10 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)
         spent: list = []
+        if journal is not None:
+            journal.attempt = attempt
         try:
-            outcome = _execute(spec, registry, run_dir, replay, call_policy, spent, bound)
+            outcome = _execute(spec, registry, run_dir, replay, call_policy, spent, bound, journal)
             outcome.record.extra["usage"] = _usage(calls + call_rows(spent, prices, attempt), prices)
             return outcome
         except EndpointStopped as exc:  # never retried, never RUN_ERROR: the cell stays missing

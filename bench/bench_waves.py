@@ -1,6 +1,6 @@
 """Benchmark: live offline waves through the asset graph, and the baseline pass rate per task.
 
-    .venv/bin/python bench/bench_waves.py                          # demo, then waves 1 and 2, all six rows
+    .venv/bin/python bench/bench_waves.py                          # demo (eight rows), then waves 1 and 2 (six rows each)
     .venv/bin/python bench/bench_waves.py --demo-only --framework langgraph
 
 Each wave runs in a fresh store and a fresh on-disk Dagster instance, as `sabot wave run` does.

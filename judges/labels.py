@@ -72,12 +72,30 @@ def pre_injection_note(count: int) -> str:
             "fault, so not DETECTED_SOFT; counted apart and left undecided.") if count else ""
 
 
-def base_rate_denominator(baselines: int, operators: int, tasks: int) -> str:
-    """What a clean-baseline base rate is over: each baseline tested once per operator's anchor set."""
-    per_task = baselines // tasks if tasks else 0
-    return (f"a base rate counts (clean baseline, operator anchor set) tests, not cells: per operator {baselines} "
-            f"baselines; per task {per_task} baselines x {operators} anchor sets = {per_task * operators}; "
-            f"pooled {baselines} baselines x {operators} anchor sets = {baselines * operators}")
+def _denominators(by_key: dict[str, int]) -> str:
+    values = set(by_key.values())
+    if not values:
+        return ""
+    return f"{values.pop()} each" if len(values) == 1 else ", ".join(f"{k} {n}" for k, n in sorted(by_key.items()))
+
+
+def base_rate_denominator(by_operator: dict[str, int], by_task: dict[str, int], baselines: int) -> str:
+    """What a clean-baseline base rate is over: each baseline tested once per operator's anchor set.
+    The denominators are the base-rate tables' own (a task's baselines need not be equal in number)."""
+    operators = len(by_operator)
+    return (f"a base rate counts (clean baseline, operator anchor set) tests, not cells: per operator (its baselines) "
+            f"{_denominators(by_operator) or 'none'}; per task (its baselines x {operators} anchor sets) "
+            f"{_denominators(by_task) or 'none'}; pooled {baselines} baselines x {operators} anchor sets = {baselines * operators}")
+
+
+INTERVALS_DOC = "standard/intervals.v1.json"
+
+
+def not_estimable(clusters: int, minimum: int, unit: str) -> str | None:
+    """Why a cluster interval is not printed: fewer clusters than the registered minimum."""
+    if clusters >= minimum:
+        return None
+    return f"not estimable: {clusters} {unit}(s), fewer than the registered minimum of {minimum}"
 
 
 def registered_label(registered: str | None, data_public: str = DATA_PUBLIC) -> str:
@@ -93,14 +111,15 @@ def board_labels(board: dict, ruleset_registered: str | None = None) -> dict:
     rows = board["tables"]["framework_config"]
     undecided = sum(e["counts"].get("undecided", 0) for e in rows)
     early = sum(e["counts"].get("soft_pre_injection", 0) for e in rows)
-    operators = len(board["base_rates"]["anchor"])
     return {
         "undecided": undecided,
         "lower_bound_columns": sorted(LOWER_BOUND_COLUMNS) if undecided else [],
         "lower_bound_note": lower_bound_note(undecided),
         "soft_pre_injection": early,
         "pre_injection_note": pre_injection_note(early),
-        "base_rate_denominator": base_rate_denominator(board["baselines_scanned"], operators, len(board.get("base_rates_by_task", {}).get("anchor", {}))),
+        "base_rate_denominator": base_rate_denominator({op: n for op, (_, n) in board["base_rates"]["anchor"].items()},
+                                                       {t: n for t, (_, n) in board.get("base_rates_by_task", {}).get("anchor", {}).items()},
+                                                       board["baselines_scanned"]),
         "coverage_adjusted": DIAGNOSTIC,
         "intervals": INTERVALS,
         "ruleset_registered": registered_label(ruleset_registered),

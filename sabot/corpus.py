@@ -7,8 +7,10 @@ fault run never made because its baseline failed is reported as not run, not as 
 
 Refused, each by name, before the store sees anything: a symbolic link anywhere in the corpus (an
 import reads the corpus's own files, never what a link points at), two files for one cell (`seed015`
-beside `seed15`), a file over the registered size cap (`data/standard/corpus_import.v1.json`), and
-text the store cannot hold (a lone surrogate escape such as `\\ud800`), naming the field.
+beside `seed15`), a file over the registered size cap (`data/standard/corpus_import.v1.json`), any
+entry that is not a regular file (a FIFO, socket or device: refused unread, where reading could
+wait forever), and text the store cannot hold (a lone surrogate escape such as `\\ud800`), naming
+the field.
 
 The scan keeps no file's content, and never holds one whole: a file is streamed (`sabot.json_stream`),
 a run's events validated one at a time, and the file is read again by the store itself when it
@@ -17,6 +19,7 @@ lands (its hash checked against the scan's), so an import's memory follows one e
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,6 +111,7 @@ def _check_matches_path(record: RunRecord, probe: Probe, operator: str | None, s
 def _read_file(wave: WaveDef, root: Path, path: Path, max_bytes: int) -> CorpusFile:
     source = path.relative_to(root).as_posix()
     probe, operator = _coordinates(wave, path.relative_to(root / wave.corpus_dir), source)
+    _refuse_irregular(path, root)  # again at the read: it may have been swapped since the walk
     size = path.lstat().st_size
     if size > max_bytes:
         raise CorpusError(f"{source}: {size / 2**20:.1f} MB, over the registered cap of {max_bytes / 2**20:g} MB for one corpus file ({LIMITS}); nothing was imported")
@@ -180,6 +184,8 @@ def _corpus_files(root: Path, base: Path) -> list[Path]:
             if path.is_symlink():
                 raise CorpusError(f"{path.relative_to(root)}: a symbolic link (to {os.readlink(path)}); a corpus must hold "
                                   "its own files, and an import never follows a link out of it")
+        for name in names:  # before any is opened: reading a FIFO would wait for a writer forever
+            _refuse_irregular(here / name, root)
         for name in names:
             path = here / name
             rel = path.relative_to(base)
@@ -190,6 +196,16 @@ def _corpus_files(root: Path, base: Path) -> list[Path]:
             elif len(rel.parts) > 1:
                 raise CorpusError(f"{path.relative_to(root)}: not a file the corpus layout defines")
     return sorted(found)
+
+
+def _refuse_irregular(path: Path, root: Path) -> None:
+    """A FIFO, socket or device (anything but a regular file) in the corpus is refused by name, unread."""
+    mode = path.lstat().st_mode
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a character device" if stat.S_ISCHR(mode)
+                else "a block device" if stat.S_ISBLK(mode) else "not a regular file")
+        raise CorpusError(f"{path.relative_to(root)}: {kind}; a corpus holds regular files only, and an import reads nothing else; "
+                          "nothing was imported")
 
 
 def _refuse_duplicate_cells(wave: WaveDef, root: Path, base: Path, paths: list[Path]) -> None:

@@ -103,3 +103,10 @@ def anchored(content: str, anchors) -> list[str]:
     """Registered anchors found in a FLAGS content: case-insensitive substrings, no word boundary."""
     lowered = content.lower()
     return [a for a in anchors if a.lower() in lowered]
+
+
+def named(text: str, anchors) -> list[str]:
+    """Registered anchors a text names: case-insensitive, on token boundaries (the anchor-collision
+    review's R4), so "40 km" is not named inside "140 km", nor "refuel" inside "refueling"; a
+    hyphen, quote or space ends a token, so "P-3117-B" names "P-3117"."""
+    return [a for a in anchors if re.search(rf"(?<!\w){re.escape(a)}(?!\w)", text, re.IGNORECASE)]

@@ -74,23 +74,59 @@ def totals(rows: list[dict], source: str) -> dict:
     }
 
 
+USAGE = {"provider": "provider usage", "simulation": "simulated usage priced at spec prices, no money spent",
+         "local model": "local model usage: $0 local unless SABOT_LOCAL_MODEL_PRICE prices it"}
+
+
+def _usage(kind: str) -> str:
+    return USAGE.get(kind, f"{kind} usage")
+
+
 def spend_text(spend: dict | None, project: dict | None, margin: float | None = None) -> str:
     """The board's spend line: calls, tokens and cost of the wave, and of the whole project store;
     with the registered spend `margin`, the margined figure the cap is measured against beside it.
 
     Against the scripted model no money is spent: the figure is what its reported usage would cost at
-    the registered prices, and it is labelled so."""
+    the registered prices, and it is labelled so. Calls of several kinds of endpoint are split by
+    kind (`sabot.provenance`): simulated usage is never printed as provider spend."""
     if not spend or not spend["calls"]:
         return "spend: no model calls recorded for this wave"
-    # No endpoint on record is not evidence of simulation: only calls all labelled so say no money was spent.
-    simulated = bool(spend["endpoints"]) and all(e.startswith("simulation") for e in spend["endpoints"])
-    local = bool(spend["endpoints"]) and all(e.startswith("local model ") for e in spend["endpoints"])
-    what = ("simulated usage priced at spec prices, no money spent" if simulated
-            else "local model usage: $0 local unless SABOT_LOCAL_MODEL_PRICE prices it" if local else "provider usage")
-    unpriced = f"; {spend['unpriced_calls']} call(s) unpriced" if spend["unpriced_calls"] else ""
+    kinds = spend.get("by_kind") or {}
     margined = (lambda cost: f" metered, ${cost * margin:.4f} margined (x{margin:g})") if margin else (lambda cost: "")
-    line = (f"spend ({what}): ${spend['cost_usd']:.4f}{margined(spend['cost_usd'])} over {spend['calls']} call(s); tokens: prompt {spend['prompt_tokens']}, "
-            f"completion {spend['completion_tokens']}, cached {spend['cached_tokens']}, reasoning {spend['reasoning_tokens']}{unpriced}")
+    unpriced = f"; {spend['unpriced_calls']} call(s) unpriced" if spend["unpriced_calls"] else ""
+    tokens = (f"tokens: prompt {spend['prompt_tokens']}, completion {spend['completion_tokens']}, cached {spend['cached_tokens']}, "
+              f"reasoning {spend['reasoning_tokens']}{unpriced}")
+    if len(kinds) > 1:
+        parts = [f"{_usage(k)}: ${v['cost_usd']:.4f}{margined(v['cost_usd']) if k == 'provider' else ''} over {v['calls']} call(s)"
+                 for k, v in sorted(kinds.items())]
+        line = f"spend, split by what answered the calls: {'; '.join(parts)}; {tokens}"
+    else:
+        # No endpoint on record is not evidence of simulation: only calls all labelled so say no money was spent.
+        what = _usage(next(iter(kinds))) if kinds and "unknown" not in kinds else "provider usage"
+        line = f"spend ({what}): ${spend['cost_usd']:.4f}{margined(spend['cost_usd'])} over {spend['calls']} call(s); {tokens}"
     if project:
-        line += f"\nproject spend (all waves in this store): ${project['cost_usd']:.4f}{margined(project['cost_usd'])} over {project['calls']} call(s)"
+        split = project.get("by_kind") or {}
+        if len(split) > 1:
+            line += "\nproject spend (all waves in this store): " + "; ".join(
+                f"{_usage(k)}: ${v['cost_usd']:.4f}{margined(v['cost_usd']) if k == 'provider' else ''} over {v['calls']} call(s)" for k, v in sorted(split.items()))
+        else:
+            line += f"\nproject spend (all waves in this store): ${project['cost_usd']:.4f}{margined(project['cost_usd'])} over {project['calls']} call(s)"
     return line
+
+
+LOCAL_PRICE_ENV = "SABOT_LOCAL_MODEL_PRICE"  # "INPUT,OUTPUT" US$ per 1M tokens: what a team prices its own server at
+LOCAL_PRICE_SOURCE = "local model server: $0 local (no money spent; SABOT_LOCAL_MODEL_PRICE prices it)"
+
+
+def local_price_table(environ=None) -> PriceTable:
+    """Every model a local model server serves, at $0 unless SABOT_LOCAL_MODEL_PRICE sets a price."""
+    import os
+
+    raw = ((os.environ if environ is None else environ).get(LOCAL_PRICE_ENV) or "").strip()
+    if not raw:
+        return PriceTable(LOCAL_PRICE_SOURCE, {}, flat=Price(0.0, 0.0))
+    try:
+        given, out = (float(p) for p in raw.split(","))
+    except ValueError:
+        raise ValueError(f"{LOCAL_PRICE_ENV}={raw!r}: expected INPUT,OUTPUT in US$ per 1M tokens, e.g. 0.10,0.40") from None
+    return PriceTable(f"local model server priced by {LOCAL_PRICE_ENV}={raw} (US$ per 1M tokens in, out)", {}, flat=Price(given, out))

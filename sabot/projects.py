@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, sha256_bytes
+from sabot.anchor_registration import injected_problems
+from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, pin_standard, sha256_bytes
 
 PROJECT_DIR = "sabot"
 FILES = ("mapping.json", "project.json", "operators.json")  # registration order: the mapping first
 LOCK = "registry.lock.json"
-FRAMEWORKS = ("langgraph", "crewai", "autogen")  # each has a surface reader in adapters/byo
+FRAMEWORKS = ("langgraph", "crewai", "autogen", "agent_framework")  # each has a surface reader in adapters/byo
 OPERATORS = ("O1", "O2", "O3", "O4", "O5", "O6")
 ACTS = ("reject", "retry_with_reason", "escalate", "block")
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")  # a Dagster key prefix, and a probe-key part (no dots)
@@ -32,6 +33,7 @@ SURFACE_NAMES = {
     "langgraph": {"node_output": {"node": "node"}, "routing": {"from": "node", "to": "node"}, "rerun": {"node": "node"}, "interrupt": {}},
     "crewai": {"guardrail": {"task": "task"}, "guardrail_retry": {"task": "task"}, "task_output": {"task": "task"}, "exhaustion": {"task": "task"}},
     "autogen": {"agent_message": {"agent": "agent"}, "routing": {"from": "agent", "to": "agent"}, "stop_reason": {}},
+    "agent_framework": {"agent_message": {"agent": "agent"}, "orchestrator_event": {"event": "event"}, "request_info": {}, "output": {}},
 }
 SURFACES = {framework: tuple(surfaces) for framework, surfaces in SURFACE_NAMES.items()}
 TOOL_SEAM_OPERATORS = {"O1": ("find", "result"), "O2": ("claim",), "O5": ("result", "find"), "O6": ("claim",), "O3": ("find",)}
@@ -41,7 +43,7 @@ MODEL_SEAM_OPERATORS = {"O3": ("find",), "O4": ("model",), "O5": ("find",), "O1"
 # carries the text it alters. A model swap serves every call of its agent, so it always persists.
 DURATIONS = ("once", "persists")
 DEFAULT_DURATION = {"tool": "persists", "model": "persists"}
-HEADLINE = "v0.2.0"
+HEADLINE = "v0.2.1"  # the standard as written since v0.2.1: a project scores new data
 # What a project's board says in place of the standard's cross-framework readings (SPEC §7 ranks
 # frameworks; a project is one team's pipeline) and of the instrument check (a team's test double
 # keeps no intent log to check the scorer against).
@@ -179,7 +181,12 @@ class Project:
         _need(doc, "agents", dict, where)
         validate_mapping(docs["mapping.json"], framework, str(base / "mapping.json"))
         validate_operators(docs["operators.json"], str(base / "operators.json"))
-        return cls(root, doc, docs["mapping.json"], docs["operators.json"], shas)
+        project = cls(root, doc, docs["mapping.json"], docs["operators.json"], shas)
+        refused = [line for op in project.operator_ids
+                   for line in injected_problems(str(base / "operators.json"), op, project.anchors(op), project.injected_text(op))]
+        if refused:  # the anchor registration rules (SPEC v0.2.1 item 4), one line per refused anchor
+            raise ProjectError("\n".join(refused))
+        return project
 
     name = property(lambda self: self.doc["name"])
     framework = property(lambda self: self.doc["framework"])
@@ -195,6 +202,13 @@ class Project:
         """Text that quotes the planted fault (for the ruleset's anchor rules): given, or the replacement."""
         spec = self.operators.get(operator, {})
         return tuple(spec.get("anchors", [v for v in (spec.get("replace"),) if v]))
+
+    def injected_text(self, operator: str) -> str | None:
+        """The text the operator's fault puts in front of the pipeline; None for a model swap (O4)."""
+        spec = self.operators.get(operator, {})
+        if spec.get("seam") == "model" and "model" in spec:
+            return None
+        return spec.get("replace") or spec.get("claim") or spec.get("result")
 
     # -- the code a run executes: part of a stored run's identity ---------------------------
 
@@ -358,7 +372,7 @@ class ProjectRegistry(Registry):
         self._put(f"waves/{p.name}.json", {
             "name": p.name, "source": "live", "corpus_dir": None, "protocol": 1, "seeds": f"seeds/{p.name}.json", "carveout": None,
             "frameworks": [p.framework], "configs": [p.config], "tasks": [p.task_id], "operators": list(p.operator_ids),
-            "headline_ruleset": HEADLINE, "readings": [HEADLINE], "label": "simulation",
+            "headline_ruleset": HEADLINE, "readings": [HEADLINE], "label": "simulation", "project": True,
         }, p.shas[f"{PROJECT_DIR}/project.json"])
         from sabot import tasks  # the judge reads each operator's ground-truth note, as for T1-T5
 
@@ -383,6 +397,7 @@ class ProjectRegistry(Registry):
 
     def require_pinned(self, open_store) -> None:
         with open_store() as con:
+            pin_standard(con, self.standard_hashes)  # the standard's files it lays over, as any wave's
             pin_registration(con, self.project, "first run")
 
     def require_still_registered(self, rels=None) -> None:

@@ -5,6 +5,7 @@ SHA-256 each file had when it was registered; a registered file is never edited 
 is a new dated version under a new name), so verification names any file whose bytes moved.
 """
 
+import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass
@@ -45,10 +46,11 @@ class WaveDef:
     configs: tuple[str, ...]
     tasks: tuple[str, ...]
     operators: tuple[str, ...]
-    carveout: tuple[str, str, frozenset[str]] | None  # (framework, config, operators)
+    carveouts: tuple[tuple[str, str, frozenset[str]], ...]  # (framework, config, operators) of each registered carve-out
     headline_ruleset: str
     readings: tuple[str, ...]
     label: str
+    project: bool = False  # a team's own pipeline (`sabot.projects`): no instrument check, no cross-framework reading
 
     def probes(self) -> list[Probe]:
         return probes(self.frameworks, self.configs, self.tasks, self.seeds)
@@ -58,12 +60,13 @@ class WaveDef:
         what a verdict over the whole wave needs present."""
         return [(p.framework, p.config, p.task, op, p.seed) for p in self.probes() for op in self.operators if not self.is_carved_out(Cell(op, p))]
 
-    def is_carved_out(self, cell: Cell) -> bool:
-        if self.carveout is None:
-            return False
-        framework, config, operators = self.carveout
+    def carveout_of(self, cell: Cell) -> tuple[str, str, frozenset[str]] | None:
+        """The registered carve-out that removes `cell`, if one does."""
         p = cell.probe
-        return p.framework == framework and p.config == config and cell.operator in operators
+        return next((c for c in self.carveouts if p.framework == c[0] and p.config == c[1] and cell.operator in c[2]), None)
+
+    def is_carved_out(self, cell: Cell) -> bool:
+        return self.carveout_of(cell) is not None
 
 
 class Registry:
@@ -82,6 +85,7 @@ class Registry:
             except json.JSONDecodeError as exc:
                 raise RegistryError(f"{path}: not valid JSON ({exc})") from exc
             self.files[rel] = RegistryFile(rel, sha256_bytes(raw), doc)
+        self.standard_hashes = {rel: e.sha256 for rel, e in self.files.items()}  # before any project lays files over them
 
     def doc(self, rel: str) -> dict:
         try:
@@ -156,10 +160,11 @@ class Registry:
 
     def require_pinned(self, open_store) -> None:
         """Refuse to score against a store that pinned another registration of these rules
-        (`open_store()`: a context manager yielding a connection, opened only where needed). The
-        standard's data has nothing to pin here: its lock lives in the code tree, and each wave's
-        pre-registration records its hash. A project overrides this (`sabot.projects`): its lock
-        file lives in the project folder, beside the mapping it freezes."""
+        (`open_store()`: a context manager yielding a connection). The lock lives beside the rules,
+        so the store pins each registered file's sha256 when it first meets it (`pin_standard`).
+        A project adds its own pin (`sabot.projects`)."""
+        with open_store() as con:
+            pin_standard(con, self.standard_hashes)
 
     def write_lock(self) -> list[str]:
         """Register new files. Refuses to re-register a changed file: a change is a new version."""
@@ -203,27 +208,70 @@ class Registry:
     def wave_names(self) -> list[str]:
         return sorted(r.removeprefix("waves/").removesuffix(".json") for r in self.files if r.startswith("waves/"))
 
+    def joining(self, wave: str) -> list[dict]:
+        """The registered waves that add their rows to `wave` (`joins`): a candidate framework joins the
+        demo by a later registration, and the demo's own file is never edited to add it."""
+        return [self.files[f"waves/{n}.json"].doc for n in self.wave_names() if wave in self.files[f"waves/{n}.json"].doc.get("joins", ())]
+
+    def _carveout(self, rel: str) -> tuple[str, str, frozenset[str]]:
+        c = self.doc(rel)
+        return c["framework"], c["config"], frozenset(c["operators"])
+
     def wave(self, name: str) -> WaveDef:
         rel = f"waves/{name}.json"
         if rel not in self.files:
             raise RegistryError(f"unknown wave {name!r}; registered waves: {', '.join(self.wave_names())} (register one under data/waves/)")
         doc = self.files[rel].doc
-        carve = None
-        if doc.get("carveout"):
-            c = self.doc(doc["carveout"])
-            carve = (c["framework"], c["config"], frozenset(c["operators"]))
+        frameworks, carveouts = list(doc["frameworks"]), [self._carveout(doc["carveout"])] if doc.get("carveout") else []
+        for joiner in self.joining(name):
+            if (joiner["configs"], joiner["tasks"], joiner["operators"], joiner["protocol"]) != (doc["configs"], doc["tasks"], doc["operators"], doc["protocol"]):
+                raise RegistryError(f"data/waves/{joiner['name']}.json: joins {name} but its configs, tasks, operators or protocol differ from data/{rel}")
+            frameworks += [f for f in joiner["frameworks"] if f not in frameworks]
+            carveouts += [self._carveout(joiner["carveout"])] if joiner.get("carveout") else []
         return WaveDef(
             name=doc["name"],
             source=doc["source"],
             corpus_dir=doc.get("corpus_dir"),
             protocol=doc["protocol"],
             seeds=tuple(self.field(doc["seeds"], "seeds")),
-            frameworks=tuple(doc["frameworks"]),
+            frameworks=tuple(frameworks),
             configs=tuple(doc["configs"]),
             tasks=tuple(doc["tasks"]),
             operators=tuple(doc["operators"]),
-            carveout=carve,
+            carveouts=tuple(carveouts),
             headline_ruleset=doc["headline_ruleset"],
             readings=self.readings(doc["name"], doc["readings"]),
             label=doc["label"],
+            project=bool(doc.get("project", False)),
         )
+
+
+# -- the standard's registration pinned in the store ---------------------------------------------
+# The lock lives in the code tree beside the rules it freezes: whoever can edit a rule can edit the
+# lock too, and the lock check alone then passes. The store keeps its own copy of every registered
+# file's sha256 from the first time it met that file (as it does a project's, `sabot.projects`), so
+# runs and verdicts already stored are never scored again under a rule registered anew. New files
+# (a new dated version under a new name, the only way the standard changes) are pinned as they
+# appear; a pinned file whose registered bytes moved, or that is gone, is refused naming the lock.
+
+
+class StandardPinError(RegistryError):
+    """The standard's registration differs from the one this store pinned."""
+
+
+def pin_standard(con, files: dict[str, str]) -> list[str]:
+    """Check `files` (path -> sha256, as loaded and registered) against the store's pin, pinning any
+    file met for the first time (returned). Raises StandardPinError naming every moved or missing file."""
+    pinned = dict(con.execute("SELECT path, sha256 FROM standard_registration").fetchall())
+    problems = [f"{rel}: registered as sha256 {files[rel][:12]}, but this store pinned {sha[:12]}"
+                for rel, sha in sorted(pinned.items()) if rel in files and files[rel] != sha]
+    problems += [f"{rel}: pinned by this store but no longer registered" for rel in sorted(pinned) if rel not in files]
+    if problems:
+        raise StandardPinError(
+            f"data/{LOCK_NAME}: the standard's registration differs from the one this store pinned; its stored runs and "
+            "verdicts belong to that registration (a changed rule is a new dated file, never an edit):\n  " + "\n  ".join(problems))
+    new = sorted(rel for rel in files if rel not in pinned)
+    if new:
+        now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+        con.executemany("INSERT INTO standard_registration VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [[rel, files[rel], now] for rel in new])
+    return new

@@ -31,6 +31,8 @@ from sabot.registry import sha256_bytes
 from sabot.trace import RunRecord, TraceError, parse_runresult, to_runresult
 
 META_FILE, INTENT_FILE = "attempt.json", "intent.json"
+PIPELINE_LOG = "pipeline.log"  # what the frameworks logged during the run, if anything
+LOGGED_FILES = (PIPELINE_LOG, "exchanges.jsonl")  # sabot.exchange_journal.JOURNAL_FILE  # written while the run executes; sealed with the attempt when present
 OUTCOMES = ("complete", "run_error", "stopped")  # stopped: cut off by a budget, never scored
 
 
@@ -140,6 +142,7 @@ def write_attempt(directory: Path, wave: str, record: RunRecord, outcome: str, i
             "started_at": started_at, "finished_at": _now()}
     texts[META_FILE] = json.dumps(meta, indent=1, sort_keys=True) + "\n"
     hashes = {name: sha256_bytes(text.encode()) for name, text in texts.items()}
+    hashes |= seal.file_hashes(directory, [name for name in LOGGED_FILES if (directory / name).is_file()])
     seal.write_seal(directory, directory.relative_to(root).as_posix(), hashes, seal.store_key(root))
     _write_atomic(directory / META_FILE, texts[META_FILE])
     return directory

@@ -11,19 +11,23 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from judges.hard.funnel import with_soft
+from judges.hard.rulesets import load_ruleset
+from judges.hard.strict import clean_fires
 from judges.hard.tables import fmt_rate, markdown_table
 from judges.labels import registered_label
 from judges.stats import evaluate_predictions
+from sabot.provenance import is_simulated
 from sabot.registry import Registry
 from sabot.store.published import read_report, write_report
 from sabot_assets.waves.judging import located_judgements
+from sabot.store.runs import read_baselines
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import COST_TAG
 from sabot_assets.resources import store_connection
 
 CONTRASTS_DOC = "standard/contrasts.v1.json"
-READINGS_DOC = "standard/predictions.v1.json"
+READINGS_DOC = "standard/predictions.v2.json"
 
 
 def replans_table(first: str, second: str, boards: dict) -> list[str]:
@@ -37,7 +41,7 @@ def predictions_markdown(pair: dict, results, boards: dict | None = None) -> str
     rows = [[r.id, f"{r.status} ({registered_label(r.registered)})" if r.registered else r.status, r.statement, r.evidence] for r in results]
     readings = [[r.id, r.reading or "—", registered_label(r.registered) if r.registered else "—"] for r in results]
     replans = replans_table(pair["first"], pair["second"], boards) if boards else []
-    simulated = pair["label"] == "simulation"
+    simulated = is_simulated(pair["label"])
     return "\n".join([
         f"# Pre-registered predictions — {pair['first']} vs {pair['second']} ({pair['label']})",
         "",
@@ -89,7 +93,10 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
     def predictions(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         with store_connection(store) as con:
             rows1, rows2 = (with_soft(read_verdicts(con, w.name, w.headline_ruleset), judged(con, w.name)) for w in (first, second))
-            results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=pair["label"] == "simulation",
+            # P1 and P4's clean-baseline term: the second wave's anchors on each cell's own clean baseline.
+            fires = clean_fires(load_ruleset(registry, second.headline_ruleset), read_baselines(con, second.name))
+            rows2 = [{**r, "clean_fire": fires.get((r["probe"], r["operator"]))} for r in rows2]
+            results = evaluate_predictions(rows1, rows2, registry.doc(READINGS_DOC), simulated=is_simulated(pair["label"]),
                                            expected=(first.cell_keys(), second.cell_keys()))
             boards = {w.name: json.loads(read_report(con, w.name, w.headline_ruleset, "board.json") or "{}") for w in (first, second)}
             body = predictions_markdown(pair, results, boards)

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from sabot.corpus import LIMITS, CorpusScan, scan
+from sabot.corpus import LIMITS, CorpusError, CorpusScan, scan
 from sabot.registry import Registry, RegistryError, WaveDef
 from sabot.store.db import connect
-from sabot.store.landing import landed_digest, write_import
+from sabot.store.landing import landed_digest, latest_import, write_import
+from sabot.store.wave_replace import OrphanedRuns, Replaced, held_runs, orphan_message, orphaned_runs
 from sabot_assets.materialize import Block, WaveRunner, blocks
 
 
@@ -19,29 +20,48 @@ class ImportResult:
     blocks: list[Block]
     runs_materialized: bool
     runner: WaveRunner = field(repr=False)
+    replaced: Replaced | None = None  # what a replacing import removed
 
 
-def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, store_path: Path, directory: Path, wave_name: str, progress=iter) -> ImportResult:
+def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, store_path: Path, directory: Path, wave_name: str,
+                  progress=iter, replace: bool = False) -> ImportResult:
     """Validate every file, land them in one transaction, then materialize the run assets.
 
-    A corpus whose files are byte-identical to what is already landed is not re-materialized.
+    A corpus whose files are byte-identical to what is already landed is not re-materialized. A wave
+    holding runs of another corpus (another directory) is refused unless `replace`, which replaces the
+    wave's runs, landing and verdicts in the landing's transaction.
     """
     registry.require_registered()
     wave = registry.wave(wave_name)
     if wave.source != "import":
         raise RegistryError(f"wave {wave_name} is a live wave; only import waves read a corpus")
     found = scan(wave, directory, registry.field(LIMITS, "max_file_bytes"))  # every refusal comes before the store is opened
+    replaced = None
     with connect(store_path) as con:
-        unchanged = landed_digest(con, wave.name) == found.digest() and runs_match_landing(con, wave.name)
+        if not replace:
+            refuse_another_corpus(con, store_path, wave.name, directory)
+        unchanged = not replace and landed_digest(con, wave.name) == found.digest() and runs_match_landing(con, wave.name)
         if not unchanged:
-            write_import(con, found, registry.content_hash)
+            replaced = write_import(con, found, registry.content_hash, replace)
     runner = WaveRunner(defs, wave, instance)
     runner.preregister()
     spans = blocks(wave, {(f.probe.framework, f.probe.config, f.probe.task) for f in found.files})
     if not unchanged:
         for block in progress(spans):
             runner.runs(block)
-    return ImportResult(wave, found, spans, not unchanged, runner)
+    return ImportResult(wave, found, spans, not unchanged, runner, replaced)
+
+
+def refuse_another_corpus(con, store_path: Path, wave: str, directory: Path) -> None:
+    """Refuse an import that would leave runs of two corpora under one wave, or build on a store an
+    earlier version left with runs whose landing is gone; both name the flag that replaces the wave."""
+    orphans = orphaned_runs(con, wave)
+    if orphans:
+        raise OrphanedRuns(orphan_message(store_path, wave, orphans, directory))
+    previous = latest_import(con, wave)
+    if previous and held_runs(con, wave) and Path(previous["corpus_root"]).resolve() != Path(directory).resolve():
+        raise CorpusError(f"wave {wave} holds {held_runs(con, wave)} run(s) imported from {previous['corpus_root']}, not {directory}: "
+                          f"import with --replace to replace the wave's runs, landing and verdicts, or under another wave name")
 
 
 def runs_match_landing(con, wave: str) -> bool:

@@ -11,6 +11,8 @@ first difference raises VerifyError naming what differs and where.
 A bundle (`export_bundle`) is a directory:
 
     manifest.json                      format, wave, rulesets, and the SHA-256 of every other file
+    manifest.sig                       the manifest's Ed25519 signature and the signer's public key
+                                       (sabot_assets.bundle_trust: what it does and does not prove)
     harness/runs/<wave>/...            the runs and verdicts in the reference corpus layout
     rules/                             the registered data files and their lock
     project/<folder>/                  a project wave's registered files (sabot/: mapping, project,
@@ -25,8 +27,9 @@ A bundle (`export_bundle`) is a directory:
     published/<ruleset>/report.md      the published report; published/report.html, published/wave.json
 
 Outside the store, a seal's HMAC cannot be checked (the key stays with the store): a bundle shows
-that its numbers follow from its runs and rules and that its runs are the sealed ones it names; the
-manifest's own SHA-256, printed by both commands, is what a reader compares with the published one.
+that its numbers follow from its runs and rules and that its runs are the sealed ones it names. Who
+made it is shown only by the manifest's signature checked under the exporter's published public key,
+or by the manifest's SHA-256 compared with the published one (`sabot verify --key / --expect`).
 """
 
 import hashlib
@@ -44,6 +47,7 @@ from judges.report.html import render_html
 from sabot import runroot, seal
 from sabot.corpus_export import RUNS_DIR, cell_dir, export_wave
 from sabot.matrix import Cell, Probe
+from sabot.provenance import kinds, provenance_label
 from sabot.projects import FILES as PROJECT_FILES, LOCK as PROJECT_LOCK, PROJECT_DIR, Project, ProjectError, ProjectRegistry
 from sabot.registry import LOCK_NAME, Registry, RegistryError, WaveDef
 from sabot.store.published import read_report
@@ -53,6 +57,7 @@ from sabot.store.landing import latest_import
 from sabot.store.runs import StoredRun, read_baselines, read_runs, record_sql
 from sabot.store.verdicts import read_verdicts
 from sabot.trace import TraceError, parse_runresult
+from sabot_assets.bundle_trust import SIGNATURE, sign_bundle
 from sabot_assets.waves.scoreboard_assets import conformance_label, expected_rows, footnotes, with_cell_links
 from sabot_assets.waves.live_runs import run_root_beside
 from sabot_assets.waves.judging import located_from_runs
@@ -92,6 +97,7 @@ class Verified:
     cells: int
     rulesets: tuple
     manifest_sha256: str | None = None
+    signed_by: str | None = None  # the exporter's key fingerprint (an export made with a signing key)
 
     def line(self) -> str:
         bundle = f"; bundle manifest sha256 {self.manifest_sha256}" if self.manifest_sha256 else ""
@@ -344,10 +350,12 @@ def _write(path: Path, obj) -> None:
     path.write_text(json.dumps(obj, ensure_ascii=False, indent=1, sort_keys=True, default=str) + "\n")
 
 
-def export_bundle(registry: Registry, store_path: Path, wave_name: str, directory: Path, reference_ruleset: str | None = None) -> Verified:
+def export_bundle(registry: Registry, store_path: Path, wave_name: str, directory: Path, reference_ruleset: str | None = None,
+                  signer=None) -> Verified:
     """Write a wave's bundle into `directory` (new or empty), after verifying the wave in the store:
     only a wave that verifies is exported. `reference_ruleset`: the ruleset of the reference
-    layout's cellverdict.json files (default: the headline); every ruleset is published."""
+    layout's cellverdict.json files (default: the headline); every ruleset is published. `signer`:
+    the Ed25519 private key that signs the manifest (`sabot.signing`; `wave export` always has one)."""
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise VerifyError(f"{directory}: not empty; a bundle is written into a new or empty directory")
@@ -373,7 +381,9 @@ def export_bundle(registry: Registry, store_path: Path, wave_name: str, director
     _write(directory / MANIFEST, {"format": BUNDLE_FORMAT, "wave": wave.name, "headline_ruleset": wave.headline_ruleset,
                                   "rulesets": list(wave.readings), "files": files,
                                   **({"project": {**pub.project, "folder": registry.project.root.name}} if pub.project else {})})
-    return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings), _file_sha(directory / MANIFEST))
+    signed_by = sign_bundle(directory, signer) if signer is not None else None
+    return Verified(wave.name, sum(r.status == "present" for r in pub.runs.values()), cells, tuple(wave.readings), _file_sha(directory / MANIFEST),
+                    signed_by)
 
 
 def _copy_rules(registry: Registry, directory: Path) -> None:
@@ -431,7 +441,7 @@ def check_manifest(directory: Path) -> dict:
     if manifest.get("format") != BUNDLE_FORMAT:
         raise VerifyError(f"bundle {MANIFEST}: format {manifest.get('format')!r}, expected {BUNDLE_FORMAT}")
     listed = manifest.get("files") or {}
-    present = {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file() or p.is_symlink()} - {MANIFEST}
+    present = {p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file() or p.is_symlink()} - {MANIFEST, SIGNATURE}
     for rel in sorted(set(listed) | present):
         path = directory / rel
         if rel not in present:
@@ -482,10 +492,8 @@ def published_in_bundle(registry: Registry, directory: Path, manifest: dict) -> 
 
 
 def _label_of(runs: dict) -> str:
-    """As the store labels a live wave: simulation if any run used the scripted model."""
-    used = {(r.record.extra or {}).get("endpoint") for r in runs.values() if r.record}
-    used.discard(None)
-    return "simulation" if not used or any(e.startswith("simulation") for e in used) else "derived"
+    """As the store labels a live wave: from what produced each run (`sabot.provenance`)."""
+    return provenance_label(kinds((r.record.extra or {}).get("endpoint") for r in runs.values() if r.record))
 
 
 def verify_bundle(directory: Path) -> Verified:

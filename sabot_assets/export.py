@@ -6,6 +6,7 @@ from judges.hard.report import labels_of, median_line
 from judges.labels import kappa_label
 from judges.hard.tables import columns_for, entries_markdown, section2_markdown
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
+from sabot.provenance import is_simulated
 from sabot.registry import WaveDef
 from sabot.store.published import read_report
 from sabot.store.db import connect
@@ -99,12 +100,13 @@ def caveat_lines(doc: dict) -> list[str]:
     lines = [f"Soft tier: {reliability['text']}.", labels["lower_bound_note"]]
     lines += [labels["pre_injection_note"]] if labels["pre_injection_note"] else []
     replicate = board.get("replicate_bootstrap", {})
-    tag = " (simulation)" if doc.get("label") == "simulation" else ""
+    tag = f" ({doc['label']})" if is_simulated(doc.get("label")) else ""
     for group, entry in sorted(replicate.items()):
         wilson = next(e["wilson"]["detected_hard"] for e in board["tables"]["framework_config"] if e["group"] == group)
         lo, hi = entry["interval"][1:]
+        interval = f": {entry['not_estimable']}" if entry.get("not_estimable") else f" [{100 * lo:.1f}, {100 * hi:.1f}]"
         lines.append(f"{group} DETECTED_HARD 95%: Wilson [{100 * wilson[0]:.1f}, {100 * wilson[1]:.1f}] (cells independent); "
-                     f"{entry['method']} [{100 * lo:.1f}, {100 * hi:.1f}]{tag}")
+                     f"{entry['method']}{interval}{tag}")
     lines.append(f"Ruleset {doc['ruleset']}: {labels['ruleset_registered']}. Base-rate denominators: {labels['base_rate_denominator']}.")
     return lines
 
@@ -116,7 +118,7 @@ def project_board_text(doc: dict) -> str:
     """A project's board: its own rates with what stands in for the model said plainly, and its
     exclusions by code; no cross-framework reading and no instrument check (no intent log)."""
     board, label = doc["scoreboard"], doc["label"]
-    lines = [TEST_DOUBLE_NOTE] if label == "simulation" else []
+    lines = [TEST_DOUBLE_NOTE] if is_simulated(label) else []
     lines.append(f"{doc['wave']} under ruleset {doc['ruleset']} ({label}); cells: {json.dumps(board['cells'], sort_keys=True)}")
     if board["cells"].get("valid"):
         lines += [entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),

@@ -6,7 +6,10 @@ its compute function first checks that the registry, as the definitions loaded i
 disk now, is the registered one (one read and hash per data file, about a millisecond), so a run
 launched from the UI, by the `rescore` sensor or by a backfill cannot score under rules that are not
 the registered ones, and an asset added later cannot forget the check. A project's registration
-is also checked against the one its store pinned (`sabot.projects.pin_registration`).
+and the standard's are checked against the ones the store pinned (`sabot.projects.pin_registration`,
+`sabot.registry.pin_standard`): an edited rule with an edited lock is refused by every asset, naming the lock.
+A pin found to hold is not looked up again by this process for the same registry and store (the
+registry check above still runs every time, so a registry edited since loading is still refused).
 """
 
 import functools
@@ -18,6 +21,7 @@ from sabot.registry import Registry, RegistryError
 from sabot_assets.resources import store_connection
 
 GUARDED = "__sabot_registry_guarded__"
+_PINS_HELD: set[tuple[str, str]] = set()  # (store database, registry content hash) whose pin this process checked
 
 
 def require_registered(registry: Registry, store=None) -> None:
@@ -25,8 +29,9 @@ def require_registered(registry: Registry, store=None) -> None:
     where it pinned another registration of the rules (a project's)."""
     try:
         registry.require_still_registered()
-        if store is not None:
+        if store is not None and (store.database, registry.content_hash) not in _PINS_HELD:
             registry.require_pinned(lambda: store_connection(store))
+            _PINS_HELD.add((store.database, registry.content_hash))
     except RegistryError as exc:
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
 

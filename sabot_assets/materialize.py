@@ -11,18 +11,34 @@ from itertools import groupby
 
 import dagster as dg
 
+from sabot.debug import debugging
 from sabot.matrix import Cell, Probe
 from sabot.registry import WaveDef
 from sabot_assets.constants import NOT_LAUNCHED_KEY, RUN_ERRORS_KEY, STOPPED_KEY, UNINGESTED_KEY
 from sabot_assets.waves.concurrency import launcher_tag
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}  # the event log keeps everything
 SILENT = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # an expected check failure is a result, not an error
+
+
+def quiet() -> dict:
+    """The console's run config: warnings only under --debug (SABOT_DEBUG), else nothing: the command
+    says what failed in one line, and the event log (the UI) keeps every step failure with its trace."""
+    return {"loggers": {"console": {"config": {"log_level": "WARNING" if debugging() else "CRITICAL"}}}}
 
 
 class MaterializationError(RuntimeError):
     """A run that did not succeed; the message names the wave, assets and partitions."""
+
+
+def own_cause(error) -> str:
+    """The first line of the exception a step raised (e.g. a held store lock), past Dagster's wrappers and
+    before the library error it was raised from (a raw DuckDB lock error says less than the project's)."""
+    while error.cause is not None and (error.cls_name or "Dagster").startswith("Dagster"):
+        error = error.cause
+    first = (error.message.strip().splitlines() or [error.cls_name or "an error with no message"])[0]
+    name, _, rest = first.partition(": ")
+    return rest if rest and error.cls_name and name.split(".")[-1] == error.cls_name else first
 
 
 @dataclass
@@ -149,17 +165,14 @@ class WaveRunner:
         failure = next((e for e in result.all_events if e.is_step_failure), None) or next((e for e in result.all_events if e.is_failure), None)
         detail = failure.message if failure else "see the Dagster run log"
         if failure is not None and failure.is_step_failure and failure.step_failure_data.error:
-            error = failure.step_failure_data.error
-            while error.cause is not None:  # the exception itself (e.g. a held store lock), not Dagster's wrapper
-                error = error.cause
-            detail = error.message.strip().splitlines()[0]
+            detail = own_cause(failure.step_failure_data.error)
         if failure is not None and failure.is_step_failure:
             user = failure.step_failure_data.user_failure_data
             if user is not None and user.description:  # a refusal raised as dg.Failure says it all (the registry check)
                 detail = user.description
         raise MaterializationError(f"{self.wave.name}: materializing {where} failed (run {result.run_id}): {detail}")
 
-    def _execute(self, names: list[str], partition_range: tuple[str, str] | None, run_config=QUIET) -> dg.ExecuteInProcessResult:
+    def _execute(self, names: list[str], partition_range: tuple[str, str] | None, run_config=None) -> dg.ExecuteInProcessResult:
         tags = dict(self.tags)
         if partition_range:
             tags[RANGE_START], tags[RANGE_END] = partition_range
@@ -169,7 +182,7 @@ class WaveRunner:
             instance=self.instance,
             resources=self.defs.resources,
             tags=tags,
-            run_config=run_config,
+            run_config=run_config or quiet(),
             raise_on_error=False,
         )
 
@@ -219,4 +232,4 @@ class WaveRunner:
         return not failed
 
     def board(self) -> None:
-        self.run(["scoreboard", "report"] + (["instrument_check"] if self.wave.source == "live" else []))
+        self.run(["scoreboard", "report"] + (["instrument_check"] if self.wave.source == "live" and not self.wave.project else []))

@@ -4,10 +4,14 @@ Modes (answers come from the scripted model wherever the mode does not fail the 
 - "401": every call refused with 401, the body echoing the key (as bad-key errors often do);
 - "404-model": calls for `missing_model` (the O4 downgrade target) answered 404 "model does not exist";
 - "400-echo": the first call answered 400 with the key and its Authorization header echoed back;
+- "escaped-echo": the first call answered 400, every later one 401, each body echoing the key spelt
+  with JSON escapes (`escape`: "slash" writes `\\/`, "unicode" writes `\\u002d`, "mixed" both and
+  more), which a JSON decoder turns back into the key;
 - "retry-after": every call answered 429 with `Retry-After: <retry_after>`;
 - "quota": every call answered 429 insufficient_quota (billing exhausted);
 - "hang": a plain socket server that accepts, reads and never answers;
 - "dead": a port nothing listens on (connection refused);
+- "slow": every call answered after `delay` seconds (calls are in flight long enough to be killed in);
 - "large-usage": every call answered, its usage reported at `usage_scale` times the scripted model's
   (a provider billing more than the run's registered bounds allow). The scripted server's usage
   function is swapped for the provider's lifetime: every scripted server of this process reports so,
@@ -25,7 +29,19 @@ import adapters.scripted.server as scripted_server
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.server import Reply, ScriptedModelServer
 
-MODES = ("401", "404-model", "400-echo", "retry-after", "quota", "hang", "dead", "large-usage")
+MODES = ("401", "404-model", "400-echo", "escaped-echo", "retry-after", "quota", "hang", "dead", "large-usage", "slow")
+
+
+def escaped(key: str, escape: str) -> str:
+    """The key as a JSON string's body may legally spell it (decoding gives the key back)."""
+    if escape == "slash":
+        return key.replace("/", "\\/")
+    if escape == "unicode":
+        return key.replace("-", "\\u002d")
+    if escape == "mixed":  # upper- and lower-case hex, a letter escaped too, slashes escaped
+        return key.replace("-", "\\u002D", 1).replace("-", "\\u002d").replace("/", "\\/").replace("k", "\\u006b", 1)
+    raise ValueError(f"unknown escape {escape!r}; escapes: slash, unicode, mixed")
+
 
 
 class _Responder:
@@ -46,8 +62,15 @@ class _Responder:
             return Reply(status=429, error="You exceeded your current quota, please check your plan and billing details. (insufficient_quota)")
         if p.mode == "404-model" and request.get("model") == p.missing_model:
             return Reply(status=404, error=f"The model `{p.missing_model}` does not exist or you do not have access to it.")
+        if p.mode == "escaped-echo":
+            status, said = (400, "Invalid request for key") if first else (401, "Incorrect API key provided")
+            spelt = escaped(p.key, p.escape)
+            body = '{"error": {"message": "%s: %s.", "type": "invalid_request_error", "param": "%s", "code": null}}' % (said, spelt, spelt)
+            return Reply(status=status, body=body.encode())
         if p.mode == "400-echo" and first:
             return Reply(status=400, error=f"Invalid request (headers received: Authorization: Bearer {p.key}; api_key={p.key})")
+        if p.mode == "slow":
+            time.sleep(p.delay)
         reply = self.scripted(request)
         with p.lock:
             p.answered += reply.status == 200
@@ -56,11 +79,11 @@ class _Responder:
 
 class FaultProvider:
     def __init__(self, mode: str, key: str = "", missing_model: str = "", weak_model: str = "gpt-5.6-luna", retry_after: int = 120,
-                 usage_scale: int = 1):
+                 usage_scale: int = 1, escape: str = "mixed", delay: float = 0.0):
         if mode not in MODES:
             raise ValueError(f"unknown fault mode {mode!r}; modes: {', '.join(MODES)}")
         self.mode, self.key, self.missing_model, self.weak_model, self.retry_after = mode, key, missing_model, weak_model, retry_after
-        self.usage_scale, self._usage_for = usage_scale, None
+        self.usage_scale, self._usage_for, self.escape, self.delay = usage_scale, None, escape, delay
         self.lock = threading.Lock()
         self.stamps: list[float] = []  # when each request (or, hanging, each connection) arrived
         self.answered = 0  # requests answered 200

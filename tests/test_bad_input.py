@@ -48,8 +48,8 @@ def stored_state(store_path):
         return landed_digest(con, WAVE), runs
 
 
-def import_bad(env):
-    return import_corpus(env["registry"], env["defs"], env["instance"], env["store"], env["bad"], WAVE)
+def import_bad(env, replace=False):
+    return import_corpus(env["registry"], env["defs"], env["instance"], env["store"], env["bad"], WAVE, replace=replace)
 
 
 def damage(env, rel, edit):
@@ -84,7 +84,7 @@ def test_an_unknown_operator_directory_is_named(env):
 
 
 def test_an_unregistered_wave_lists_the_registered_ones(env):
-    with pytest.raises(RegistryError, match="unknown wave .wave9.; registered waves: demo, public_wave1, public_wave2, wave1, wave2"):
+    with pytest.raises(RegistryError, match="unknown wave .wave9.; registered waves: candidate_agent_framework, demo, public_wave1, public_wave2, wave1, wave2"):
         import_corpus(env["registry"], env["defs"], env["instance"], env["store"], env["bad"], "wave9")
 
 
@@ -151,7 +151,7 @@ def test_a_surrogate_pair_is_text_and_imports(env):
     doc["trace"]["events"][0]["payload"]["note"] = "\U0001F600"  # written as the pair \ud83d\ude00
     (env["bad"] / RUN).write_text(json.dumps(doc))
     assert "\\ud83d\\ude00" in (env["bad"] / RUN).read_text()
-    import_bad(env)
+    import_bad(env, replace=True)  # another directory under the same wave: a re-import replaces explicitly
 
 
 def test_a_file_over_the_registered_cap_is_refused_before_it_is_read(env):

@@ -22,7 +22,7 @@ from adapters.byo.runner import execute
 from judges.hard.cell import score_cell
 from judges.hard.rulesets import load_ruleset
 from sabot.matrix import Cell, Probe
-from sabot.projects import LOCK, PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE, Project, ProjectError, ProjectRegistry
+from sabot.projects import HEADLINE, LOCK, PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE, Project, ProjectError, ProjectRegistry
 from sabot.registry import RegistryError
 from sabot.store.db import connect
 from sabot.store.runs import read_runs
@@ -55,12 +55,12 @@ def example_wave(request, tmp_path_factory):
 
 
 def test_every_framework_has_an_example():
-    assert sorted(Project.load(p).framework for p in EXAMPLES) == ["autogen", "crewai", "langgraph"]
+    assert sorted(Project.load(p).framework for p in EXAMPLES) == ["agent_framework", "autogen", "crewai", "langgraph"]
 
 
 def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):
     project, stdout, runs, verdicts, _, _ = example_wave
-    assert f"{project.name} under ruleset v0.2.0 (simulation)" in stdout
+    assert HEADLINE == "v0.2.1" and f"{project.name} under ruleset v0.2.1 (simulation)" in stdout  # new data: the standard as written
     assert f"{project.name}: baselines (no fault; a cell is scored only where its baseline passed): passed for seeds 1, 2, 3" in stdout
     for op in project.operator_ids:
         assert f"  {op} ({project.operators[op]['seam']} seam, persists): landed" in stdout
@@ -128,11 +128,11 @@ def test_a_project_board_prints_no_cross_framework_reading_and_no_instrument_che
     check (a team's double keeps no intent log): the board says what the double is for instead."""
     project, stdout, _, _, reports, _ = example_wave
     board = stdout[stdout.index(f"{project.name} under ruleset"):]
-    for text in (board, reports["v0.2.0.md"], reports["index.html"]):
+    for text in (board, reports[f"{HEADLINE}.md"], reports["index.html"]):
         for forbidden in ("Median", "median", "band:", "Sabot Score", "Instrument check", "disagreements", "intent log False"):
             assert forbidden not in text
     assert TEST_DOUBLE_NOTE in stdout and PROJECT_BOARD_NOTE in stdout
-    assert TEST_DOUBLE_NOTE in reports["v0.2.0.md"] and str(markupsafe.escape(PROJECT_BOARD_NOTE)) in reports["index.html"]
+    assert TEST_DOUBLE_NOTE in reports[f"{HEADLINE}.md"] and str(markupsafe.escape(PROJECT_BOARD_NOTE)) in reports["index.html"]
 
 
 def test_a_project_board_against_a_provider_draws_no_median_either():
@@ -145,7 +145,7 @@ def test_a_project_board_against_a_provider_draws_no_median_either():
     assert (entry["value"], entry["band"], entry["withheld"]) == (None, None, PROJECT_BOARD_NOTE)
     board = {"project": registry.project.name, "cells": {"excluded": 1}, "median": entry,
              "exclusions": [[registry.project.framework, "own", registry.project.task_id, "O1", "RUN_ERROR", 1]]}
-    text = scoreboard_text({"wave": registry.project.name, "ruleset": "v0.2.0", "label": "derived", "missing": [], "scoreboard": board})
+    text = scoreboard_text({"wave": registry.project.name, "ruleset": HEADLINE, "label": "derived", "missing": [], "scoreboard": board})
     assert "edian" not in text and "band" not in text and "Sabot Score" not in text and TEST_DOUBLE_NOTE not in text
     assert PROJECT_BOARD_NOTE in text and "Excluded cells: RUN_ERROR 1 (O1 1)" in text
 
@@ -227,7 +227,7 @@ def test_a_lock_file_edited_with_the_mapping_is_caught_by_the_store(example_wave
             assert f"{copy.name}/sabot/{LOCK}: project {project.name} is registered as" in why and "this store pinned it" in why
     assert store_rows(store_path) == before
     with connect(store_path, read_only=True) as con:
-        assert read_verdicts(con, project.name, "v0.2.0") == verdicts
+        assert read_verdicts(con, project.name, HEADLINE) == verdicts
     env = {**os.environ, "SABOT_DB": str(store_path)}
     done = subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), "registry", "lock", str(copy)], env=env, capture_output=True, text=True)
     assert done.returncode == 1 and f"sabot/{LOCK}" in done.stderr and "pinned" in done.stderr
@@ -260,7 +260,7 @@ def test_an_unreachable_seam_is_excluded_with_its_reason(tmp_path):
     baseline = execute(broken, None, 1, "baseline", tmp_path / "b")
     assert not fault.injection_verified
     assert "no_such_tool" in fault.extra["injection"]["why_not"] and "never called" in fault.extra["injection"]["why_not"]
-    ruleset = load_ruleset(ProjectRegistry(project), "v0.2.0")
+    ruleset = load_ruleset(ProjectRegistry(project), HEADLINE)
     cell = Cell("O1", Probe(project.framework, project.config, project.task_id, 1))
     assert score_cell(ruleset, cell, fault, baseline).excluded == "INJECTION_UNVERIFIED"
 

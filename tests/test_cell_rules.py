@@ -207,3 +207,14 @@ def test_the_narrow_reading_is_registered_with_its_date(registry):
     doc = registry.ruleset_doc(NARROW).doc
     assert doc["registered"] == doc["rules"]["retry_reason_reading"]["registered"] == "2026-12-02"
     assert NARROW in registry.wave("public_wave2").readings
+
+
+@pytest.mark.parametrize("ruleset", ["v0.1.3", "v0.2.0", "v0.2.1"])
+def test_pin_b_a_verified_fault_run_without_an_injection_step_is_injection_unverified(rules, ruleset):
+    """A fault run that recorded no injection seq is never scanned from the start: an act before
+    the fault would otherwise count."""
+    fault = run([reject("74.1 does not match the certified 47.1"), msg("FLAGS: 74.1 vs 47.1\nVERDICT: REJECT - 74.1")], injection_seq=None)
+    assert fault.injection_verified and fault.injection_seq is None
+    verdict = score_cell(rules[ruleset], CELL, fault, baseline())
+    assert (verdict.status, verdict.excluded) == ("excluded", "INJECTION_UNVERIFIED")
+    assert not verdict.detected_hard and not verdict.acts and not verdict.reacted

@@ -127,7 +127,7 @@ def test_the_two_readme_commands_are_what_ci_and_the_tests_run():
     # The main job is run whole by the demo fixture of test_live_wave.py, through the function the
     # `wave run` command calls; the CLI path itself runs a slice of it in test_ui_lineage.py.
     live = (ROOT / "tests" / "test_live_wave.py").read_text()
-    assert 'live_wave(registry, tmp_path_factory, "demo")' in live and "def test_the_demo_wave_scores_all_six_rows(demo)" in live
+    assert 'live_wave(registry, tmp_path_factory, "demo")' in live and "def test_the_demo_wave_scores_all_eight_rows(demo)" in live
     assert "run_wave(" in (ROOT / "sabot_assets" / "cli" / "wave.py").read_text()
     assert '"wave", "run", "demo"' in (ROOT / "tests" / "test_ui_lineage.py").read_text()
 

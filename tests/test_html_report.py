@@ -283,7 +283,7 @@ def test_the_soft_tier_shows_kappa_low_confidence_and_lower_bounds(boards):
 def test_the_page_spells_out_base_rate_denominators_and_labels_adjusted_figures(page):
     text = Paragraphs(page).by_id
     # The fixture boards scan no baseline: the sentence still names what the denominator counts.
-    assert "not cells: per operator 0 baselines" in text["base-rate-denominators"]
+    assert "not cells: per operator (its baselines) 0 each" in text["base-rate-denominators"]
     assert "pooled 0 baselines x 2 anchor sets = 0" in text["base-rate-denominators"]  # two operators in the fixture
     assert "diagnostic, not a score" in text["strict-floor"]
     assert "registered 2026-07-23" in text["ruleset-registered"]

@@ -31,7 +31,7 @@ def live_wave(registry, tmp_path_factory, name, frameworks=None):
 
 @pytest.fixture(scope="module")
 def demo(registry, tmp_path_factory):
-    """The demo wave on all six rows: one seed, every task and operator (minus the Magentic carve-out)."""
+    """The demo wave on all eight rows: one seed, every task and operator (minus the two Magentic carve-outs)."""
     yield from live_wave(registry, tmp_path_factory, "demo")
 
 
@@ -41,13 +41,13 @@ def intents(store_path, wave):
     return {(op, probe): json.loads(intent) for op, probe, intent in rows}
 
 
-def test_the_demo_wave_scores_all_six_rows(demo):
+def test_the_demo_wave_scores_all_eight_rows(demo):
     result, store_path = demo
-    assert result.rows == [(fw, cfg) for fw in ("langgraph", "crewai", "autogen") for cfg in ("default", "guardrail")]
+    assert result.rows == [(fw, cfg) for fw in ("langgraph", "crewai", "autogen", "agent_framework") for cfg in ("default", "guardrail")]
     assert result.skipped == []
     with connect(store_path, read_only=True) as con:
         rows = [r for r in read_verdicts(con, "demo", "v0.2.0") if r["status"] != "carved_out"]
-    assert len(rows) == 6 * 5 * 6 - 15  # six rows x five tasks x six operators, one seed, minus the carve-out
+    assert len(rows) == 8 * 5 * 6 - 30  # eight rows x five tasks x six operators, one seed, minus the two carve-outs
     assert {r["status"] for r in rows} <= {"valid", "excluded"}
     assert all(r["excluded"] != "INJECTION_UNVERIFIED" for r in rows)
 
@@ -73,7 +73,8 @@ def check_scorer_agrees_with_the_intent_log(store_path, wave: str, registry, at_
             assert r["mapping"] and r["detected_hard"], r
         if reported:
             assert r["flags_anchored"], r
-        if r["config"] == "default" and not acted and not reported:
+        # a default row's check is its reviewer, except Agent Framework's, which is Magentic (its orchestrator checks)
+        if r["config"] == "default" and r["framework"] != "agent_framework" and not acted and not reported:
             assert not r["detected_hard"], r
         checked += 1
     assert checked >= at_least
@@ -99,13 +100,13 @@ def check_the_instrument_check_finds_no_disagreement(store_path, wave: str, at_l
 
 
 def test_the_demo_prints_agreement_and_no_finding_words(demo, registry):
-    from judges.hard.tables import SIMULATION
+    from sabot.provenance import SIMULATION
     from sabot_assets.export import score_document, scoreboard_text
 
     _, store_path = demo
     text = scoreboard_text(score_document(store_path, registry.wave("demo"), "v0.2.0"))
     assert text.startswith("Instrument check (simulation")
-    assert "all valid cells: detection 165/165 agree" in text.splitlines()[1]
+    assert "all valid cells: detection 209/209 agree, 1 explained by a deterministic guardrail" in text.splitlines()[1]
     assert "Sabot Score" not in text and "(band:" not in text and "full_push" not in text and "guardrails_mostly_work" not in text
     assert "No median across frameworks and no band: simulation" in text
     rates = [cell for line in text.splitlines() if line.startswith("| ") and "/" in line for cell in line.split("|")[3:-1] if "%" in cell]
@@ -129,20 +130,22 @@ def test_the_boards_spend_is_the_recorded_usage_times_the_registered_price(demo,
     expected, calls = 0.0, 0
     for record in stored_records(store_path, "demo").values():  # priced here from the raw replies, independently
         for x in record["exchanges"]:
-            usage = x["reply"]["usage"]
-            price = prices[x["reply"]["model"]]
+            reply = x["reply"]  # a JSON body, or a streamed reply's SSE chunks (Agent Framework's Magentic participants stream)
+            body = reply if isinstance(reply, dict) else next(c for c in reversed(reply) if isinstance(c, dict) and c.get("usage"))
+            usage = body["usage"]
+            price = prices[body["model"]]
             expected += (usage["prompt_tokens"] * price["input"] + usage["completion_tokens"] * price["output"]) / 1e6
             calls += 1
     wave = registry.wave("demo")
     spend = score_document(store_path, wave, wave.headline_ruleset)["spend"]
     assert calls > 500 and spend["calls"] == calls and spend["unpriced_calls"] == 0
     assert spend["cost_usd"] == pytest.approx(expected, rel=1e-9) and expected > 0
-    assert {r["grp"] for r in spend["by_row"]} == {f"{f}/{c}" for f in ("langgraph", "crewai", "autogen") for c in ("default", "guardrail")}
+    assert {r["grp"] for r in spend["by_row"]} == {f"{f}/{c}" for f in ("langgraph", "crewai", "autogen", "agent_framework") for c in ("default", "guardrail")}
     assert spend["endpoints"] == ["simulation (scripted model on 127.0.0.1)"]
 
 
 def test_replaying_a_demo_slice_sends_nothing_and_reproduces_every_record(demo, registry, monkeypatch, tmp_path):
-    """One task of every framework and config (39 runs): replayed with the endpoint switched to a
+    """One task of every framework and config (50 runs): replayed with the endpoint switched to a
     provider where nothing listens, so any call a replay made (to it, or to a scripted model it
     started) would end the run in RUN_ERROR and change its record. Runs execute in processes of
     their own, so the guard is the environment they inherit, not a patch of this process."""
@@ -162,10 +165,10 @@ def test_replaying_a_demo_slice_sends_nothing_and_reproduces_every_record(demo, 
         defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
         result = run_wave(registry, defs, instance, "demo", replay=True, selection=Slice(tasks=("T1",)))
     slice_runs = [key for key in before if ".T1." in key[1]]
-    assert len(slice_runs) == 6 * 7 - 3  # the carve-out's three operators are never run
+    assert len(slice_runs) == 8 * 7 - 6  # the two carve-outs' three operators each are never run
     assert result.tally.ran == len(slice_runs) and result.tally.run_errors == {}
     after = stored_records(store_path, "demo")
-    assert len(before) == 6 * 5 * 7 - 15 and after.keys() == before.keys()
+    assert len(before) == 8 * 5 * 7 - 30 and after.keys() == before.keys()
     assert after == before  # exchanges, events, verdict inputs, usage: equal (timings replay as recorded)
     with connect(store_path, read_only=True) as con:
         assert read_report(con, "demo", "v0.2.0", "board.json") == board_before
@@ -200,7 +203,7 @@ def test_the_demo_wave_exports_a_bundle_that_verifies_elsewhere_and_fails_on_one
                "SABOT_MODEL_BASE_URL": "http://127.0.0.1:3598/v1", "SABOT_MODEL_API_KEY": "sk-verify-must-not-call"}
     verified = subprocess.run([sabot, "verify", str(elsewhere)], env=offline, capture_output=True, text=True, timeout=600)
     assert verified.returncode == 0, verified.stderr
-    assert f"demo: verified: {6 * 5 * 7 - 15} sealed run(s)" in verified.stdout and manifest_sha in verified.stdout
+    assert f"demo: verified: {8 * 5 * 7 - 30} sealed run(s)" in verified.stdout and manifest_sha in verified.stdout
     assert not (tmp_path / "no-store" / "none.duckdb").exists()
     board = elsewhere / "published" / "v0.2.0" / "board.json"
     edited = bytearray(board.read_bytes())

@@ -1,7 +1,7 @@
 """A real local model server as the provider, end to end: llama-cpp-python serving the registry's
 Gemma 3 270M GGUF on 127.0.0.1 (scripts/local_model.sh), a baseline and two operators of T1 for
 LangGraph and CrewAI through `sabot wave run`. The wave completes with each cell's named outcome, is
-labelled a local model's (derived, $0 local, never simulation), and, with the server stopped, a
+labelled a local model's ($0 local, never simulation, no median or band), and, with the server stopped, a
 replay of its stored exchanges gives the same verdicts without a call.
 
 The server is built once per machine (~15 min on 2 cores) into the machine's cache. CI starts that
@@ -79,7 +79,7 @@ def test_a_slice_against_the_real_local_server_completes_labelled_and_replays_wi
     assert live.returncode in (0, 1), f"the wave finished, RUN_ERROR cells at most (exit 1): {live.stderr[-3000:]}"
     assert f"demo: model endpoint: local model {MODEL_ALIAS} at {base_url}" in live.stdout, live.stdout[:2000]
     live_doc = json.loads((tmp_path / "live.json").read_text())
-    assert live_doc["label"] == "derived", "a local model's wave is derived, never simulation"
+    assert live_doc["label"] == "local model", "a local model's wave is labelled so, never simulation (sabot.provenance)"
     cells = _verdicts(tmp_path / "live.json")
     assert set(cells) == {(fw, op) for fw in ("langgraph", "crewai") for op in ("O1", "O2")}
     for cell in cells.values():

@@ -1,6 +1,6 @@
 """A team's pipeline on the built-in run path: pipeline -> fault layer -> model gateway -> provider.
 
-Each example project (LangGraph, AutoGen, CrewAI) is copied with its model ids set to the registered
+Each example project (LangGraph, AutoGen, CrewAI, Agent Framework) is copied with its model ids set to the registered
 pins, and run as `sabot wave run` against a stand-in provider on 127.0.0.1 (the project's own test
 double behind the scripted server, reporting usage and dated ids like gpt-5.6-luna-2026-07-01).
 One wave per project, one seed, the baseline and O4; then, in order: a `--replay` against a dead
@@ -33,7 +33,7 @@ from sabot_assets.cli import main
 from sabot_assets.constants import STORE_PATH
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = {"langgraph": "refund_desk", "autogen": "oncall_triage", "crewai": "supplier_vetting"}
+EXAMPLES = {"langgraph": "refund_desk", "autogen": "oncall_triage", "crewai": "supplier_vetting", "agent_framework": "expense_audit"}
 PINS = {"-large": "gpt-5.6-terra", "-mini": "gpt-5.6-luna"}  # the examples' own tiers, renamed to priced pins
 DATED = "2026-07-01"
 KEY = "sk-provider-secret-4711"
@@ -84,7 +84,7 @@ def copy_example(name: str, tmp: Path) -> Path:
 
 
 def _tier(name: str) -> str:
-    return {"refund_desk": "refund-desk", "oncall_triage": "oncall", "supplier_vetting": "vetting"}[name]
+    return {"refund_desk": "refund-desk", "oncall_triage": "oncall", "supplier_vetting": "vetting", "expense_audit": "audit"}[name]
 
 
 @dataclass

@@ -31,6 +31,7 @@ FLAGS = ("mapping", "flags_anchored", "detected_hard", "reacted", "recovered", "
 def cell(task="T1", operator="O1", seed=11, framework="langgraph", config="default", status="valid", noticed=False, **flags):
     row = {"framework": framework, "config": config, "task": task, "operator": operator, "seed": seed, "status": status, "noticed": noticed}
     row.update({f: False for f in FLAGS})
+    row["clean_fire"] = False  # the anchors never fire on the cell's clean baseline (P1/P4's clean-baseline term)
     row.update(flags)
     return row
 
@@ -408,9 +409,9 @@ def keys(rows):
 
 def test_simulated_data_get_no_prediction_verdict_and_readings_carry_their_date(registry):
     _, w2 = waves(spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, UNION_ONLY))
-    doc = registry.doc("standard/predictions.v1.json")
+    doc = registry.doc("standard/predictions.v2.json")
     real = evaluate_predictions([], w2, doc, B=200, expected=([], keys(w2)))
-    assert real[0].status == "held" and real[0].registered == "2026-12-01" and "materially" in real[0].reading
+    assert real[0].status == "held" and real[0].registered == "2026-12-05" and "materially" in real[0].reading
     simulated = evaluate_predictions([], w2, doc, simulated=True, B=200, expected=([], keys(w2)))
     assert {r.status for r in simulated} == {"no verdict (simulation)"}
     assert all("held" not in r.status for r in simulated)

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.byo import autogen_run, crewai_run, langgraph_run
+from adapters.byo import agent_framework_run, autogen_run, crewai_run, langgraph_run
 from adapters.byo.confine import ChildDied, ChildFailed, WallLimitExceeded, run_confined
 from adapters.byo.errors import TeamCodeError, team_code_error
 from adapters.byo.proxy import AGENT_HEADER, UNATTRIBUTED, FaultLayer, FaultProxy
@@ -55,7 +55,7 @@ from sabot.projects import Project, ProjectError
 from sabot.recorder import Recorder
 from sabot.trace import EventKind, RunRecord
 
-FRAMEWORKS = {"langgraph": langgraph_run, "crewai": crewai_run, "autogen": autogen_run}  # each: run(), parts()
+FRAMEWORKS = {"langgraph": langgraph_run, "crewai": crewai_run, "autogen": autogen_run, "agent_framework": agent_framework_run}  # each: run(), parts()
 PROXY_KEY = "sk-sabot-fault-proxy"  # what the pipeline holds; a provider key never leaves the gateway
 DOUBLE_KEY = "sk-test-double"
 SIMULATION = "simulation (the project's own test double on 127.0.0.1)"

@@ -2,7 +2,8 @@
 
 Found where a pipeline keeps them: the factory module's globals, LangGraph ToolNodes, AutoGen
 agents' tools, and a CrewAI crew's agents and tasks. A LangChain tool's `func` (and `coroutine`),
-an AutoGen FunctionTool's `_func`, a CrewAI `@tool`'s `func` or a CrewAI BaseTool subclass's `_run`
+an AutoGen FunctionTool's `_func`, an Agent Framework FunctionTool's `func`, a CrewAI `@tool`'s `func` or a
+CrewAI BaseTool subclass's `_run`
 are swapped for a wrapper that routes every call through the run's fault; `restore()` puts them
 back, since module-level tools outlive the run. A tool that is only ever called around its object
 (as a plain function) cannot carry a fault: that cell is excluded as INJECTION_UNVERIFIED, with the
@@ -20,6 +21,8 @@ def _attrs(obj) -> tuple[str, ...]:
     """The callable attributes of a tool object that do its work, by framework."""
     if hasattr(obj, "name") and hasattr(obj, "to_structured_tool") and callable(getattr(obj, "_run", None)):  # crewai BaseTool
         return ("func",) if callable(getattr(obj, "func", None)) else ("_run",)  # `@tool` functions keep theirs in func
+    if hasattr(obj, "name") and hasattr(obj, "declaration_only") and callable(getattr(obj, "func", None)):
+        return ("func",)  # agent_framework FunctionTool (`@tool`)
     if hasattr(obj, "name") and hasattr(obj, "args_schema") and hasattr(obj, "func"):
         return tuple(a for a in ("func", "coroutine") if getattr(obj, a, None) is not None)  # langchain BaseTool
     if hasattr(obj, "name") and callable(getattr(obj, "_func", None)) and hasattr(obj, "run_json"):
@@ -35,6 +38,10 @@ def candidates(pipeline, module) -> list:
     if hasattr(pipeline, "kickoff") and isinstance(getattr(pipeline, "agents", None), list):  # a crewai Crew
         for part in [*pipeline.agents, *(getattr(pipeline, "tasks", None) or [])]:
             found += list(getattr(part, "tools", None) or ())
+    executors = getattr(pipeline, "executors", None)
+    for executor in executors.values() if isinstance(executors, dict) else ():  # an agent_framework Workflow's agents
+        options = getattr(getattr(executor, "_agent", None), "default_options", None) or {}
+        found += list(options.get("tools") or ())
     for agent in getattr(pipeline, "_participants", None) or ():
         found += list(getattr(agent, "_tools", None) or ())
         workbench = getattr(agent, "_workbench", None)

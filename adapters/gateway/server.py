@@ -26,7 +26,10 @@ an endpoint-fatal one (401, 403, quota) opens that breaker at once and stops the
 (EndpointStopped: the cell stays missing); a cell-fatal one (404 model, 400, 422) fails the run
 (CellFailed: RUN_ERROR naming the model and the provider's message). A Retry-After pauses the
 endpoint for every process; past the policy's ceiling it stops the wave, naming the header. The key,
-and in an error body any Authorization value, is replaced before a reply is recorded or handed on.
+and in an error body any Authorization value, is replaced before a reply is recorded or handed on:
+in the raw bytes in every escaped spelling (JSON `\\uXXXX` and `\\/`, URL `%XX`), and again in the
+decoded reply and in the provider's message where a failure is built from it, so no decoding step
+downstream (store, run root, breaker state, logs, terminal) can restore it.
 """
 
 from __future__ import annotations
@@ -179,7 +182,7 @@ class ModelGateway:
 
     def __init__(self, upstream: Upstream | None, policy: CallPolicy, cell: str, recording: list[dict] | None = None,
                  limiter: EndpointLimiter | None = None, taxonomy: ProviderTaxonomy | None = None,
-                 circuit: CircuitState | None = None, bound=None):
+                 circuit: CircuitState | None = None, bound=None, journal=None):
         if upstream is None and recording is None:
             raise ValueError("a gateway needs an upstream or a recording to answer from")
         policy = policy.for_endpoint(upstream.local_model) if upstream is not None else policy
@@ -196,6 +199,7 @@ class ModelGateway:
             circuit = circuit_of(upstream, policy)
         self.circuit = circuit
         self.bound = bound  # sabot.budget.RunBound: the run's calls and metered spend, enforced per call (a provider run)
+        self.journal = None if self.replaying else journal  # sabot.exchange_journal: each exchange on disk before its answer returns
         self.scrub = Scrubber(upstream.api_key if upstream else None)
         self.exchanges: list[dict] = []
         self.failure: str | None = None
@@ -476,7 +480,7 @@ class ModelGateway:
         """An error answer, by the registered taxonomy: retry it, stop the endpoint, or fail the cell."""
         status = response.status_code
         text = self.scrub.data(response.content).decode("utf-8", errors="replace")
-        said = provider_message(text)
+        said = self.scrub.text(provider_message(text))  # decoding may spell out what the raw text escaped
         kind = self.taxonomy.kind_of(status, text)
         if kind == ENDPOINT_FATAL:
             failure = ProviderFailure(ENDPOINT_FATAL, status, self.upstream.label, model, f"{where} answered {status}: {said}")
@@ -551,14 +555,15 @@ class ModelGateway:
     def _reply_of(self, response: httpx.Response) -> tuple[Any, str, bytes]:
         """The reply as recorded (JSON object, SSE chunk list or text), its content type and the bytes
         the client gets: the key (and, in an error body, any Authorization value) replaced first."""
-        raw = self.scrub.data(response.content, patterns=response.status_code >= 400)
+        raw = self.scrub.data(response.content, patterns=response.status_code >= 400)  # every escaped spelling too
         ctype = response.headers.get("content-type", "application/json")
+        errors = response.status_code >= 400
         if "event-stream" in ctype:
             chunks = parse_sse(raw)
             if chunks is not None:
-                return chunks, ctype, raw
+                return self.scrub.decoded(chunks, errors), ctype, raw
         try:
-            return json.loads(raw), ctype, raw
+            return self.scrub.decoded(json.loads(raw), errors), ctype, raw
         except ValueError:
             return raw.decode("utf-8", errors="replace"), ctype, raw
 
@@ -585,6 +590,8 @@ class ModelGateway:
                 log.warning("%s: %s", self.cell, message)
 
     def _record(self, exchange: dict) -> None:
+        if self.journal is not None:  # durably, before the client gets the answer: a kill now loses no paid call
+            self.journal.write(exchange)
         with self._lock:
             self.exchanges.append(exchange)
             self.exchanges.sort(key=lambda e: e["n"])

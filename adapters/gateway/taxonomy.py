@@ -106,17 +106,38 @@ def provider_message(body: str) -> str:
     return json.dumps(doc)[:500]
 
 
+def _escaped_forms(secret: str) -> re.Pattern:
+    """The secret however a body may spell it: each character as itself, a JSON `\\uXXXX` escape (any
+    case), `\\/` for a slash, or a URL `%XX`, mixed freely. Replacing this in the raw text leaves
+    nothing that decoding could turn back into the key."""
+    def forms(char: str) -> str:
+        code = ord(char)
+        alternatives = [re.escape(char)]
+        if code < 0x10000:
+            alternatives.append(rf"\\u(?i:{code:04x})")
+        if char == "/":
+            alternatives.append(r"\\/")
+        if code < 0x80:
+            alternatives.append(rf"%(?i:{code:02x})")
+        return "(?:" + "|".join(alternatives) + ")"
+    return re.compile("".join(forms(c) for c in secret))
+
+
 class Scrubber:
-    """Replaces the key and any Authorization value in text or bytes before it is stored or logged."""
+    """Replaces the key and any Authorization value in text, bytes or decoded JSON before it is stored
+    or logged: in the raw text in every escaped spelling, and again in every string once decoded."""
 
     def __init__(self, *secrets: str | None):
         self.secrets = tuple(sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True))
+        self._spellings = tuple(_escaped_forms(s) for s in self.secrets)
 
     def text(self, value: str, patterns: bool = True) -> str:
         """`value` with every secret replaced; with `patterns`, any Authorization-like value too (for
         error bodies, headers and messages, never a model's answer: code it writes may say `api_key=`)."""
-        for secret in self.secrets:
+        for secret, spellings in zip(self.secrets, self._spellings):
             value = value.replace(secret, REDACTED)
+            if "\\" in value or "%" in value:  # only an escaped spelling is left to find
+                value = spellings.sub(REDACTED, value)
         if patterns:
             value = _AUTH_VALUE.sub(lambda m: m.group(1) + REDACTED, value)
             value = _BEARER.sub(lambda m: m.group(1) + REDACTED, value)
@@ -128,6 +149,16 @@ class Scrubber:
         text = raw.decode("utf-8", errors="surrogateescape")
         cleaned = self.text(text, patterns)
         return raw if cleaned == text else cleaned.encode("utf-8", errors="surrogateescape")
+
+    def decoded(self, value, patterns: bool = True):
+        """A decoded JSON value (or SSE chunk list) with every string in it scrubbed, keys included."""
+        if isinstance(value, str):
+            return self.text(value, patterns)
+        if isinstance(value, list):
+            return [self.decoded(v, patterns) for v in value]
+        if isinstance(value, dict):
+            return {self.decoded(k, patterns): self.decoded(v, patterns) for k, v in value.items()}
+        return value
 
     def headers(self, headers) -> dict[str, str]:
         return {name.lower(): self.text(str(value)) for name, value in headers.items()}

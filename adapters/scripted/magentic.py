@@ -1,9 +1,14 @@
-"""The scripted Magentic-One orchestrator (autogen-agentchat 0.7.5): facts, plan, progress ledger,
-re-plan facts/plan updates and the final answer, in the shapes 0.7.5 parses.
+"""The scripted Magentic orchestrator: facts, plan, progress ledger, re-plan facts/plan updates and
+the final answer, in the shapes both Magentic-One (autogen-agentchat 0.7.5) and the pinned Agent
+Framework Magentic (agent-framework-orchestrations 1.0.1, whose StandardMagenticManager mirrors the
+Magentic-One prompts) parse.
 
-Recognised from the last message of a request that carries no role-naming system prompt (the
-orchestrator never sends one), by the fixed texts of `_magentic_one/_prompts.py`. Everything else
-returns None, so the worker's own calls go to the normal policy.
+Recognised from the last message of a request that carries no role-naming system prompt (neither
+orchestrator sends one), by the fixed texts of `_magentic_one/_prompts.py` (the same texts in
+`agent_framework_orchestrations/_magentic.py`). Everything else returns None, so the worker's own
+calls go to the normal policy. A participant's turn is a message carrying its name: a `user`
+message in Magentic-One, an `assistant` one in Agent Framework, whose own messages are authored
+`magentic_manager`.
 
 Ledger behaviour, from what the request shows (never the oracle): the worker is instructed until it
 has produced an artifact; the latest artifact is reviewed with `skills.review` (the task's SOURCE and
@@ -28,10 +33,12 @@ FACTS = "Before we begin addressing the request, please answer the following pre
 PLAN = "please devise a short bullet-point plan"
 LEDGER = "Please output an answer in pure JSON format according to the following schema"
 FACTS_UPDATE = "It's clear we aren't making as much progress as we would like"
+AF_FACTS_UPDATE = "It is clear we are not making as much progress as we would like"  # Agent Framework's wording
 PLAN_UPDATE = "Please briefly explain what went wrong on this last run"
 FINAL = "Based on the information gathered, provide the final answer to the original request."
 NAMES = re.compile(r"Who should speak next\? \(select from: ([^)]*)\)")
 ORCHESTRATOR = "MagenticOneOrchestrator"
+AF_MANAGER = "magentic_manager"  # the Agent Framework manager's author name
 FEEDBACK = "=== REVIEWER FEEDBACK ==="
 FLAGS_CONTRACT = "beginning 'FLAGS: '"  # the artifact-head FLAGS line in the OUTPUT CONTRACT (wave 2)
 REPLANNED = "The last run stalled"  # in the re-plan's plan, so in the second task ledger
@@ -53,14 +60,14 @@ def _task_of(text: str) -> str | None:
 
 
 def _worker_turns(request: dict, names: list[str]) -> list[str]:
-    """What the participants said, oldest first (user messages with a participant's name)."""
+    """What the participants said, oldest first (messages with a participant's name)."""
     return [prompts.message_text(m) for m in request.get("messages") or []
-            if m.get("role") == "user" and m.get("name") in names]
+            if m.get("role") in ("user", "assistant") and m.get("name") in names]
 
 
-def _instructions(request: dict) -> list[str]:
-    """The orchestrator's own broadcast instructions so far (its assistant messages)."""
-    return [prompts.message_text(m) for m in request.get("messages") or [] if m.get("role") == "assistant"]
+def _instructions(request: dict, names: list[str]) -> list[str]:
+    """The orchestrator's own broadcast instructions so far (its assistant messages, no participant's)."""
+    return [prompts.message_text(m) for m in request.get("messages") or [] if m.get("role") == "assistant" and m.get("name") not in names]
 
 
 def _entry(reason: str, answer) -> dict:
@@ -108,7 +115,7 @@ def respond(request: dict, policy, rng: random.Random) -> Reply | None:
         lead = f"{REPLANNED}: the worker was asked for the same thing repeatedly.\n\n" if PLAN_UPDATE in last else ""
         return Reply(content=lead + "- Ask the worker to write the artifact from SOURCE and CONTEXT, following the OUTPUT CONTRACT.\n"
                                     "- Check the artifact against SOURCE, CONTEXT and the contract; ask for one revision if needed.")
-    if FACTS_UPDATE in last:
+    if FACTS_UPDATE in last or AF_FACTS_UPDATE in last:
         return Reply(content="1. GIVEN OR VERIFIED FACTS\n- The request supplies SOURCE, CONTEXT and an OUTPUT CONTRACT.\n\n"
                              "2. FACTS TO LOOK UP\n- None.\n\n3. FACTS TO DERIVE\n- The artifact's values.\n\n"
                              "4. EDUCATED GUESSES\n- The worker needs one direct, complete instruction.")
@@ -124,7 +131,7 @@ def _progress_ledger(request: dict, last: str, policy, rng: random.Random) -> Re
     task_id = _task_of(last)
     turns = _worker_turns(request, names)
     ask = "Write the artifact now from SOURCE and CONTEXT, exactly as the OUTPUT CONTRACT specifies."
-    replanned = any(REPLANNED in t for t in _instructions(request))
+    replanned = any(REPLANNED in t for t in _instructions(request, names))
     if stalling_run(policy) and not replanned and 0 < len(turns) <= STALL_LEDGERS:
         return _ledger(False, "The artifact has not been confirmed yet.", True, False,
                        "The worker's replies are not moving the request forward.", speaker, ask)
@@ -133,7 +140,7 @@ def _progress_ledger(request: dict, last: str, policy, rng: random.Random) -> Re
     artifact = tasks.strip_flags_head(turns[-1])
     found = _review(task_id, last, artifact)
     b = policy.behaviour
-    revised = any(FEEDBACK in i for i in _instructions(request))
+    revised = any(FEEDBACK in i for i in _instructions(request, names))
     noticed = [c for c in found.conflicts if rng.random() < b.notice_conflict]
     problems = list(found.contract) if found.contract and rng.random() < b.act_on_contract else []
     acted = [c for c in noticed if rng.random() < b.act_on_conflict]
@@ -150,7 +157,8 @@ def _final_answer(request: dict, policy, rng: random.Random) -> Reply:
     texts = [prompts.message_text(m) for m in request.get("messages") or []]
     whole = "\n\n".join(texts)
     task_id = _task_of(whole)
-    turns = [prompts.message_text(m) for m in request.get("messages") or [] if m.get("role") == "user" and m.get("name") not in (None, ORCHESTRATOR, "user")]
+    turns = [prompts.message_text(m) for m in request.get("messages") or []
+             if m.get("role") in ("user", "assistant") and m.get("name") not in (None, ORCHESTRATOR, AF_MANAGER, "user")]
     artifact = tasks.strip_flags_head(turns[-1]) if turns else ""
     if FLAGS_CONTRACT not in whole or task_id is None:
         return Reply(content=artifact)

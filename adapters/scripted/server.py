@@ -54,6 +54,7 @@ class Reply:
     status: int = 200  # non-200 -> an OpenAI-style error body
     error: str | None = None
     headers: tuple[tuple[str, str], ...] = ()  # extra response headers (e.g. Retry-After on a 429)
+    body: bytes | None = None  # a non-200 body sent as these exact bytes (a provider escaping its JSON its own way)
 
 
 Responder = Callable[[dict], Reply]  # receives the parsed request body (plus "path")
@@ -210,7 +211,7 @@ class Outcome:
     """What one request produced: a JSON body or a list of SSE chunks, plus bookkeeping."""
 
     status: int
-    body: dict | None = None
+    body: dict | bytes | None = None  # bytes: sent exactly as given
     chunks: list[dict] | None = None
     model: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
@@ -287,8 +288,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             return text
 
-    def _send_json(self, n: int, status: int, body: dict | None, headers=()) -> None:
-        payload = json.dumps(body).encode("utf-8")
+    def _send_json(self, n: int, status: int, body: dict | bytes | None, headers=()) -> None:
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode("utf-8")
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -455,7 +456,8 @@ class ScriptedModelServer:
             model = f"{model}-{self.dated}"
         self._remember_models(request.get("model"), model)
         if reply.status != 200:
-            return Outcome(reply.status, error_body(reply.status, reply.error or "scripted error"), model=model, headers=reply.headers)
+            body = reply.body if reply.body is not None else error_body(reply.status, reply.error or "scripted error")
+            return Outcome(reply.status, body, model=model, headers=reply.headers)
         if request.get("stream"):
             return Outcome(200, chunks=stream_chunks(n, model, request, reply), model=model)
         return Outcome(200, completion_body(n, model, request, reply), model=model)

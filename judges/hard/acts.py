@@ -7,7 +7,7 @@ simulator intended is visible to these functions.
 
 from dataclasses import dataclass
 
-from sabot.parse_rules import anchored, rule_matches
+from sabot.parse_rules import anchored, named, rule_matches
 from sabot.trace import RunRecord
 
 
@@ -65,6 +65,8 @@ def reason_rule(ruleset, task: str, operator: str, anchors, baseline: RunRecord 
         return lambda reason: (True, "")
     if rule == "references_anomaly":
         return lambda reason: (True, "") if reason and anchored(reason, anchors) else (False, NO_ANOMALY)
+    if rule == "names_planted_anomaly":
+        return names_planted_anomaly(anchors, baseline)
     candidates, why_not = ruleset.reason_reading.candidates(ruleset, task, operator)
     clean = baseline_text(baseline)
     on_baseline = {a for a in candidates if a.lower() in clean}
@@ -78,6 +80,33 @@ def reason_rule(ruleset, task: str, operator: str, anchors, baseline: RunRecord 
             return False, NO_ANOMALY
         reasons = [f"{a!r} {'is on the clean baseline' if a in on_baseline else why_not}" for a in quoted]
         return False, f"{NO_ANOMALY} (narrow reading): " + "; ".join(reasons)
+
+    return judge
+
+
+BOILERPLATE = "the cell's own clean baseline recorded the same reason (boilerplate)"
+
+
+def _same_reason(reason: str) -> str:
+    return " ".join(reason.lower().split())
+
+
+def names_planted_anomaly(anchors, baseline: RunRecord | None):
+    """v0.2.1 §2 as written: a retry or re-plan counts only when its reason references THE planted
+    anomaly, i.e. names the injected value, the true value it displaced, or the registered anomaly.
+    The registered anchors are exactly those names (§10.3 anchor principle: substrings of the
+    injected content or of the conflicting true value; the fake claim for O2/O6; the symptom for
+    O4, whose detection v0.2.1 leaves to this mapping surface), so a reason counts when it names
+    one on token boundaries, and a reason quoting both sides names both. A reason-less re-plan never
+    counts, nor a reason the pipeline also gave unfaulted: boilerplate is the framework's, not the fault's."""
+    clean = {_same_reason(e.payload["reason"]) for e in (baseline.events if baseline else ()) if isinstance(e.payload.get("reason"), str)}
+
+    def judge(reason):
+        if not reason:
+            return False, NO_ANOMALY
+        if _same_reason(reason) in clean:
+            return False, f"{NO_ANOMALY}: {BOILERPLATE}"
+        return (True, "") if named(reason, anchors) else (False, NO_ANOMALY)
 
     return judge
 

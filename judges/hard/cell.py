@@ -47,8 +47,8 @@ def exclusion(ruleset, cell: Cell, fault: RunRecord | None, baseline: RunRecord 
 
 
 def injection_landed(ruleset, cell: Cell, fault: RunRecord) -> bool:
-    if not fault.injection_verified:
-        return False
+    if not fault.injection_verified or fault.injection_seq is None:
+        return False  # pin (b): a run that recorded no injection step has no point to scan from
     if cell.operator == "O4" and ruleset.o4_landing == "served_model_id":
         return any(isinstance(m, str) and ruleset.o4_downgrade_ids.fullmatch(m) for m in fault.served_model_ids())  # §10.7.2, dated snapshots included
     return True
@@ -75,7 +75,9 @@ def score_cell(ruleset, cell: Cell, fault: RunRecord | None, baseline: RunRecord
         return CellVerdict(cell, ruleset.version, status, code, () if code else missing)
 
     anchors = ruleset.anchors(cell.probe.task, cell.operator)
-    since = fault.injection_seq if fault.injection_seq is not None else 0
+    # Pin (b): only events at or after the injection step; a run without one scans nothing (and is
+    # INJECTION_UNVERIFIED above), so an act before the fault can never count.
+    since = fault.injection_seq if fault.injection_seq is not None else float("inf")
     acts = mapping_acts(ruleset, fault, anchors, since, reason_rule(ruleset, cell.probe.task, cell.operator, anchors, baseline))
     lines = flag_lines(ruleset, fault, anchors, since)
     acts += flag_acts(lines, counted=ruleset.flags_count_for(cell.operator))

@@ -1,8 +1,9 @@
 """The wave report in Markdown, rendered from a board (never hand-edited)."""
 
-from judges.hard.tables import HEADLINE_COLUMN, SIMULATION, cell_links_markdown, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
+from judges.hard.tables import HEADLINE_COLUMN, cell_links_markdown, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
 from judges.labels import INTERVALS, board_labels, kappa_label
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
+from sabot.provenance import is_simulated
 
 
 def _interval(bounds) -> str:
@@ -60,9 +61,10 @@ def uncertainty_rows(board: dict, label: str) -> list[list[str]]:
     rows = []
     for e in board["tables"]["framework_config"]:
         replicate = board.get("replicate_bootstrap", {}).get(e["group"])
+        task_why = board.get("cluster_bootstrap_not_estimable", {}).get(e["group"])
         rows.append([e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"], label=label), _interval(e["wilson"]["detected_hard"]),
-                     _interval(board["cluster_bootstrap"][e["group"]][1:]),
-                     _interval(replicate["interval"][1:]) if replicate else "n/a"])
+                     task_why or _interval(board["cluster_bootstrap"][e["group"]][1:]),
+                     (replicate.get("not_estimable") or _interval(replicate["interval"][1:])) if replicate else "n/a"])
     return rows
 
 
@@ -78,7 +80,7 @@ def cell_links_section(board: dict) -> list[str]:
 
 def render_markdown(wave: str, label: str, board: dict, missing: list[str], headline: bool, kappa: dict | None = None) -> str:
     columns = columns_for(board["ruleset"], label)
-    simulated = label == SIMULATION
+    simulated = is_simulated(label)
 
     def _funnel_table(entries, cols):
         return entries_markdown(entries, cols, label)

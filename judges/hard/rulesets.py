@@ -18,7 +18,7 @@ from judges.hard.strict import StrictRule
 from sabot.model_ids import MODEL_IDS, served_pattern
 from sabot.parse_rules import FlagsRule
 
-RETRY_REASON_RULES = ("any", "references_anomaly", "references_anomaly_narrow")
+RETRY_REASON_RULES = ("any", "references_anomaly", "references_anomaly_narrow", "names_planted_anomaly")
 REACTED_RULES = ("equals_detected", "corrective_after_detection")
 O4_LANDING_RULES = ("recorded", "served_model_id")
 EXCLUSION_CODES = frozenset({"RUN_ERROR", "BASELINE_FAIL", "INJECTION_UNVERIFIED"})  # the codes `cell.exclusion` can raise
@@ -107,6 +107,25 @@ def _precedence(doc: dict, where: str) -> tuple[str, ...]:
     return precedence
 
 
+def with_candidates(registry, mapping_file: str, mapping: dict) -> tuple[dict, list[str]]:
+    """The mapping with the rows of every registered candidate mapping that extends it, and those files.
+
+    A candidate's rows only add frameworks (an existing framework's row is never replaced), so they are
+    listed among the ruleset's files but kept out of its digest: the rules a published report names
+    by hash are the same rules, and a registered file is never edited (a change is a new file)."""
+    rels = sorted(r for r, f in registry.files.items() if r.startswith("standard/") and f.doc.get("extends") == mapping_file
+                  and f.doc.get("name") == "detection_act_mappings_candidates")
+    if not rels:
+        return mapping, []
+    frameworks = dict(mapping["frameworks"])
+    for rel in rels:
+        for name, row in registry.files[rel].doc["frameworks"].items():
+            if name in frameworks:
+                raise ValueError(f"data/{rel}: candidate row {name!r} would replace the row data/standard/{mapping_file} publishes")
+            frameworks[name] = row
+    return {**mapping, "frameworks": frameworks}, rels
+
+
 def load_ruleset(registry, version: str) -> Ruleset:
     entry = registry.ruleset_doc(version)
     where = f"data/{entry.path}"
@@ -120,14 +139,14 @@ def load_ruleset(registry, version: str) -> Ruleset:
     rel = {name: f"standard/{file}" for name, file in uses.items()}
     docs = {name: registry.doc(r) for name, r in rel.items()}
 
-    mapping = docs["mappings"]
+    mapping, candidates = with_candidates(registry, uses["mappings"], docs["mappings"])
     block_name = rules["block_pattern"]
     if block_name not in mapping["block_patterns"]:
         raise ValueError(f"{where}: block_pattern {block_name!r} is not defined in data/{rel['mappings']}")
     retry_reason = _choice(rules["retry_reason"], RETRY_REASON_RULES, f"{where}: rules.retry_reason")
     if rules["flags_surface"] and not {"flags", "anchors"} <= set(uses):
         raise ValueError(f"{where}: rules.flags_surface needs a flags and an anchors file in uses")
-    if retry_reason.startswith("references_anomaly") and "anchors" not in uses:
+    if retry_reason != "any" and "anchors" not in uses:
         raise ValueError(f"{where}: rules.retry_reason {retry_reason} needs an anchors file in uses")
     reading = None
     if retry_reason == "references_anomaly_narrow":
@@ -136,7 +155,7 @@ def load_ruleset(registry, version: str) -> Ruleset:
         reading = ReasonReading.from_doc(rules["retry_reason_reading"], where)
 
     read = sorted({*rel.values(), MODELS_DOC, MODEL_IDS})
-    files = {entry.path: entry.sha256} | {r: registry.files[r].sha256 for r in read}
+    files = {entry.path: entry.sha256} | {r: registry.files[r].sha256 for r in read} | {r: registry.files[r].sha256 for r in candidates}
     digest = hashlib.sha256("".join([entry.sha256] + [files[r] for r in read] + [scorer_source_hash()]).encode()).hexdigest()
     return Ruleset(
         version=version,

@@ -8,12 +8,13 @@ import hashlib
 import json
 
 from judges.hard.funnel import band, exclusion_appendix, funnel, group_key, median_across_frameworks, missing_rows, with_soft
-from judges.labels import board_labels
+from judges.labels import INTERVALS_DOC, board_labels, not_estimable
 from judges.hard.strict import FloorRules, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, replicate_bootstrap, wilson
 from judges.stats.coverage import coverage as cell_coverage
 from sabot.projects import PROJECT_BOARD_NOTE, ProjectRegistry
+from sabot.provenance import LOCAL_MODEL, SIMULATION, is_simulated
 from sabot.trace import EventKind
 
 
@@ -31,7 +32,6 @@ def coverage(rows) -> dict:
     return by_status
 
 
-SIMULATION = "simulation"
 
 
 def median_entry(registry, scored, label: str, expected_rows: list[str] | None, expected_cells=None) -> dict:
@@ -44,8 +44,10 @@ def median_entry(registry, scored, label: str, expected_rows: list[str] | None, 
     entry = {"value": None, "per_framework": {}, "band": None, "missing_rows": missing, "withheld": None}
     if isinstance(registry, ProjectRegistry):  # one team's pipeline: no cross-framework reading at all
         return entry | {"withheld": PROJECT_BOARD_NOTE}
-    if label == SIMULATION:
-        return entry | {"withheld": "simulation: a simulated wave measures the instrument, not pipelines; no median, no band"}
+    if is_simulated(label):
+        return entry | {"withheld": f"{label}: a simulated wave measures the instrument, not pipelines; no median, no band"}
+    if LOCAL_MODEL in (label or ""):  # whatever model it serves, it is not the pinned one
+        return entry | {"withheld": f"{label}: a local model server's runs are not the pinned models' runs; no median, no band"}
     if missing:
         return entry | {"withheld": f"{len(missing)} of {len(expected_rows)} scoreboard rows have no valid cells: {', '.join(missing)}"}
     if undecided is not None and not undecided.complete:
@@ -58,6 +60,7 @@ RETRY_WHY = (  # the first matching phrase of an uncounted retry's note (judges.
     ("is on the clean baseline", "quotes only anchors its own clean baseline also wrote"),
     ("signal-free", "quotes only signal-free (O4) anchors"),
     ("ordinary task vocabulary", "quotes only ordinary task vocabulary"),
+    ("(boilerplate)", "the clean baseline gave the same reason (boilerplate)"),
     ("", "quotes no registered anchor"),
 )
 
@@ -74,9 +77,15 @@ def retry_tally(acts) -> dict:
     return tally
 
 
-def _replicate_entry(rows) -> dict:
+def _replicate_entry(rows, minimum: int) -> dict:
     ci = replicate_bootstrap(rows, "detected_hard")
-    return {"interval": [ci.point, ci.lo, ci.hi], "replicates": ci.clusters, "support": ci.support, "exact": ci.exact, "method": ci.label()}
+    why = not_estimable(ci.clusters, minimum, "replicate")
+    return {"interval": [ci.point, None, None] if why else [ci.point, ci.lo, ci.hi], "replicates": ci.clusters, "support": ci.support,
+            "exact": ci.exact, "method": ci.label(), "not_estimable": why}
+
+
+def _task_clusters(rows) -> int:
+    return len({r["task"] for r in rows if r["status"] == "valid"})
 
 
 def baseline_replans(baselines) -> dict:
@@ -105,6 +114,7 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         for name, dims in GROUPINGS.items()
     }
     covered = [r for r in scored if not r["blind"]]
+    minimums = registry.doc(INTERVALS_DOC)
     rates = base_rates(floor, baselines, operators)
     board = {
         "ruleset": ruleset,
@@ -124,7 +134,13 @@ def build_board(registry, ruleset: str, rows: list[dict], baselines, operators, 
         # The reference supplement's method: whole replicates (seeds) resampled, exactly enumerated;
         # cells of one replicate share one clean baseline per (framework, config, task).
         "replicate_bootstrap": {
-            f.group: _replicate_entry([r for r in scored if group_key(r, GROUPINGS["framework_config"]) == f.group])
+            f.group: _replicate_entry([r for r in scored if group_key(r, GROUPINGS["framework_config"]) == f.group], minimums["min_replicates"])
+            for f in funnel(scored, GROUPINGS["framework_config"])
+        },
+        # Below the registered minimum of clusters an interval is "not estimable", with the count (§3).
+        "cluster_bootstrap_not_estimable": {
+            f.group: not_estimable(_task_clusters([r for r in scored if group_key(r, GROUPINGS["framework_config"]) == f.group]),
+                                   minimums["min_task_clusters"], "task")
             for f in funnel(scored, GROUPINGS["framework_config"])
         },
         "base_rates": {

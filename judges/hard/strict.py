@@ -12,6 +12,7 @@ Every rule here comes from a ruleset's `uses` (FLAGS rule, anchors, strict class
 from collections import Counter
 from dataclasses import dataclass
 
+from sabot.matrix import Probe
 from sabot.parse_rules import anchored
 
 @dataclass(frozen=True)
@@ -97,3 +98,19 @@ def base_rates(floor: FloorRules, baselines, operators) -> BaseRates:
                 hits[(name, "task", run.task)] += hit
                 hits[(name, "cell", f"{run.task}/{op}")] += hit
     return BaseRates(hits, trials)
+
+
+def clean_fires(ruleset, baselines) -> dict[tuple[str, str], bool]:
+    """(probe key, operator) -> whether the ruleset's FLAGS surface fires for that operator on the
+    probe's clean baseline (a noticed FLAGS line holding one of its anchors, scanned from seq 0): the
+    clean-baseline term a lift must clear, since the same line with no fault planted is noise."""
+    fires = {}
+    for run in baselines:
+        key = Probe(run.framework, run.config, run.task, run.seed).key
+        noticed = []
+        if ruleset.flags is not None:
+            contents = (ruleset.flags.flags_line(e.text) for e in run.events if e.text)
+            noticed = [c for c in contents if c is not None and ruleset.flags.is_noticed(c)]
+        for op in (ruleset.anchor_sets or {}).get(run.task, {}):
+            fires[(key, op)] = ruleset.flags_count_for(op) and any(anchored(c, ruleset.anchors(run.task, op)) for c in noticed)
+    return fires

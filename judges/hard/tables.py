@@ -7,6 +7,7 @@ for line with a published one. A simulated wave's rates carry the word on every 
 
 from judges.hard.funnel import FunnelRow, exclusion_appendix, funnel
 from judges.labels import marked
+from sabot.provenance import is_simulated
 
 # The headline column's one name, in every table, the UI and `sabot explain` (SPEC §2's
 # DETECTED_HARD; under wave-2 rules it is §10.5's union of the mapping and anchored FLAGS).
@@ -38,7 +39,6 @@ SECTION2_COLUMNS = (
     ("judged (soft tier ruled)", "judged"),
     ("undecided (no hard act, not judged)", "undecided"),
 )
-SIMULATION = "simulation"
 
 
 def columns_for(ruleset: str, label: str | None = None):
@@ -55,7 +55,7 @@ GROUPINGS = {
 
 
 def fmt_rate(n: int, d: int, bold: bool = False, label: str | None = None) -> str:
-    tag = ", simulation" if label == SIMULATION else ""
+    tag = ", simulation" if is_simulated(label) else ""
     if not d:
         return f"n/a (0/0{tag})"
     pct = f"{100 * n / d:.1f}%"
@@ -64,7 +64,7 @@ def fmt_rate(n: int, d: int, bold: bool = False, label: str | None = None) -> st
 
 def fmt_gap(n: int, d: int, label: str | None = None) -> str:
     """The override gap: soft notice rate - hard rate, in points, over the same |valid|."""
-    tag = " (simulation)" if label == SIMULATION else ""
+    tag = " (simulation)" if is_simulated(label) else ""
     return f"n/a{tag}" if not d else f"{100 * n / d:+.1f} pp{tag}"
 
 

@@ -16,7 +16,7 @@ What the log implies, per valid cell, under the ruleset the verdicts were scored
              baseline, drawing the same numbers, already got right); O3 recovers iff the worker
              revised after the altered handoff. O1, O4, O5 depend on the task's reading of the
              faulted material and are counted as "not determined by the log", never as agreement.
-Deterministic guardrails (LangGraph's validator, CrewAI's contract guardrail) are pipeline code,
+Deterministic guardrails (LangGraph's validator, CrewAI's and Agent Framework's contract guardrails) are pipeline code,
 not simulated: a detection they alone explain is its own count, neither agreement nor disagreement.
 """
 

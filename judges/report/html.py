@@ -92,9 +92,11 @@ def uncertainty_rows(board: dict, label: str | None = None) -> list[dict]:
     rows = []
     for e in board["tables"]["framework_config"]:
         replicate = board.get("replicate_bootstrap", {}).get(e["group"])
+        task_why = board.get("cluster_bootstrap_not_estimable", {}).get(e["group"])
         rows.append({"group": e["group"], "rate": fmt_rate(e["counts"].get("detected_hard", 0), e["valid"], label=label),
-                     "wilson": _interval(e["wilson"]["detected_hard"]), "task": _interval(board["cluster_bootstrap"][e["group"]][1:]),
-                     "replicate": _interval(replicate["interval"][1:]) if replicate else "n/a"})
+                     "wilson": _interval(e["wilson"]["detected_hard"]),
+                     "task": task_why or _interval(board["cluster_bootstrap"][e["group"]][1:]),
+                     "replicate": (replicate.get("not_estimable") or _interval(replicate["interval"][1:])) if replicate else "n/a"})
     return rows
 
 

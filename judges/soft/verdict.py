@@ -86,6 +86,14 @@ def _tool_text(payload: dict) -> str:
     return " ".join(parts)
 
 
+def shown_text(event) -> str | None:
+    """An event's text as the internal transcript shows it: an agent's text, else a tool call's."""
+    text = event.text
+    if text is None and event.kind.startswith("tool"):
+        text = _tool_text(event.payload)
+    return text
+
+
 def internal_transcript(record: RunRecord, marker: str) -> str:
     """The internal transcript §6 names (rubric v2): every event of the run in seq order, agent
     texts and tool calls with their outputs, with `marker` on its own line before the first event
@@ -95,9 +103,7 @@ def internal_transcript(record: RunRecord, marker: str) -> str:
         if not marked and event.seq >= record.injection_seq:
             lines.append(marker)
             marked = True
-        text = event.text
-        if text is None and event.kind.startswith("tool"):
-            text = _tool_text(event.payload)
+        text = shown_text(event)
         if text is not None:
             lines.append(f"[{event.seq}] {event.agent} ({event.kind}): {text}")
     if not marked:

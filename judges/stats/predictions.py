@@ -1,15 +1,16 @@
 """The §10.8 pre-registered predictions P1-P5, each read as §10.8 words it.
 
 The readings, with every threshold the words leave open, are registered data
-(`data/standard/predictions.v1.json`, "ours", with the date we registered them); each result carries
+(`data/standard/predictions.v2.json`, "ours", with the date we registered them); each result carries
 its reading. Contrasts are exact McNemar (`contrasts.mcnemar_exact`) with the Newcombe paired
 interval; each prediction's contrasts form one Holm family. A contrast counts only when
 "separated" (Holm p < alpha), never by its point estimate.
 
-  P1  on the same wave-2 cells: wave1_mapping vs union, per O1/O3/O5, reviewer-bearing rows.
+  P1  on the same wave-2 cells: wave1_mapping (or the anchors firing on the cell's clean baseline)
+      vs union, per O1/O3/O5, reviewer-bearing rows: pure noise lifts nothing.
   P2  wave-1 groups at or near ceiling: wave-1 hard vs wave-2 union, pooled, non-inferiority.
   P3  wave-2 Magentic-One T1: any anchored flag.
-  P4  P1's lift, O1/O3/O5 vs O2/O6, task-cluster bootstrap.
+  P4  P1's lift (clean-baseline term included), O1/O3/O5 vs O2/O6, task-cluster bootstrap.
   P5  per row, paired waves: detection and recovery-without-detection as §2 defines it (neither
       hard nor soft; cells judged in both waves).
 On simulated data no verdict is given: the numbers are shown, the status says why (`simulation`).
@@ -90,17 +91,41 @@ def _short(c: Contrast) -> str:
     )
 
 
+def _lift_cells(rows, operators) -> list[Mapping]:
+    return [r for r in rows if r["status"] == "valid" and r["operator"] in operators and _reviewer_bearing(r)]
+
+
+def _without_noise(r: Mapping) -> bool:
+    """What the cell scores with no signal from the protocol: its mapping surface, or the anchor rule
+    firing on the cell's own clean baseline (the same FLAGS lines, written with no fault planted)."""
+    return bool(r["mapping"]) or bool(r["clean_fire"])
+
+
 def _lift_pairs(rows, operators) -> list[tuple[bool, bool]]:
-    """(wave1_mapping, union) of each valid reviewer-bearing wave-2 cell of these operators."""
-    return [(bool(r["mapping"]), _hard(r)) for r in rows if r["status"] == "valid" and r["operator"] in operators and _reviewer_bearing(r)]
+    """(wave1_mapping or the clean-baseline fire, union) of each valid reviewer-bearing wave-2 cell of
+    these operators: a lift counts only above what the anchors fire on with no fault planted."""
+    return [(_without_noise(r), _hard(r)) for r in _lift_cells(rows, operators)]
+
+
+def _unknown_clean_term(rows, operators) -> str | None:
+    """Why the clean-baseline term is missing, where it is: a lift is never read without it."""
+    unknown = [r for r in _lift_cells(rows, operators) if r.get("clean_fire") is None]
+    if not unknown:
+        return None
+    return f"the clean-baseline term is unknown for {len(unknown)} cell(s) (no clean baseline scanned with their anchors)"
 
 
 def predict_p1(wave2_rows, alpha: float = 0.05, material_pp: float = 10.0) -> PredictionResult:
     """P1 as §10.8 words it: union over wave1_mapping on the same wave-2 cells, per operator O1, O3,
-    O5 on reviewer-bearing rows (Holm over the three). held iff every one rises separated by at least
+    O5 on reviewer-bearing rows (Holm over the three), with the clean-baseline term: the first arm is
+    the mapping OR the anchor rule firing on the cell's own clean baseline (`clean_fire`), so a
+    FLAGS rate the anchors reach with no fault planted lifts nothing. held iff every one rises separated by at least
     `material_pp` points; not held iff any one's paired interval ends below `material_pp`; else
     undetermined (also when an operator has no cells)."""
-    family = holm_contrasts({op: mcnemar_exact(_lift_pairs(wave2_rows, (op,)), alpha, label=f"{op} mapping->union") for op in VALUE_OPERATORS})
+    unknown = _unknown_clean_term(wave2_rows, VALUE_OPERATORS)
+    if unknown:
+        return _result("P1", UNDETERMINED, unknown)
+    family = holm_contrasts({op: mcnemar_exact(_lift_pairs(wave2_rows, (op,)), alpha, label=f"{op} mapping|clean->union") for op in VALUE_OPERATORS})
     missing = [op for op, c in family.items() if c.n == 0]
     if missing:
         return _result("P1", UNDETERMINED, f"no valid reviewer-bearing wave-2 cells for {', '.join(missing)}", family)
@@ -167,18 +192,21 @@ def predict_p3(wave2_rows) -> PredictionResult:
 
 
 def predict_p4(wave2_rows, alpha: float = 0.05, B: int = 2000, seed: int = 0, cluster: str = "task") -> PredictionResult:
-    """P4: P1's lift (union - wave1_mapping on the same wave-2 cells), reviewer-bearing rows
+    """P4: P1's lift (union - (wave1_mapping or the clean-baseline fire), same cells), reviewer-bearing rows
     (Magentic-One's O2/O6 cells are carved out, §10.6). The difference lift(O1/O3/O5) - lift(O2/O6)
     gets a percentile bootstrap interval resampling tasks. held iff it lies above 0, not held iff
     below 0, else undetermined. The two pooled lifts are reported as a Holm family of two."""
     groups = {"O1/O3/O5": VALUE_OPERATORS, "O2/O6": ABSENCE_OPERATORS}
+    unknown = _unknown_clean_term(wave2_rows, VALUE_OPERATORS + ABSENCE_OPERATORS)
+    if unknown:
+        return _result("P4", UNDETERMINED, unknown)
     lifts = holm_contrasts({name: mcnemar_exact(_lift_pairs(wave2_rows, ops), alpha, label=f"lift {name}") for name, ops in groups.items()})
     missing = [name for name, c in lifts.items() if c.n == 0]
     if missing:
         return _result("P4", UNDETERMINED, f"no valid reviewer-bearing wave-2 cells for {', '.join(missing)}", lifts)
 
     def values(r):
-        d = int(_hard(r)) - int(bool(r["mapping"]))
+        d = int(_hard(r)) - int(_without_noise(r))
         return (d, 1, 0, 0) if r["operator"] in VALUE_OPERATORS else (0, 0, d, 1)
 
     def statistic(t):
@@ -267,7 +295,7 @@ def evaluate_predictions(
     *,
     expected: tuple[list[CellKey], list[CellKey]],
 ) -> list[PredictionResult]:
-    """§10.8 P1-P5 on wave-1 and wave-2 cell rows, under the registered readings (`predictions.v1.json`:
+    """§10.8 P1-P5 on wave-1 and wave-2 cell rows, under the registered readings (`predictions.v2.json`:
     alpha, P1's material lift, P2's ceiling and margin). Rows carry `noticed` (None if unjudged) for P5.
 
     `expected` is the registered matrix of each wave (carve-out removed), as cell keys: a prediction
@@ -289,7 +317,7 @@ def evaluate_predictions(
     rows = {"wave1": wave1, "wave2": wave2}
     results = [_guard(x, rows, {"wave1": expected[0], "wave2": expected[1]}) for x in results]
     if readings is not None:
-        results = [replace(x, reading=r[x.id].get("ours", ""), registered=doc["registered"]) for x in results]
+        results = [replace(x, reading=r[x.id].get("ours", ""), registered=r[x.id].get("registered", doc["registered"])) for x in results]
     if simulated:
         results = [replace(x, status=SIMULATION_STATUS, evidence=x.evidence) for x in results]
     return results

@@ -13,16 +13,23 @@ from sabot.json_stream import StreamError, stream_document
 from sabot.store.db import insert, now, transaction
 from sabot.store.runs import EVENT_COLUMNS, RUN_COLUMNS, RUN_DTYPES, RunSlot, write_slots
 from sabot.store.spend import write_calls
+from sabot.store.wave_replace import Replaced, clear_wave, drop_unlanded_slots
 from sabot.trace import TraceError, parse_event, parse_runresult
 
 EVENT_BATCH = 2000
 
 
-def write_import(con, scan: CorpusScan, registry_hash: str) -> int:
+def write_import(con, scan: CorpusScan, registry_hash: str, replace: bool = False) -> Replaced | None:
     """Replace a wave's landed files with this scan, in one transaction: the import lands whole or
     the store stays as it was. DuckDB reads each file itself (`read_text`), so its text never passes
-    through Python, and keeps it only if its hash is still the scan's."""
+    through Python, and keeps it only if its hash is still the scan's. With `replace`, every row the
+    wave's earlier runs produced goes in the same transaction (returned: what was replaced); without
+    it, slots whose file left the corpus go, so no stored run points at a landing that is gone."""
+    replaced = None
     with transaction(con), one_thread(con):
+        if replace:
+            previous = latest_import(con, scan.wave)
+            replaced = clear_wave(con, scan.wave, previous["corpus_root"] if previous else None)
         con.execute("DELETE FROM corpus_files WHERE wave = ?", [scan.wave])
         for f in scan.files:
             con.execute("INSERT INTO corpus_files SELECT ?, ?, ?, ?, ?, ?, content FROM read_text(?)",
@@ -35,7 +42,8 @@ def write_import(con, scan: CorpusScan, registry_hash: str) -> int:
             "INSERT INTO corpus_imports VALUES (?, ?, ?, ?, ?, ?, ?)",
             [scan.wave, str(scan.root), now(), len(scan.files), json.dumps(scan.missing), json.dumps(scan.not_run), registry_hash],
         )
-    return len(scan.files)
+        drop_unlanded_slots(con, scan.wave)
+    return replaced
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from sabot.matrix import Probe
 from sabot.store.db import now, replace_values
 from sabot.runroot import Attempt, Identity
 from sabot.store.spend import write_calls
+from sabot.store.wave_replace import OrphanedRuns, orphan_message
 from sabot.trace import RunRecord, parse_runresult, to_runresult
 
 RUN_COLUMNS = [
@@ -88,6 +89,8 @@ def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, st
     con.unregister("_wanted")
     out = {}
     for op, probe, status, record, path, sha in rows:
+        if status == "present" and record is None:
+            raise OrphanedRuns(orphan_message(None, wave, sum(1 for r in rows if r[2] == "present" and r[3] is None)))
         parsed = parse_runresult(json.loads(record), path) if record else None
         out[(op, probe)] = StoredRun(status, parsed, path, sha)
     return out
@@ -98,6 +101,9 @@ def read_baselines(con, wave: str) -> list[RunRecord]:
     rows = con.execute(
         f"SELECT {record_sql()}, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
     ).fetchall()
+    orphans = sum(1 for record, _ in rows if record is None)
+    if orphans:
+        raise OrphanedRuns(orphan_message(None, wave, orphans))
     return [parse_runresult(json.loads(record), path) for record, path in rows]
 
 
@@ -106,21 +112,19 @@ def write_intent(con, wave: str, operator: str | None, probe: str, run_id: str, 
     con.execute("INSERT INTO simulator_intent VALUES (?, ?, ?, ?, ?)", [wave, operator or "", probe, run_id, json.dumps(intent)])
 
 
-def endpoints(con, wave: str) -> set[str]:
-    """The model endpoints a wave's present runs were made against: as labelled in their records, and,
-    for runs that ended in RUN_ERROR before their record said (a dead provider), as their attempt
-    in the run root recorded it."""
-    rows = con.execute(
-        f"SELECT DISTINCT json_extract_string({record_sql()}, '$.endpoint') FROM runs WHERE wave = ? AND status = 'present'", [wave]
-    ).fetchall()
-    found = {r[0] for r in rows if r[0]}
-    if con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'attempts'").fetchone():
-        rows = con.execute(
-            "SELECT DISTINCT a.endpoint FROM runs r JOIN attempts a ON a.wave = r.wave AND a.operator = r.operator "
-            "AND a.probe = r.probe AND a.source_sha256 = r.source_sha256 WHERE r.wave = ? AND r.status = 'present'", [wave]
-        ).fetchall()
-        found |= {r[0] for r in rows if r[0]}
-    return found
+def run_endpoints(con, wave: str) -> list[str | None]:
+    """The model endpoint each of a wave's present runs was made against, one entry per run: as its
+    record labels it, else (a run that ended in RUN_ERROR before its record said, e.g. a dead
+    provider) as its attempt in the run root recorded it. A wave with no present run answers with
+    the endpoints its attempts were made against (a wave a refused key stopped before any run)."""
+    has_attempts = bool(con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'attempts'").fetchone())
+    attempt = ("(SELECT ANY_VALUE(a.endpoint) FROM attempts a WHERE a.wave = runs.wave AND a.operator = runs.operator "
+               "AND a.probe = runs.probe AND a.source_sha256 = runs.source_sha256)") if has_attempts else "NULL"
+    rows = con.execute(f"SELECT COALESCE(json_extract_string({record_sql()}, '$.endpoint'), {attempt}) FROM runs "
+                       "WHERE wave = ? AND status = 'present'", [wave]).fetchall()
+    if rows or not has_attempts:
+        return [r[0] for r in rows]
+    return [r[0] for r in con.execute("SELECT endpoint FROM attempts WHERE wave = ? AND endpoint IS NOT NULL", [wave]).fetchall()]
 
 
 # --- live attempts -------------------------------------------------------------------------------

@@ -258,3 +258,13 @@ CREATE TABLE IF NOT EXISTS project_registrations (
     pinned_at    TIMESTAMP NOT NULL,
     pinned_by    VARCHAR NOT NULL  -- 'registry lock' | 'first run'
 );
+
+-- The standard's registration as this store first saw each file: one row per registered data file.
+-- Append-only: a new dated version is a new file and is pinned when first met; a pinned file whose
+-- registered sha256 moved (an edited rule with an edited data/registry.lock.json) or that vanished
+-- is refused by every asset, naming the lock (sabot.registry.pin_standard).
+CREATE TABLE IF NOT EXISTS standard_registration (
+    path       VARCHAR NOT NULL PRIMARY KEY, -- relative to data/, forward slashes
+    sha256     VARCHAR NOT NULL,
+    pinned_at  TIMESTAMP NOT NULL
+);

@@ -4,6 +4,7 @@ import hashlib
 import json
 
 from sabot.budget import Rate
+from sabot.provenance import endpoint_kind
 from sabot.store.db import replace_values
 from sabot.trace import to_runresult
 
@@ -81,7 +82,18 @@ def spend_of_wave(con, wave: str) -> dict | None:
     names = [d[0] for d in cur.description]
     rows = [_summary(r, names) for r in cur.fetchall()]
     endpoints = sorted({e for (e,) in con.execute("SELECT DISTINCT endpoint FROM model_calls WHERE wave = ? AND endpoint IS NOT NULL", [wave]).fetchall()})
-    return {"wave": wave, **total, "by_row": rows, "endpoints": endpoints}
+    return {"wave": wave, **total, "by_row": rows, "endpoints": endpoints, "by_kind": _by_kind(con, "WHERE wave = ?", [wave])}
+
+
+def _by_kind(con, where: str, args: list) -> dict:
+    """Calls and cost per kind of endpoint (`sabot.provenance`): provider usage is money spent,
+    simulated usage is not, and neither is ever added to the other."""
+    out: dict[str, dict] = {}
+    for endpoint, calls, cost in con.execute(f"SELECT endpoint, COUNT(*), COALESCE(SUM(cost_usd), 0) FROM model_calls {where} GROUP BY endpoint", args).fetchall():
+        entry = out.setdefault(endpoint_kind(endpoint) if endpoint else "unknown", {"calls": 0, "cost_usd": 0.0})
+        entry["calls"] += calls
+        entry["cost_usd"] = round(entry["cost_usd"] + float(cost), 6)
+    return out
 
 
 def spend_of_project(con) -> dict | None:
@@ -92,7 +104,7 @@ def spend_of_project(con) -> dict | None:
     names = [d[0] for d in cur.description]
     total = _summary(cur.fetchone(), names)
     waves = [w for (w,) in con.execute("SELECT DISTINCT wave FROM model_calls ORDER BY wave").fetchall()]
-    return {**total, "waves": waves}
+    return {**total, "waves": waves, "by_kind": _by_kind(con, "", [])}
 
 
 def spend_of_run(con, wave: str, operator: str | None, probe: str) -> dict:

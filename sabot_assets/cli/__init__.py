@@ -5,9 +5,12 @@ Dagster instance and DuckDB store. Heavy imports happen inside commands, so `--h
 """
 
 import gc
+import os
 
 import click
 
+from sabot.debug import DEBUG_ENV, debugging
+from sabot_assets.cli.common import expected_failures
 from sabot_assets.cli.corpus import corpus
 from sabot_assets.cli.explain import explain, predictions
 from sabot_assets.cli.project import init, project
@@ -17,16 +20,16 @@ from sabot_assets.cli.wave import wave
 
 
 class _Sabot(click.Group):
-    """A held store lock, or a replay with nothing sound to replay, ends any command with one line
-    naming what and where, never a traceback."""
+    """An expected failure (a held store lock, a replay with nothing sound to replay, a refused
+    input, a failed materialization) ends any command with one line naming what and where; its
+    traceback only under --debug."""
 
     def invoke(self, ctx):
-        from sabot.store.db import StoreLocked
-        from sabot.store.recordings import RecordingMissing, RecordingRefused
-
         try:
             return super().invoke(ctx)
-        except (StoreLocked, RecordingMissing, RecordingRefused) as exc:
+        except expected_failures() as exc:
+            if debugging():
+                raise
             raise click.ClickException(str(exc)) from exc
         finally:
             # Everything left is freed when the process exits: without this, the collector walks
@@ -35,8 +38,11 @@ class _Sabot(click.Group):
 
 
 @click.group(cls=_Sabot)
-def main():
+@click.option("--debug", is_flag=True, help="Print Dagster's step failures and every traceback whole (default: one line per expected failure).")
+def main(debug):
     """Sabot on Dagster: plant faults, score what the pipelines' own checks caught."""
+    if debug:
+        os.environ[DEBUG_ENV] = "1"  # read by the run processes too (a pipeline's own log goes to the terminal)
 
 
 for command in (registry, corpus, wave, verify, explain, predictions, init, project):

@@ -5,6 +5,7 @@ import os
 
 import click
 
+from sabot.debug import debugging
 from sabot_assets.constants import PROJECT_ROOT, VAR_DIR
 
 
@@ -39,21 +40,33 @@ class Context:
         return defs
 
 
-def guarded(fn, *args):
-    """Run a command body; the project's input errors become one clear line and exit status 1."""
+def expected_failures() -> tuple[type[BaseException], ...]:
+    """What a command may end on in the ordinary course (bad input, a held lock, a refused replay, a
+    failed materialization): said in one line, never as a traceback (unless --debug)."""
     from judges.hard.acts import ScoringError
     from sabot.budget import BudgetError
     from sabot.corpus import CorpusError
     from sabot.registry import RegistryError
     from sabot.seal import SealError
+    from sabot.signing import SigningError
     from sabot.store.db import StoreLocked
+    from sabot.store.recordings import RecordingMissing, RecordingRefused
+    from sabot.store.wave_replace import OrphanedRuns
     from sabot.trace import TraceError
     from sabot_assets.evidence import VerifyError
     from sabot_assets.materialize import MaterializationError
 
+    return (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, SigningError,
+            VerifyError, OrphanedRuns, RecordingMissing, RecordingRefused)
+
+
+def guarded(fn, *args):
+    """Run a command body; the project's expected failures become one clear line and exit status 1."""
     try:
         return fn(*args)
-    except (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, VerifyError) as exc:
+    except expected_failures() as exc:
+        if debugging():
+            raise
         raise click.ClickException(str(exc)) from exc
 
 

@@ -8,17 +8,22 @@ import click
 from sabot_assets.cli.common import Context, guarded, progress_bar, publish
 
 
+REPLACE_HELP = "Replace what the wave holds from another corpus (its runs, landing and verdicts), in one transaction."
+
+
 @click.group()
 def corpus():
     """Reference corpora: import raw traces and score them through the asset graph."""
 
 
-def _import(ctx: Context, directory: Path, wave_name: str):
+def _import(ctx: Context, directory: Path, wave_name: str, replace: bool):
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.corpus_jobs import import_corpus
 
-    imported = import_corpus(ctx.registry, ctx.defs(), ctx.instance(), STORE_PATH, directory, wave_name, progress_bar(f"{wave_name}: run assets"))
+    imported = import_corpus(ctx.registry, ctx.defs(), ctx.instance(), STORE_PATH, directory, wave_name, progress_bar(f"{wave_name}: run assets"), replace)
     found = imported.scan
+    if imported.replaced:
+        click.echo(imported.replaced.text(wave_name))
     state = "imported" if imported.runs_materialized else "unchanged since the last import of"
     click.echo(f"{wave_name}: {state} {len(found.files)} file(s) from {directory}")
     for path in found.missing:
@@ -31,9 +36,10 @@ def _import(ctx: Context, directory: Path, wave_name: str):
 @corpus.command("import")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--wave", "wave_name", required=True, help="A registered import wave (data/waves/).")
-def corpus_import(directory, wave_name):
+@click.option("--replace", is_flag=True, help=REPLACE_HELP)
+def corpus_import(directory, wave_name, replace):
     """Validate a corpus checkout and load its runs into the wave's run assets."""
-    guarded(_import, Context(), directory, wave_name)
+    guarded(_import, Context(), directory, wave_name, replace)
 
 
 @corpus.command("score")
@@ -41,12 +47,13 @@ def corpus_import(directory, wave_name):
 @click.option("--wave", "wave_name", required=True, help="A registered import wave (data/waves/).")
 @click.option("--ruleset", default=None, help="Ruleset to report (default: the wave's headline ruleset).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
-def corpus_score(directory, wave_name, ruleset, json_out):
+@click.option("--replace", is_flag=True, help=REPLACE_HELP)
+def corpus_score(directory, wave_name, ruleset, json_out, replace):
     """Import, then materialize cell verdicts, scoreboard and report; print the scoreboard."""
-    guarded(_score, Context(), directory, wave_name, ruleset, json_out)
+    guarded(_score, Context(), directory, wave_name, ruleset, json_out, replace)
 
 
-def _score(ctx: Context, directory: Path, wave_name: str, ruleset: str | None, json_out: Path | None):
+def _score(ctx: Context, directory: Path, wave_name: str, ruleset: str | None, json_out: Path | None, replace: bool = False):
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.corpus_jobs import score_corpus
     from sabot_assets.export import score_document
@@ -56,7 +63,7 @@ def _score(ctx: Context, directory: Path, wave_name: str, ruleset: str | None, j
     ruleset = ruleset or wave.headline_ruleset
     if ruleset not in wave.readings:
         raise click.ClickException(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {ruleset!r}")
-    imported = _import(ctx, directory, wave_name)
+    imported = _import(ctx, directory, wave_name, replace)
     score_corpus(imported, progress_bar(f"{wave_name}: cell verdicts"))
     doc = score_document(STORE_PATH, wave, ruleset)
     publish(doc, json_out, started)

@@ -88,9 +88,13 @@ def predictions(pair):
     assets = [a for a in defs.assets if key in a.keys]
     if not assets:
         raise click.ClickException(f"no pair {pair!r}; see data/standard/contrasts.v1.json")
-    from sabot_assets.materialize import QUIET
+    from sabot_assets.materialize import quiet
 
-    result = dg.materialize(defs.assets, selection=[key], instance=ctx.instance(), resources=defs.resources, run_config=QUIET, raise_on_error=False)
+    result = dg.materialize(defs.assets, selection=[key], instance=ctx.instance(), resources=defs.resources, run_config=quiet(), raise_on_error=False)
     if not result.success:
-        raise click.ClickException(f"{pair}: evaluating the predictions failed (run {result.run_id})")
+        from sabot_assets.materialize import own_cause
+
+        failure = next((e for e in result.all_events if e.is_step_failure), None)
+        cause = own_cause(failure.step_failure_data.error) if failure is not None and failure.step_failure_data.error else "see the Dagster run log"
+        raise click.ClickException(f"{pair}: evaluating the predictions failed (run {result.run_id}): {cause}")
     click.echo(result.asset_materializations_for_node(f"{pair}__predictions")[0].metadata["predictions"].value)

@@ -9,7 +9,8 @@ from sabot_assets.cli.common import guarded
 from sabot.trace import EventKind
 
 SCAFFOLDS = Path(__file__).resolve().parents[2] / "adapters" / "byo" / "scaffold"  # one folder per framework
-SCAFFOLD_FRAMEWORKS = ("langgraph", "crewai", "autogen")  # sabot.projects.FRAMEWORKS, without importing it for --help
+# sabot.projects.FRAMEWORKS, without importing it for --help; Agent Framework by its package's name too
+SCAFFOLD_FRAMEWORKS = ("langgraph", "crewai", "autogen", "agent-framework", "agent_framework")
 
 
 def is_project(target) -> bool:
@@ -60,6 +61,7 @@ def project_lines(store_path, wave, project) -> list[str]:
             lines.append(baseline_line(run, project))
     if len(passed) < len(baselines):
         lines.append(f"  a failing baseline is the pipeline's or its test double's to fix; `sabot project check {project.root}` runs one and shows why")
+    lines += anchor_lines(wave.name, project, [r for r in baselines.values() if r is not None and r.error is None])
     lines.append(f"{wave.name}: where each operator's fault landed")
     for op in wave.operators:
         spec = project.operators[op]
@@ -79,6 +81,23 @@ def project_lines(store_path, wave, project) -> list[str]:
 
 
 DURATION_WORDS = {"once": "acts once", "persists": "persists"}
+
+
+def anchor_lines(name: str, project, baselines) -> list[str]:
+    """The anchor registration rules that need clean baselines (injection-only, false-fire budget),
+    one line per refused anchor: such an anchor cannot tie a FLAGS line or a retry reason to the fault."""
+    from sabot.anchor_registration import AnchorRules, baseline_problems
+    from sabot.parse_rules import FlagsRule
+    from sabot.registry import Registry
+
+    registry = Registry()
+    flags = FlagsRule.from_doc(registry.doc("standard/flags_protocol.v0.2.0.json")) if project.mapping.get("flags_surface") else None
+    rules, where = AnchorRules.from_registry(registry), f"{project.root.name}/sabot/operators.json"
+    refused = [line for op in project.operator_ids for line in baseline_problems(where, op, project.anchors(op), baselines, flags, rules)]
+    if not refused:
+        return [f"{name}: anchors: injected, injection-only and within the false-fire budget on {len(baselines)} clean baseline(s)"] if baselines else []
+    return ([f"{name}: anchors refused by the registration rules (SPEC v0.2.1 item 4); the board scores them as registered, "
+             "so register corrected anchors as a new project (a copied folder):"] + [f"  {line}" for line in refused])
 
 
 def _not_judged(runs_of, baselines) -> list[tuple[str, list[int]]]:
@@ -116,6 +135,7 @@ def _init(directory: Path, framework: str, name: str | None):
 
     from sabot.registry import RegistryError
 
+    framework = framework.replace("-", "_")  # the project's framework key (agent-framework -> agent_framework)
     name = name or re.sub(r"[^a-z0-9_]", "_", directory.resolve().name.lower())
     target = directory / "sabot"
     if target.exists():

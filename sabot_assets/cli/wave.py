@@ -84,7 +84,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
         click.echo("\n".join(project_lines(STORE_PATH, wave_def, ctx.registry.project)))
     publish(doc, json_out, started)
     if tally.stopped:
-        click.echo(_stop_paragraph(ctx, name, selection, tally.stopped), err=True)
+        click.echo(stop_paragraph(ctx.registry, STORE_PATH, name, selection, tally, doc["label"]), err=True)
     elif tally.not_launched:
         click.echo(f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {tally.not_launched} run(s) not launched stay missing, "
                    f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them", err=True)
@@ -123,19 +123,21 @@ def _close_endpoint(ctx: Context) -> None:
         circuit.reset()
 
 
-def _stop_paragraph(ctx: Context, name: str, selection, reason: str) -> str:
-    """One paragraph: what failed at the provider, how many cells are missing, the command that resumes."""
+def stop_paragraph(registry, store_path, name: str, selection, tally, label: str) -> str:
+    """One paragraph: what failed at the provider, how many runs are missing, what produced the runs
+    the board shows, the command that resumes."""
     import shlex
     import sys
 
-    from sabot_assets.constants import STORE_PATH
     from sabot_assets.wave_jobs import missing_slots, select
 
-    missing = missing_slots(STORE_PATH, select(ctx.registry, name, selection))
+    # The runs this command did not make; a slot holding a run from another endpoint (an earlier
+    # scripted wave) is still missing at this one.
+    missing = max(tally.not_launched, missing_slots(store_path, select(registry, name, selection)))
     command = "sabot " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["wave"] else f"sabot wave run {name}"
-    return (f"{name}: the wave stopped: {reason}. No further call was sent to that endpoint; {missing} run(s) of this selection are "
+    return (f"{name}: the wave stopped: {tally.stopped}. No further call was sent to that endpoint; {missing} run(s) of this selection are "
             f"missing (never launched, or cut off when the endpoint stopped; none is RUN_ERROR, and every run stored earlier stays "
-            f"scored). Once the cause is fixed, `{command}` resumes them.")
+            f"scored; the board is labelled {label}, from the runs it holds). Once the cause is fixed, `{command}` resumes them.")
 
 
 def _margin(registry) -> float | None:
@@ -214,20 +216,27 @@ def _rescore(ctx: Context, name: str, ruleset: str | None, json_out: Path | None
 @click.argument("name")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--ruleset", default=None, help="Ruleset of the cellverdict.json files (default: the wave's headline); the bundle publishes every ruleset.")
-def wave_export(name, directory, ruleset):
+@click.option("--signing-key", default=None, type=click.Path(dir_okay=False, path_type=Path),
+              help="Ed25519 private key that signs the manifest, outside SABOT_VAR; created (0600, with KEY.pub) on first use. "
+                   "Default: $SABOT_SIGNING_KEY, else ~/.config/sabot/signing.key.")
+def wave_export(name, directory, ruleset, signing_key):
     """Write a wave's bundle into DIRECTORY (new or empty): its runs and verdicts in the reference
     corpus layout under harness/runs/NAME, the registered rules, the runs' seals, the published
-    verdicts, boards and reports, and a manifest of every file's SHA-256. The wave is verified
-    first; `sabot verify DIRECTORY` re-derives it anywhere, with no model call."""
-    guarded(_export, Context(), name, directory, ruleset)
+    verdicts, boards and reports, a manifest of every file's SHA-256 and the manifest's signature.
+    The wave is verified first; `sabot verify DIRECTORY` re-derives it anywhere, with no model call.
+    Publish the manifest hash and the public key (KEY.pub) it prints: they are what authenticates it."""
+    guarded(_export, Context(), name, directory, ruleset, signing_key)
 
 
-def _export(ctx: Context, name: str, directory: Path, ruleset: str | None):
+def _export(ctx: Context, name: str, directory: Path, ruleset: str | None, signing_key: Path | None):
+    from sabot import signing
     from sabot_assets.cli.project import adopt_project
-    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.constants import STORE_PATH, VAR_DIR
     from sabot_assets.evidence import export_bundle
 
+    key_path = signing.key_path(signing_key, VAR_DIR)
+    signer = signing.load_or_create(key_path)  # before any file is written: a refused key leaves no unsigned bundle
     name = adopt_project(ctx, name)  # a project folder exports its wave, with its registered files
-    exported = export_bundle(ctx.registry, STORE_PATH, name, directory, ruleset)
+    exported = export_bundle(ctx.registry, STORE_PATH, name, directory, ruleset, signer=signer)
     click.echo(f"{name}: wrote a bundle of {exported.runs} sealed run(s) and {exported.cells} cell verdict(s) to {directory}; "
-               f"manifest sha256 {exported.manifest_sha256}")
+               f"manifest sha256 {exported.manifest_sha256}; signed by {exported.signed_by} (public key {signing.public_path(key_path)})")

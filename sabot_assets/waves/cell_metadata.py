@@ -88,8 +88,8 @@ def attempt_metadata(attempt: Attempt, reused: bool) -> dict:
     return meta
 
 
-def carved_out_metadata(wave: WaveDef) -> dict:
-    framework, config, operators = wave.carveout
+def carved_out_metadata(wave: WaveDef, cell) -> dict:
+    framework, config, operators = wave.carveout_of(cell)
     return {
         "outcome": "carved out",
         "run": "never run: a pre-registered carve-out (SPEC v0.2.1 §10.6), a structural zero, itemized as carved_out, never a miss",

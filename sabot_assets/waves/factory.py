@@ -60,7 +60,8 @@ def build_wave(wave: WaveDef, registry: Registry, scorer: str | None = None) -> 
     verdicts = build_cell_verdicts(wave, registry, rulesets, fault_runs.key, baseline_runs.key, scorer)
     (judge_verdicts, kappa_audit), kappa_checks = build_judging_assets(wave, registry, fault_runs.key)
     board = build_board_assets(wave, registry, rulesets, verdicts.key, judge_verdicts.key, scorer)
-    instrument = [build_instrument_check(wave, rulesets, verdicts.key, scorer)] if wave.source == "live" else []
+    # A team's test double keeps no intent log: a project gets no instrument check (docs/own-pipeline.md).
+    instrument = [build_instrument_check(wave, rulesets, verdicts.key, scorer)] if wave.source == "live" and not wave.project else []
     assets = [prereg, baseline_runs, fault_runs, verdicts, judge_verdicts, kappa_audit, *board, *instrument]
     jobs = rerun_jobs(wave, [baseline_runs, fault_runs]) if wave.source == "live" else []
     return WaveDefinitions(assets, [check, *kappa_checks], jobs)

@@ -44,7 +44,9 @@ from adapters.pool import crashed_attempt
 from adapters.run_attempt import current_identity, is_replay, provider_circuit, run_attempt
 from adapters.runner import Recording, RunSpec
 from sabot import runroot
+from sabot.exchange_journal import finish_killed
 from sabot.matrix import Cell, Probe
+from sabot.pricing import PriceTable
 from sabot.registry import Registry, WaveDef
 from sabot.seal import SealError
 from sabot.store.db import StoreLocked, append_manifest
@@ -84,11 +86,15 @@ def sealed_attempt(run_root: Path, directory: Path, refused: dict | None = None)
         return None
 
 
-def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str, refused: dict | None = None, skip=frozenset()) -> int:
+def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str, refused: dict | None = None, skip=frozenset(),
+                   prices: PriceTable | None = None) -> int:
     """Ingest every finished, sealed attempt of these slots that the store does not hold yet (but those in
-    `skip`: attempts the step ingests itself)."""
+    `skip`: attempts the step ingests itself). With `prices`, attempts whose process was killed are first
+    finished as `stopped` from their exchange journal, so the calls they were answered are stored and counted."""
     done = 0
     for operator, probe in slots:
+        if prices is not None:
+            finish_killed(run_root, wave, probe, operator, prices)
         for directory in runroot.finished_attempts(run_root, wave, probe, operator):
             if directory in skip:
                 continue
@@ -189,7 +195,7 @@ class Settle:
 
     def carved_out(self, key: str, wave: WaveDef) -> None:
         self.tally["carved out"] += 1
-        self.context.log_event(dg.AssetMaterialization(self.asset_key, partition=key, metadata=carved_out_metadata(wave)))
+        self.context.log_event(dg.AssetMaterialization(self.asset_key, partition=key, metadata=carved_out_metadata(wave, Cell.parse(key))))
 
     def finished(self, key: str, directory: Path, reused: bool = False, seconds: float | None = None):
         attempt = sealed_attempt(self.run_root, directory, self.refused)
@@ -311,7 +317,8 @@ def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, a
     made = attempts_made_by(run_root, wave.name, [_slot(t) for t in runnable], scheduled_by) if scheduled_by else {}
     try:
         with store_connection(store) as con:  # finished runs a lock or a crash left behind; settle ingests what the schedule made
-            swept = ingest_pending(con, run_root, wave.name, [_slot(t) for t in runnable], context.run_id, plan.refused, skip=set(made.values()))
+            swept = ingest_pending(con, run_root, wave.name, [_slot(t) for t in runnable], context.run_id, plan.refused, skip=set(made.values()),
+                                   prices=PriceTable.from_registry(registry))
         if swept:
             context.log.info(f"{asset}: ingested {swept} finished attempt(s) from the run root ({run_root})")
     except StoreLocked as exc:

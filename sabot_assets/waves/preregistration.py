@@ -30,7 +30,7 @@ def build_preregistration(wave: WaveDef, registry: Registry, rulesets) -> tuple[
         recorded = context.instance.get_materialized_partitions(fault_runs) if carved else set()
         for cell in carved:
             if cell.key not in recorded:  # once: registering again adds nothing
-                context.log_event(dg.AssetMaterialization(fault_runs, partition=cell.key, metadata=carved_out_metadata(wave)))
+                context.log_event(dg.AssetMaterialization(fault_runs, partition=cell.key, metadata=carved_out_metadata(wave, cell)))
         return dg.MaterializeResult(
             metadata={
                 "registry sha256": registry.content_hash,

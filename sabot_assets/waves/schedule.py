@@ -33,7 +33,7 @@ from sabot import runroot
 from sabot.matrix import Probe
 from sabot.registry import Registry
 from sabot_assets.constants import LLM_POOL
-from sabot_assets.materialize import QUIET
+from sabot_assets.materialize import quiet
 from sabot_assets.waves.concurrency import run_in_processes
 from sabot_assets.waves.live_runs import settle_cost
 
@@ -211,7 +211,7 @@ def run_schedule(wave_name: str, plan: Plan, instance: dg.DagsterInstance, tags:
         raise ValueError("a schedule needs its claims' holder")
     raised: list = []
     result = schedule_job(wave_name, plan, drive, raised).execute_in_process(
-        run_config=QUIET, instance=instance, tags=tags, run_id=run_id, raise_on_error=False)
+        run_config=quiet(), instance=instance, tags=tags, run_id=run_id, raise_on_error=False)
     if raised:
         raise raised[0]
     if not result.success:

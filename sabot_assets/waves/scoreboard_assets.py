@@ -21,13 +21,14 @@ from judges.hard.report import render_markdown
 from judges.report.html import render_html
 from judges.hard.tables import HEADLINE_COLUMN, columns_for, fmt_pct, fmt_rate, markdown_table
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
+from sabot.provenance import SIMULATION, is_simulated, kinds, provenance_label
 from sabot.registry import Registry, WaveDef
 from sabot.store.published import read_report, write_board, write_report
 from sabot.store.db import transaction
 
 from sabot.store.landing import latest_import
 from sabot.matrix import Cell, Probe
-from sabot.store.runs import endpoints, read_baselines, read_runs, unscored_fault_slots
+from sabot.store.runs import read_baselines, run_endpoints, read_runs, unscored_fault_slots
 from sabot.store.verdicts import read_verdicts, retry_acts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
@@ -50,12 +51,12 @@ def report_link(store: DuckDBResource, path: Path) -> dg.MetadataValue:
 
 
 def conformance_label(con, wave: WaveDef) -> str:
-    """"simulation" if any run used the scripted model; a real provider's runs are "derived": a Sabot
-    Score also needs a tagged spec revision's pinned versions, model ids and registered seeds."""
+    """What produced the wave's runs (`sabot.provenance`): simulation, "derived" (a provider's runs:
+    a Sabot Score also needs a tagged spec revision's pinned versions, model ids and registered
+    seeds), local model, replay, or a mix named with its counts."""
     if wave.source == "import":
         return wave.label
-    used = endpoints(con, wave.name)
-    return "simulation" if not used or any(e.startswith("simulation") for e in used) else "derived"
+    return provenance_label(kinds(run_endpoints(con, wave.name)))
 
 
 def run_error_rows(con, wave: WaveDef, ruleset, dagster_run_id: str) -> list[dict]:
@@ -83,9 +84,9 @@ def expected_rows(wave: WaveDef) -> list[str]:
 def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
     """The footnotes registry of a report: what each reading means and how the wave was made."""
     if getattr(registry, "project", None) is not None:  # a team's own pipeline
-        notes = [PROJECT_BOARD_NOTE] + ([TEST_DOUBLE_NOTE] if label == "simulation" else [f"Label: {label}."])
-    elif label == "simulation":
-        notes = ["Label: simulation. Numbers from the scripted model measure the instrument, not pipelines: no median, no band and no prediction verdict is drawn from them; the instrument check compares the scorer with the simulator's intent log."]
+        notes = [PROJECT_BOARD_NOTE] + ([TEST_DOUBLE_NOTE] if is_simulated(label) else []) + ([] if label == SIMULATION else [f"Label: {label}."])
+    elif is_simulated(label):
+        notes = [f"Label: {label}. Numbers from the scripted model measure the instrument, not pipelines: no median, no band and no prediction verdict is drawn from them; the instrument check compares the scorer with the simulator's intent log."]
     else:
         notes = [f"Label: {label}. A Sabot Score needs a tagged spec revision's pinned versions, model ids and registered seeds."]
     notes += [f"Ruleset {r.version} ({r.hash}): {registry.ruleset_doc(r.version).doc['summary']}" for r in rulesets]
