@@ -44,8 +44,8 @@ def test_any_reply_is_the_runs_outcome_never_an_exception(framework, kind, regis
     assert not record.task_passed, f"a {kind} reply never makes T1 pass"
     endpoint = record.extra["endpoint"]
     assert endpoint.startswith("local model odd-replies-test-model at http://127.0.0.1:"), endpoint
-    if record.error is not None:  # RUN_ERROR: both attempts named, with what failed and where
-        assert record.error.startswith("attempt 2: ") and "(endpoint: local model" in record.error, record.error
+    if record.error is not None:  # RUN_ERROR naming the attempt, what failed and the endpoint (a run cut by its call bound is not retried)
+        assert record.error.startswith(("attempt 2: ", "attempt 1: ")) and "local model" in record.error, record.error
         assert record.events == (), "a RUN_ERROR record keeps no half-run trace"
     else:  # scored: the run completed, its task failed, its calls recorded
         assert record.extra["exchanges"] and all(x["status"] == 200 for x in record.extra["exchanges"])
