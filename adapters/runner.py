@@ -195,7 +195,8 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
             break
         except (PipelineCrashed, *infrastructure_errors()) as exc:
             error = f"attempt {attempt}: {type(exc).__name__}: {exc} (endpoint: {where})"
-            failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
+            # What the last attempt sent and got, for replay: the gateway's record when the error does not carry it.
+            failed_exchanges = getattr(exc, "exchanges", None) or list(spent)
             calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too
     extra = {"exchanges": failed_exchanges} if failed_exchanges else {}
     # Where it failed, in the record itself: a provider wave whose every run failed is still no simulation.

@@ -47,5 +47,20 @@ def test_any_reply_is_the_runs_outcome_never_an_exception(framework, kind, regis
     if record.error is not None:  # RUN_ERROR naming the attempt, what failed and the endpoint (a run cut by its call bound is not retried)
         assert record.error.startswith(("attempt 2: ", "attempt 1: ")) and "local model" in record.error, record.error
         assert record.events == (), "a RUN_ERROR record keeps no half-run trace"
+        assert record.extra.get("exchanges"), "its calls are kept: the RUN_ERROR replays as the same failure"
     else:  # scored: the run completed, its task failed, its calls recorded
         assert record.extra["exchanges"] and all(x["status"] == 200 for x in record.extra["exchanges"])
+
+
+def test_a_crash_on_an_empty_reply_replays_as_the_same_run_error_with_no_call(registry, tmp_path, local_server):
+    from adapters.runner import Recording
+
+    spec = RunSpec("odd", 2, "crewai", "default", "T1", None, 11)
+    with OddReplyServer("empty") as server:
+        local_server(server)
+        live = run(spec, registry, tmp_path / "live", call_policy=quick_policy()).record
+        calls = len(server.requests)
+    assert live.error and "ValueError: Invalid response from LLM call - None or empty" in live.error
+    recording = Recording(live.extra["exchanges"], live.extra["endpoint"], [])
+    replayed = run(spec, registry, tmp_path / "replay", replay=recording, call_policy=quick_policy()).record  # the server is gone
+    assert replayed.error.split(" (endpoint:")[0] == live.error.split(" (endpoint:")[0] and calls == len(server.requests)
