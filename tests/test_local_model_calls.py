@@ -3,7 +3,6 @@ model server's own timeouts and concurrency cap, and a timed-out call neither re
 the next call to queue behind. Every upstream is a real HTTP server on 127.0.0.1."""
 
 import threading
-import time
 
 import openai
 import pytest
