@@ -3,9 +3,9 @@
     .venv/bin/python bench/bench_project_run.py [--runs 3] [--operator O1]
 
 Each example runs once to warm up, then `--runs` times; the mean per run is printed, never
-asserted. A run hosts the model gateway and fault layer in this process and forks the pipeline's
-own process (adapters/byo/confine.py), so the figure includes the fork and the pipeline's first use
-of its framework in a fresh process.
+asserted. A run hosts the model gateway and fault layer in this process and starts the pipeline's
+own process confined (adapters/byo/confine.py: a fresh interpreter inside bubblewrap), so the
+figure includes the sandbox's start and the fresh interpreter's imports, the framework's included.
 """
 
 import argparse

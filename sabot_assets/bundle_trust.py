@@ -15,6 +15,8 @@ still be checked, never silently.
 
 import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +24,16 @@ from sabot import signing
 from sabot.registry import LOCK_NAME, Registry
 
 MANIFEST, SIGNATURE = "manifest.json", "manifest.sig"
+
+
+def regular_bytes(path: Path) -> bytes:
+    """A bundle file's bytes, refused (OSError naming it) unless it is a regular file: a FIFO would
+    block the read forever, a link would read what lies outside the bundle."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as source:
+        if not stat.S_ISREG(os.fstat(source.fileno()).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return source.read()
 
 
 class NotAuthenticated(ValueError):
@@ -67,7 +79,10 @@ def authenticate(directory: Path, key: Path | None = None, expect: str | None = 
     NotAuthenticated naming the manifest when it is not theirs. Then compare its rules with the
     registered standard at `standard` (default: this installation's data/)."""
     directory = Path(directory)
-    manifest = (directory / MANIFEST).read_bytes()
+    try:
+        manifest = regular_bytes(directory / MANIFEST)
+    except OSError as exc:
+        raise NotAuthenticated(f"bundle {MANIFEST}: unreadable ({exc})") from None
     found = hashlib.sha256(manifest).hexdigest()
     carried = _carried_signature(directory)
     said = []
@@ -89,7 +104,7 @@ def authenticate(directory: Path, key: Path | None = None, expect: str | None = 
 
 def _carried_signature(directory: Path) -> "signing.Signature | None":
     try:
-        return signing.signature_from(json.loads((directory / SIGNATURE).read_text()))
+        return signing.signature_from(json.loads(regular_bytes(directory / SIGNATURE)))
     except (OSError, ValueError, AttributeError, signing.SigningError):
         return None
 

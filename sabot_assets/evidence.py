@@ -57,7 +57,7 @@ from sabot.store.landing import latest_import
 from sabot.store.runs import StoredRun, read_baselines, read_runs, record_sql
 from sabot.store.verdicts import read_verdicts
 from sabot.trace import TraceError, parse_runresult
-from sabot_assets.bundle_trust import SIGNATURE, sign_bundle
+from sabot_assets.bundle_trust import SIGNATURE, regular_bytes, sign_bundle
 from sabot_assets.waves.scoreboard_assets import conformance_label, expected_rows, footnotes, with_cell_links
 from sabot_assets.waves.live_runs import run_root_beside
 from sabot_assets.waves.judging import located_from_runs
@@ -430,7 +430,7 @@ def _file_sha(path: Path) -> str:
 
 def _read_json(directory: Path, rel: str):
     try:
-        return json.loads((directory / rel).read_text())
+        return json.loads(regular_bytes(directory / rel))
     except (OSError, ValueError) as exc:
         raise VerifyError(f"bundle {rel}: unreadable ({exc})") from exc
 

@@ -219,9 +219,11 @@ class WaveRunner:
             self._fail(result, names, partition_range)
 
     def verdicts(self, block: Block) -> None:
-        """Hard-tier verdicts and judge verdicts of a block, in one run (same partitions)."""
+        """Judge verdicts, then hard-tier verdicts, of a block: a cell's record then shows the §2
+        outcome with the judge's ruling (two independent assets: one run would order them by name)."""
         for cell_range in block.cell_ranges(self.wave):
-            self.run(["cell_verdicts", "judge_verdicts"], cell_range)
+            self.run(["judge_verdicts"], cell_range)
+            self.run(["cell_verdicts"], cell_range)
 
     def kappa(self) -> bool:
         """The kappa audit; False when its blocking check failed (the soft tier is low-confidence)."""

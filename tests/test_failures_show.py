@@ -14,6 +14,7 @@ from dagster_duckdb import DuckDBResource
 from sabot.store.db import connect
 from sabot_assets.definitions import build_definitions
 from sabot_assets.materialize import RunTally
+from sabot_assets.waves.cell_metadata import RUN_ERROR_KEY
 
 DEAD_ENDPOINT = "http://127.0.0.1:3598/v1"  # nothing listens here
 SLICE = ["O1|langgraph.default.T1.s11", "O2|langgraph.default.T1.s11", "O3|langgraph.default.T1.s11"]
@@ -82,6 +83,13 @@ def test_run_error_partitions_are_failed_and_good_runs_survive(live_slice, monke
     # The run log names the error and the endpoint, per cell.
     logs = [e.message for r in results for e in s.instance.all_logs(r.run_id) if e.user_message]
     assert any("RUN_ERROR" in m and DEAD_ENDPOINT in m and SLICE[0] in m for m in logs)
+    # Failures as sentences: the step failure and the partition's observation both lead with the cell's reason.
+    failure = next(e.dagster_event for e in s.instance.all_logs(results[0].run_id) if e.dagster_event and e.dagster_event.is_step_failure)
+    data = failure.step_failure_data.user_failure_data
+    assert data.description.splitlines()[0] == f"{SLICE[0]}: RUN_ERROR: {tally.run_errors[SLICE[0]]}"
+    assert list(data.metadata)[0] == RUN_ERROR_KEY and data.metadata[RUN_ERROR_KEY].value.endswith(tally.run_errors[SLICE[0]])
+    observed = s.instance.fetch_observations(dg.AssetRecordsFilter(asset_key=s.fault_runs, asset_partitions=[SLICE[0]]), limit=1).records
+    assert list(observed[0].asset_observation.metadata)[0] == RUN_ERROR_KEY
     # The good runs stay the scored runs; the RUN_ERROR attempts sit beside them.
     assert s.scored() == {SLICE[0]: (1, True), SLICE[1]: (1, True), SLICE[2]: (1, False)}
     assert [a for a in s.attempts() if a[0] == SLICE[0]] == [(SLICE[0], 1, "complete"), (SLICE[0], 2, "run_error")]

@@ -211,3 +211,18 @@ def test_the_demo_wave_exports_a_bundle_that_verifies_elsewhere_and_fails_on_one
     board.write_bytes(bytes(edited))
     failed = subprocess.run([sabot, "verify", str(elsewhere)], env=offline, capture_output=True, text=True, timeout=600)
     assert failed.returncode == 1 and "bundle published/v0.2.0/board.json: differs from the manifest" in failed.stderr
+
+
+def test_the_registered_fifth_of_judged_cells_is_judged_twice(demo):
+    """§6: 20% of cells double-judged with a second prompt variant, the subset fixed by cell key
+    (`judges.soft.subset`): exactly the judged cells the rule picks carry a variant-1 verdict."""
+    from judges.soft.subset import double_judged
+    from sabot.store.judging import read_judgements
+
+    with connect(demo[1], read_only=True) as con:
+        verdicts = read_judgements(con, "demo")
+    first = {(op, probe) for op, probe, variant in verdicts if variant == 0}
+    second = {(op, probe) for op, probe, variant in verdicts if variant == 1}
+    picked = {(op, probe) for op, probe in first if double_judged("demo", op, probe)}
+    assert picked and second == picked  # never skipped, never extra
+    assert 0.1 < len(second) / len(first) < 0.3

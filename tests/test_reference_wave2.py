@@ -129,3 +129,26 @@ def test_the_command_line_prints_the_same_caveats(scored_wave2, registry):
             "(5 replicates, exact enumeration, type-1 percentiles, support 21) [51.6, 58.0]") in text
     assert "pooled 25 baselines x 6 anchor sets = 150" in text
     assert doc["scoreboard"]["labels"]["base_rate_denominator"] in text  # the JSON and the text read one source
+
+
+def test_docs_standard_quotes_what_the_command_line_prints(scored_wave2, registry):
+    """docs/standard.md's `corpus score` block is the command's output verbatim, and the figures its
+    prose reads off it (verdicts carried, pre-injection quotes, soft detections, undecided) are the board's."""
+    import re
+
+    from sabot_assets.export import score_document, scoreboard_text
+    from tests.conftest import PROJECT
+
+    doc = score_document(scored_wave2.store_path, registry.wave("public_wave2"), "v0.2.0")
+    printed = scoreboard_text(doc).splitlines()
+    page = (PROJECT / "docs" / "standard.md").read_text()
+    block = page.split("--json out/public_wave2.json` prints:\n\n```\n", 1)[1].split("\n```", 1)[0].splitlines()
+    start = printed.index(block[0])
+    assert printed[start:start + len(block)] == block
+    carried, early, soft, undecided = map(int, re.search(
+        r"carries (\d+) of those verdicts: (\d+) quote text written before the\s+fault was planted \(no notice of it, counted apart\), "
+        r"(\d+) are DETECTED_SOFT, so (\d+) cells are undecided", page).groups())
+    [row] = doc["scoreboard"]["tables"]["framework_config"]
+    counts, labels = row["counts"], doc["scoreboard"]["labels"]
+    assert (early, soft, undecided) == (labels["soft_pre_injection"], counts["detected_soft"], labels["undecided"])
+    assert carried == early + counts["judged"]

@@ -129,3 +129,27 @@ def test_a_signing_key_under_sabot_var_is_refused(tmp_path):
     loose.chmod(0o644)
     with pytest.raises(signing.SigningError, match="readable by others"):
         signing.load_or_create(loose)
+
+
+def test_a_fifo_in_place_of_the_manifest_is_refused_without_waiting_for_a_writer(tmp_path):
+    import threading
+
+    from sabot_assets.evidence import VerifyError
+
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    os.mkfifo(bundle / MANIFEST)
+    outcomes = []
+
+    def check():
+        for step in (lambda: authenticate(bundle), lambda: verify_bundle(bundle)):
+            try:
+                step()
+            except (NotAuthenticated, VerifyError) as exc:
+                outcomes.append(str(exc))
+
+    checking = threading.Thread(target=check, daemon=True)
+    checking.start()
+    checking.join(30)
+    assert not checking.is_alive(), "the read waited on the FIFO"
+    assert len(outcomes) == 2 and all(f"bundle {MANIFEST}: unreadable" in o and "not a regular file" in o for o in outcomes), outcomes

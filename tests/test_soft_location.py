@@ -40,3 +40,9 @@ def test_a_quote_running_across_events_is_located_by_the_events_it_runs_over():
     assert quote_location(RECORD, "(certified) Extracting the record.") == BEFORE
     assert quote_location(RECORD, "Extracting the record. load_document") == AFTER
     assert quote_location(RECORD, "a sentence nothing wrote") == UNLOCATED
+
+
+def test_a_tool_output_read_again_after_the_fault_is_located_after_it():
+    again = Event(5, "loader", "tool-call", {"tool": "load_document", "args": {"name": "record"}, "output": "Drive-end vibration: 47.1 mm/s (certified)"})
+    record = RunRecord("r", "langgraph", "default", "T1", "O1", 11, EVENTS + (again,), 3, True, True, None)
+    assert quote_location(record, "Drive-end vibration: 47.1 mm/s (certified)") == AFTER

@@ -8,11 +8,17 @@ scripted model, then one cell against an endpoint where nothing listens (RUN_ERR
 - a cell's `cell_verdicts` partition shows that cell's own verdict, per ruleset, and the attempt
   and record hash it read, as the store holds them;
 - a scoreboard number's link opens exactly its cells in the partitions view;
-- the RUN_ERROR cell is Failed in the partitions view, and its partition carries the reason.
+- a published rate (MISSED) opens the page of exactly its cells; one MISSED cell shows its §2
+  outcome and leads to its judge verdict, its baseline, its events and one model exchange, each
+  page showing what the store and the sealed record hold;
+- the report's link is an http page that loads, though the wave ran from the command line;
+- the RUN_ERROR cell is Failed in the partitions view; its step failure's first line and its
+  partition's observation lead with the reason.
 
-`SABOT_UI_SCREENSHOTS=DIR` keeps the screenshots (a cell's verdict, a number's cells, the failed cell).
+`SABOT_UI_SCREENSHOTS=DIR` keeps the screenshots (docs/dagster-ui.md shows them from docs/images).
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -26,11 +32,13 @@ import pytest
 
 from sabot.registry import Registry
 from sabot.store.db import connect
+from sabot.store.published import read_report
 from tests.spans import span_keys
 
 PROJECT = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 UI_PORT = int(os.environ.get("SABOT_UI_TEST_PORT", "3593"))
+FILES_URL = f"http://127.0.0.1:{UI_PORT + 10}"  # the file server beside the UI; the command-line wave links it too
 DEAD_ENDPOINT = "http://127.0.0.1:3594/v1"  # nothing listens here
 VERDICT_CELL = "O5|langgraph.default.T1.s11"  # detected under the scripted model's seed: it has deciding acts
 FAILED_CELL = "O1|langgraph.default.T2.s11"
@@ -39,8 +47,8 @@ WAIT_S = 180  # the UI takes 15-22 s to answer a query on a busy 2-core machine
 
 
 def _env(var: Path, **extra) -> dict:
-    drop = ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_UI_URL")
-    return {**{k: v for k, v in os.environ.items() if k not in drop}, "SABOT_VAR": str(var), **extra}
+    drop = ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_UI_URL", "SABOT_REPORTS_URL")
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, "SABOT_VAR": str(var), "SABOT_REPORTS_URL": FILES_URL, **extra}
 
 
 def _wave(var: Path, *args, **extra) -> subprocess.CompletedProcess:
@@ -248,5 +256,104 @@ def test_a_run_error_cell_is_failed_with_its_reason(ui, browser, store):
     reason = _wait(browser, f"{DIALOG}//td[normalize-space()='RUN_ERROR reason']/following-sibling::td[1]")
     assert reason.text.strip() == error
     assert "Traceback" not in reason.text and "Stack Trace" not in reason.text
+    first = reason.find_element("xpath", "./ancestor::table[1]//tr[1]/td[1]")
+    assert first.text.strip() == "RUN_ERROR reason"  # the first line of the observation's metadata
     _show(browser, reason)
     _shot(browser, "failed-cell-reason.png")
+    # The failed partition's "View logs": the step failure's first line is the reason; the stack trace stays folded.
+    _open(browser, f"{ui}/assets/demo/fault_runs?view=partitions&partition={FAILED_CELL.replace('|', '%7C')}")
+    _click(browser, _wait(browser, "//button[normalize-space()='View logs']"))
+    failure = _wait(browser, "//div[contains(@class, 'LogsRowComponents_row')][.//span[@data-tooltip='STEP_FAILURE']]")
+    lines = failure.text.splitlines()
+    message = lines[lines.index("STEP_FAILURE") + 1:]  # after the time, step and event type columns
+    assert message[0] == f"dagster._core.definitions.events.Failure: {FAILED_CELL}: RUN_ERROR: {error}"
+    assert "Stack Trace:" not in failure.text and "File \"" not in failure.text
+    _show(browser, failure)
+    _shot(browser, "failed-cell-logs.png")
+
+
+def _href(driver, label: str) -> str:
+    """The link of a metadata row of the open partition."""
+    return _wait(driver, f"//td[normalize-space()='{label}']/following-sibling::td//a").get_attribute("href")
+
+
+def _missed_cells(store: Path) -> list[str]:
+    with connect(store / "sabot.duckdb", read_only=True) as con:
+        return sorted(k for (k,) in con.execute(
+            "SELECT v.operator || '|' || v.probe FROM cell_verdicts v JOIN judge_verdicts j USING (wave, operator, probe) WHERE v.wave = 'demo' "
+            "AND v.ruleset = 'v0.2.0' AND v.status = 'valid' AND NOT v.detected_hard AND j.prompt_variant = 0 AND j.status = 'ok' AND NOT j.noticed").fetchall())
+
+
+def test_a_published_rate_opens_its_cells_and_a_missed_cell_its_whole_record(ui, browser, store):
+    missed = _missed_cells(store)
+    with connect(store / "sabot.duckdb", read_only=True) as con:
+        valid = con.execute("SELECT count(*) FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND status = 'valid'").fetchone()[0]
+    assert missed, "the scripted model's demo slice has MISSED cells"
+    # The published MISSED rate on the scoreboard is one link, to the page of exactly its cells.
+    _open(browser, f"{ui}/assets/demo/scoreboard")
+    _click(browser, _wait(browser, "//td[normalize-space()='scoreboard']/following-sibling::td[last()]"
+                                   "//*[normalize-space()='[Show Markdown]' and not(*[normalize-space()='[Show Markdown]'])]"))
+    rate = _wait(browser, f"{DIALOG}//a[contains(@href, '/reports/demo/cells/langgraph_default/missed.html')]")
+    assert rate.text == f"{100 * len(missed) / valid:.1f}% ({len(missed)}/{valid}, simulation)"
+    assert rate.get_attribute("href").startswith(f"{FILES_URL}/reports/")
+    _show(browser, rate)
+    _shot(browser, "rate-link.png")
+    browser.get(rate.get_attribute("href"))
+    listed = [a.text for a in browser.find_elements("xpath", "//li/a")]
+    assert sorted(listed) == missed
+    _shot(browser, "rate-cells.png")
+    # One MISSED cell: its partition says MISSED, decided by both tiers, with the judge's ruling.
+    cell = missed[0]
+    _click(browser, browser.find_element("xpath", f"//li/a[normalize-space()='{cell}']"))
+    outcome = _wait(browser, "//td[normalize-space()='§2 outcome (v0.2.0)']/following-sibling::td")
+    assert browser.current_url.startswith(ui) and outcome.text == "MISSED"
+    assert browser.find_element("xpath", "//td[normalize-space()='judge ruling']/following-sibling::td").text.startswith("not noticed")
+    _show(browser, outcome)
+    _shot(browser, "missed-cell.png")
+    judge, baseline, events, exchanges = (_href(browser, label) for label in ("judge verdict partition", "baseline partition", "fault run events",
+                                                                              "fault run model exchanges"))
+    # Its judge verdict, on the judge's own partition.
+    _open(browser, judge)
+    noticed = _wait(browser, "//td[normalize-space()='variant 0: noticed']/following-sibling::td")
+    assert noticed.text == "no" and "/judge_verdicts" in browser.current_url and browser.find_elements("xpath", f"//*[normalize-space()='{cell}']")
+    _shot(browser, "missed-cell-judge.png")
+    # Its baseline, on the baseline's partition (the probe), as the store holds it.
+    with connect(store / "sabot.duckdb", read_only=True) as con:
+        passed = con.execute("SELECT task_passed FROM runs WHERE wave = 'demo' AND operator = '' AND probe = ?", [cell.split("|")[1]]).fetchone()[0]
+    _open(browser, baseline)
+    shown = _wait(browser, "//td[normalize-space()='outcome']/following-sibling::td")
+    assert shown.text == ("task passed" if passed else "task not passed")
+    _shot(browser, "missed-cell-baseline.png")
+    # Its events and one model exchange, from the sealed record, on the file server.
+    operator, probe = cell.split("|")
+    framework, config, task, seed = probe.split(".")
+    record = json.loads((store / "runroot" / "demo" / framework / config / task / operator / f"seed{seed[1:]}" / "attempt-1" / "runresult.json").read_text())
+    browser.get(events)
+    assert browser.find_element("tag name", "h1").text == f"Events: demo {cell}, attempt 1"
+    assert "Sealed: every file below matches its seal" in browser.page_source
+    assert len(browser.find_elements("xpath", "//tbody/tr[starts-with(@id, 'seq-')]")) == len(record["trace"]["events"])
+    _shot(browser, "missed-cell-events.png")
+    browser.get(exchanges)
+    _click(browser, browser.find_element("xpath", "//li/a[normalize-space()='exchange 1']"))
+    assert browser.find_element("tag name", "h1").text == f"Model exchange 1: demo {cell}, attempt 1"
+    first = record["exchanges"][0]
+    shown = [p.text for p in browser.find_elements("xpath", "//h2[.='Request']/following-sibling::table[1]//pre")]
+    assert shown == [m["content"].strip() for m in first["request"]["messages"]]
+    reply = browser.find_element("xpath", "//h2[.='Reply']/following-sibling::pre[1]").text
+    assert reply == first["reply"]["choices"][0]["message"]["content"].strip()
+    _shot(browser, "missed-cell-exchange.png")
+
+
+def test_a_report_link_is_an_http_page_that_loads(ui, browser, store):
+    with connect(store / "sabot.duckdb", read_only=True) as con:
+        html = read_report(con, "demo", "v0.2.0", "html")
+    _open(browser, f"{ui}/assets/demo/report")
+    link = _wait(browser, f"//a[starts-with(@href, '{FILES_URL}/reports/demo/index.html')]")
+    assert not browser.find_elements("xpath", "//a[starts-with(@href, 'file:') or starts-with(@href, 'javascript:')]")
+    _show(browser, link)
+    _shot(browser, "report-link.png")
+    with urllib.request.urlopen(link.get_attribute("href"), timeout=30) as reply:
+        assert reply.status == 200 and reply.read().decode() == html  # the report the store holds, whole
+    browser.get(link.get_attribute("href"))
+    assert browser.find_element("tag name", "h1").text.strip()
+    _shot(browser, "report-page.png")

@@ -5,17 +5,19 @@ Over the public wave-2 corpus scored through the asset graph (its langgraph/defa
 """
 
 import re
-from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 import dagster as dg
 import pytest
 
+from judges.hard.funnel import derived_counts, with_soft
 from sabot.store.published import read_report
 from sabot.store.db import connect
 from sabot.store.judging import read_judgements
 from sabot.store.lineage import number_cells
 from sabot.store.verdicts import read_acts, read_verdicts
+from sabot_assets.waves.cell_record import section2_outcome
+from sabot_assets.waves.judging import located_judgements
 from sabot_assets.waves.ui_text import shortened, summary
 from tests.spans import span_keys
 
@@ -97,6 +99,17 @@ def test_every_number_links_exactly_its_cells(scored_wave2, registry):
     assert linked["valid"] == {f"{c['operator']}|{c['probe']}" for c in denominator}
     assert linked["DETECTED_HARD"] == {f"{c['operator']}|{c['probe']}" for c in numerator}
     assert "sabot explain public_wave2 framework_config langgraph/default" in text
+    # The published rate is one link: a page listing every cell it counts, across operators (and its total too).
+    reports = scored_wave2.store_path.parent / "reports"
+    board = meta["scoreboard"].value.splitlines()
+    groups = [c.strip() for c in board[0].strip("|").split("|")]
+    rate = [c.strip() for c in next(line for line in board if line.startswith("| DETECTED_HARD |")).strip("|").split("|")][groups.index("langgraph/default")]
+    shown, address = re.fullmatch(r"\[([^\]]+)\]\(([^)]+)\)", rate).groups()
+    assert shown == "55.1% (76/138)" and urlparse(address).scheme == "http"
+    listed = re.findall(r">(O\d\|[^<]+)</a>", (reports / unquote(urlparse(address).path).removeprefix("/reports/")).read_text())
+    assert sorted(listed) == sorted(f"{c['operator']}|{c['probe']}" for c in numerator)
+    total = next(line for line in text.splitlines() if line.startswith("| all"))
+    assert f"[{len(numerator)}](" in total and f"[{len(denominator)}](" in total
     # The soft tier's undecided cells are named, with why (the reference judged only the union-missed cells).
     assert meta["undecided cells"].value >= 0
     assert "none" in meta["undecided cells (which, and why)"].value or "corpus carries no judge verdict" in meta["undecided cells (which, and why)"].value
@@ -107,14 +120,15 @@ def test_the_full_report_is_reachable_and_its_summary_says_it_is_shortened(score
     with connect(scored_wave2.store_path, read_only=True) as con:
         html = read_report(con, WAVE, "v0.2.0", "html")
         markdown = read_report(con, WAVE, "v0.2.0", "md")
+    reports = scored_wave2.store_path.parent / "reports"
     for name, body in (("report (HTML)", html), ("report v0.2.0", markdown)):
         url = urlparse(meta[name].value)
-        assert url.scheme == "file"
-        assert Path(unquote(url.path)).read_text() == body  # every character of it, one click away
+        assert url.scheme == "http" and url.path.startswith("/reports/")  # the file server beside the UI, never file://
+        assert (reports / unquote(url.path.removeprefix("/reports/"))).read_text() == body  # every character of it, one click away
     shown = meta["headline report"].value
     assert len(markdown) > 6000, "this corpus's report is long enough to need a summary"
     assert len(shown) < len(markdown)
-    marker = re.search(r"\*\*\[shortened for the UI: (\d+) of (\d+) characters shown, (\d+) more section\(s\); the full text: \[the full report\]\((file://[^)]+)\)\]\*\*", shown)
+    marker = re.search(r"\*\*\[shortened for the UI: (\d+) of (\d+) characters shown, (\d+) more section\(s\); the full text: \[the full report\]\((http://[^)]+/reports/[^)]+)\)\]\*\*", shown)
     assert marker, shown[-400:]
     kept = shown[: int(marker.group(1))].rstrip()
     assert int(marker.group(2)) == len(markdown) and markdown.startswith(kept)
@@ -174,3 +188,61 @@ def test_rerunning_a_cell_is_discoverable_in_the_ui(registry, tmp_path):
         assert {k.path[-1] for k in job.asset_layer.executable_asset_keys} == {asset}
         spec = next(s for s in defs.resolve_all_asset_specs() if s.key == dg.AssetKey(["demo", asset]))
         assert f"demo__rerun_{asset}" in spec.description and f"{RERUN_TAG}=true" in spec.description
+
+
+def test_a_cell_partition_is_a_complete_record(scored_wave2):
+    """The §2 outcome as the board counts it, the tier that decided it, the judge's ruling linked to
+    its partition, and the baseline and fault-run partitions, on the cell's own partition."""
+    with connect(scored_wave2.store_path, read_only=True) as con:
+        rows = read_verdicts(con, WAVE, "v0.2.0")
+        judged = located_judgements(con, WAVE)
+    scored = [r for r in with_soft(rows, judged) if r["status"] == "valid"]
+    hard = next(r for r in scored if r["detected_hard"])
+    soft = next(r for r in scored if not r["detected_hard"] and (r["operator"], r["probe"]) in judged)  # a cell the judge decided
+    counts = derived_counts(soft)
+    expected_soft = "MISSED" if counts["missed"] else "DETECTED_SOFT (judge only)" if counts["detected_soft"] else "undecided"
+    for row, outcome, tier in ((hard, "DETECTED_HARD", "hard:"), (soft, expected_soft, "")):
+        key = f"{row['operator']}|{row['probe']}"
+        meta = _materialization(scored_wave2, "cell_verdicts", key).metadata
+        assert list(meta)[:3] == ["verdict", "§2 outcome (v0.2.0)", "decided by tier"]
+        assert meta["§2 outcome (v0.2.0)"].value == outcome and meta["decided by tier"].value.startswith(tier)
+        for name, asset, partition in (("judge verdict partition", "judge_verdicts", key), ("baseline partition", "baseline_runs", row["probe"]),
+                                       ("fault run partition", "fault_runs", key)):
+            url = urlparse(meta[name].value)
+            assert url.path == f"/assets/{WAVE}/{asset}" and parse_qs(url.query)["partition"] == [partition]
+    judge = judged[(soft["operator"], soft["probe"])]
+    meta = _materialization(scored_wave2, "cell_verdicts", f"{soft['operator']}|{soft['probe']}").metadata
+    if judge["status"] == "ok":
+        assert meta["judge ruling"].value.startswith("noticed" if judge["noticed"] else "not noticed")
+        assert meta["judge quote"].value.startswith((judge["evidence_quote"] or "none")[:40])
+    else:
+        assert meta["judge ruling"].value.startswith("judge exclusion")
+
+
+@pytest.mark.parametrize("row, judgement, outcome, tier", [
+    ({"status": "excluded"}, None, "not counted (outside the denominator)", "none: an exclusion"),
+    ({"status": "valid", "detected_hard": False}, None, "undecided", "soft tier: not judged yet"),
+    ({"status": "valid", "detected_hard": False}, {"status": "judge_error", "reason": "unparseable reply", "noticed": None}, "undecided", "soft tier: judge exclusion (unparseable reply)"),
+    ({"status": "valid", "detected_hard": False}, {"status": "ok", "noticed": True}, "DETECTED_SOFT (judge only)", "soft:"),
+    ({"status": "valid", "detected_hard": False}, {"status": "ok", "noticed": True, "quote_location": "before_injection"}, "undecided", "soft tier: the judge's notice quotes text written before"),
+    ({"status": "valid", "detected_hard": False}, {"status": "ok", "noticed": False}, "MISSED", "both:"),
+    ({"status": "valid", "detected_hard": True}, {"status": "ok", "noticed": False}, "DETECTED_HARD", "hard:"),
+])
+def test_a_cells_outcome_is_the_one_the_funnel_counts(row, judgement, outcome, tier):
+    from judges.hard.funnel import FUNNEL_COLUMNS
+
+    row = {"operator": "O1", "probe": "langgraph.default.T1.s11", **{c: False for c in FUNNEL_COLUMNS}, **row}
+    assert section2_outcome(row, judgement)[0] == outcome and section2_outcome(row, judgement)[1].startswith(tier)
+
+
+def test_a_cells_verdict_is_a_check_on_its_own_partition(scored_wave2):
+    from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
+
+    key = dg.AssetCheckKey(dg.AssetKey([WAVE, "cell_verdicts"]), "verdict")
+    history = scored_wave2.instance.event_log_storage.get_asset_check_execution_history(key, limit=10_000)
+    by_partition = {r.event.dagster_event.event_specific_data.partition: r for r in history if r.event}
+    meta = _materialization(scored_wave2, "cell_verdicts", CELL).metadata
+    assert by_partition[CELL].status == AssetCheckExecutionRecordStatus.SUCCEEDED
+    evaluation = by_partition[CELL].event.dagster_event.event_specific_data
+    assert evaluation.description == f"{meta['verdict'].value}; §2 outcome: {meta['§2 outcome (v0.2.0)'].value}"
+    assert OTHER in by_partition  # one evaluation per cell, not one per run

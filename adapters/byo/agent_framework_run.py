@@ -18,8 +18,6 @@ import json
 
 from adapters.byo.surfaces import Acts, matches
 
-# Imported by the run's own process before the pipeline's is forked from it (a team's workflow imports these).
-WARM = ("agent_framework", "agent_framework.openai", "agent_framework_openai", "agent_framework.orchestrations", "agent_framework_orchestrations")
 MAGENTIC_EVENTS = ("plan_created", "replanned", "progress_ledger_updated")
 
 

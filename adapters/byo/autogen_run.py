@@ -12,10 +12,6 @@ import asyncio
 
 from adapters.byo.surfaces import Acts, matches
 
-# Imported by the run's own process before the pipeline's is forked from it, so each run does not
-# pay the framework's import again (a team's pipeline imports these).
-WARM = ('autogen_agentchat.agents', 'autogen_agentchat.teams', 'autogen_ext.models.openai')
-
 
 def parts(team) -> dict[str, set[str]]:
     """What a mapping may name in a built team: its participants (by name)."""

@@ -11,12 +11,14 @@ In order, each step only when the one before it held:
 """
 
 import difflib
+import functools
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters.byo.errors import TeamCodeError
-from adapters.byo.runner import FRAMEWORKS, build, execute, importable, pipeline_process
+from adapters.byo.runner import FRAMEWORKS, confined_result, build, execute, importable, pipeline_process, project_registry
+from adapters.gateway import CallPolicy
 from adapters.byo.tools import tool_objects
 from adapters.outcome import INFRASTRUCTURE_ERRORS
 from sabot.projects import SURFACE_NAMES, Project, ProjectError
@@ -103,15 +105,22 @@ def _agents_unseen(project: Project, baseline: RunRecord) -> tuple[list[str], li
     return problems, notes
 
 
+def _built_names(project: Project, build_dir: Path) -> tuple[list[str], str]:
+    """In the pipeline's confined process: build the factory, then name what the mapping misses."""
+    with importable(project), pipeline_process(project, build_dir, UNREACHABLE):
+        pipeline, module = build(project)
+        return unknown_names(project, pipeline, module)
+
+
 def check(root) -> CheckReport:
     """The check of the project folder at `root` (ProjectError if it does not even parse)."""
     project = Project.load(root)
     report = CheckReport(project)
     with tempfile.TemporaryDirectory(prefix=f"sabot-check-{project.name}-") as tmp:
-        try:
-            with importable(project), pipeline_process(project, Path(tmp) / "build", UNREACHABLE):
-                pipeline, module = build(project)
-                problems, report.built = unknown_names(project, pipeline, module)
+        try:  # the factory is the team's code: it runs confined, as in a run
+            policy = CallPolicy.load(project_registry(project))
+            problems, report.built = confined_result(project, functools.partial(_built_names, project, Path(tmp) / "build"), policy, (),
+                                                      Path(tmp) / "build")
         except TeamCodeError as exc:
             report.problems.append(str(exc))
             return report

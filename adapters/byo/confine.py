@@ -1,25 +1,23 @@
-"""The process a team's pipeline runs in: without the provider's key, in a session of its own, on a wall limit.
+"""The process a team's pipeline runs in: confined, without the provider's key, on a wall limit.
 
 The run's own process hosts the model gateway (which alone holds the provider key) and the fault
-layer in front of it; the team's code (factory, pipeline, tools, pass criterion) runs in a child
-whose environment has the credentials removed and the OpenAI SDK pointed at the fault layer with a
-placeholder key. Its result comes back as data over a pipe. Past the wall limit the child's whole
-process group is killed; its Python stack, dumped by faulthandler just before, names where in the
+layer in front of it; the team's code (factory, pipeline, tools, pass criterion) runs in a fresh
+interpreter inside a bubblewrap sandbox (`adapters.confinement`): its own user and PID namespaces,
+seeing only the system, the Python environment, its project folder (read-only) and the run's
+scratch directory, never the store, the run root, SABOT_VAR or the seal key, nor any other
+process's /proc. Its environment has the credentials and the harness's settings removed and the
+OpenAI SDK pointed at the fault layer with a placeholder key. The work reaches it as pickled data
+(module, function, arguments), never as inherited memory, and its result comes back as data over a
+pipe. Past the wall limit the sandbox is killed (its PID namespace with it: whatever the pipeline
+started ends too); its Python stack, dumped by faulthandler just before, names where in the
 project's code it was.
 
-With a secret to keep (a provider key), the child is a fresh interpreter (`sys.executable`, the
-scrubbed environment, no open file of the run's but stdio and its own): the work reaches it as pickled data
-(module, function, arguments), never as inherited memory, so its memory never held the key; it
-pays its imports again (the framework included) on every run. Without one (the project's test
-double) the child is forked from the run's process, which is faster and has nothing to hide.
-
-What this is not: a boundary against its own user. The child runs as the run's uid, which may
-read the run's process through /proc (its memory, unless that process is made non-dumpable).
-Code that must not be trusted that far runs behind `sabot.sandbox` instead.
+Every run pays a fresh interpreter and its imports (the framework included): the price of a
+process that never shared memory with the harness.
 """
 
+import contextlib
 import faulthandler
-import gc
 import os
 import pickle
 import re
@@ -33,6 +31,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from adapters.confinement import confined_command, confined_environment, confined_pids
 from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV
 
 STACK_GRACE_SECONDS = 0.5  # for faulthandler to write the hung child's stack before it is killed
@@ -57,35 +56,39 @@ def scrubbed_environment(environ: dict, secrets: tuple[str, ...]) -> dict:
             if k not in (API_KEY_ENV, BASE_URL_ENV) and not any(s and s in v for s in secrets)}
 
 
-def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, secrets: tuple[str, ...] = ()):
-    """`work()` in a child with the secrets gone from its environment (and, if there are any, from
-    its memory: a fresh interpreter, `work` picklable); its (picklable) return value, or its
-    exception re-raised here as `ChildFailed` text. Past `wall_seconds`: WallLimitExceeded, naming
-    the innermost frame of the child inside `root`."""
+def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, secrets: tuple[str, ...] = (), scratch: Path | None = None):
+    """`work()` (picklable) in a confined fresh interpreter that sees `root` read-only and `scratch`
+    (default: a temporary directory) read-write, with the secrets gone from its environment; its
+    (picklable) return value, or its exception re-raised here as `ChildFailed` text. Past
+    `wall_seconds`: WallLimitExceeded, naming the innermost frame of the child inside `root`."""
     read_end, write_end = os.pipe()
     stack = tempfile.TemporaryFile()
-    try:
-        child = _spawned(work, write_end, stack, secrets) if any(secrets) else _forked(work, read_end, write_end, stack, secrets)
-    except BaseException:
-        os.close(read_end)
-        stack.close()
-        raise
-    finally:
-        os.close(write_end)
-    received = bytearray()
-    reader = threading.Thread(target=_drain, args=(read_end, received), daemon=True)
-    reader.start()
-    reader.join(wall_seconds)
-    try:
-        if reader.is_alive():  # hung: its stack first, then the whole process group
-            where = _stack_of(child.pid, stack, root)
-            _kill_group(child.pid)
-            reader.join(5)
-            raise WallLimitExceeded(wall_seconds, where)
-        _kill_group(child.pid)  # whatever the pipeline left running in its session ends with it
-    finally:
-        child.wait()
-        stack.close()
+    with contextlib.ExitStack() as cleanup:
+        if scratch is None:
+            scratch = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="sabot-pipeline-")))
+        Path(scratch).mkdir(parents=True, exist_ok=True)  # bwrap binds only what exists
+        try:
+            child = _spawned(work, write_end, stack, secrets, root, scratch)
+        except BaseException:
+            os.close(read_end)
+            stack.close()
+            raise
+        finally:
+            os.close(write_end)
+        received = bytearray()
+        reader = threading.Thread(target=_drain, args=(read_end, received), daemon=True)
+        reader.start()
+        reader.join(wall_seconds)
+        try:
+            if reader.is_alive():  # hung: its stack first, then the whole sandbox
+                where = _stack_of(child.pid, stack, root)
+                _kill_group(child.pid)
+                reader.join(5)
+                raise WallLimitExceeded(wall_seconds, where)
+            _kill_group(child.pid)  # whatever the pipeline left running in its sandbox ends with it
+        finally:
+            child.wait()
+            stack.close()
     if not received:
         raise ChildDied("the pipeline's process ended without a result (killed, or it exited on its own)")
     status, value = pickle.loads(bytes(received))
@@ -102,35 +105,6 @@ class ChildFailed(Exception):
         self.kind, self.message, self.trace = detail
 
 
-class _Forked:
-    def __init__(self, pid: int):
-        self.pid = pid
-
-    def wait(self) -> None:
-        os.waitpid(self.pid, 0)
-
-
-def _forked(work: Callable[[], object], read_end: int, write_end: int, stack, secrets: tuple[str, ...]) -> _Forked:
-    gc.freeze()  # the child's collector then never walks (and so copies) the heap it shares with this process
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        os.close(read_end)
-        _in_fork(work, write_end, stack.fileno(), secrets)
-    gc.unfreeze()
-    return _Forked(pid)
-
-
-def _in_fork(work: Callable[[], object], write_end: int, stack_fd: int, secrets: tuple[str, ...]) -> None:
-    try:
-        os.setsid()  # its own process group: the wall limit kills whatever it started too
-        clean = scrubbed_environment(dict(os.environ), secrets)
-        os.environ.clear()
-        os.environ.update(clean)
-    except BaseException:
-        os._exit(70)
-    _serve(work, write_end, stack_fd)
-
-
 # The fresh interpreter's first lines: the run's import path (a list of str, first in the work file),
 # then the rest is served by this module.
 BOOTSTRAP = ("import os, pickle, sys\n"
@@ -140,7 +114,7 @@ BOOTSTRAP = ("import os, pickle, sys\n"
              "serve_spawned(source, int(sys.argv[2]), int(sys.argv[3]))\n")
 
 
-def _spawned(work: Callable[[], object], write_end: int, stack, secrets: tuple[str, ...]) -> subprocess.Popen:
+def _spawned(work: Callable[[], object], write_end: int, stack, secrets: tuple[str, ...], root: Path, scratch: Path) -> subprocess.Popen:
     data = pickle.dumps(work)
     if any(s and s.encode() in data for s in secrets):
         raise ValueError("the work handed to the pipeline's process holds a secret it must not see")
@@ -151,8 +125,9 @@ def _spawned(work: Callable[[], object], write_end: int, stack, secrets: tuple[s
         source.flush()
         source.seek(0)
         fds = (source.fileno(), write_end, stack.fileno())
-        return subprocess.Popen([sys.executable, "-c", BOOTSTRAP, *map(str, fds)], env=scrubbed_environment(dict(os.environ), secrets),
-                                close_fds=True, pass_fds=fds, start_new_session=True)
+        command = confined_command([sys.executable, "-c", BOOTSTRAP, *map(str, fds)], Path(scratch), [Path(root)])
+        environment = confined_environment(scrubbed_environment(dict(os.environ), secrets))
+        return subprocess.Popen(command, env=environment, stdin=subprocess.DEVNULL, close_fds=True, pass_fds=fds, start_new_session=True)
 
 
 def serve_spawned(source, write_end: int, stack_fd: int) -> None:
@@ -192,9 +167,13 @@ def _drain(fd: int, into: bytearray) -> None:
 
 
 def _stack_of(pid: int, stack, root: Path) -> str | None:
-    try:
-        os.kill(pid, signal.SIGUSR1)
-    except ProcessLookupError:
+    inside = confined_pids(pid)  # the sandbox's own processes: bwrap would die of the signal, not dump a stack
+    for target in inside:
+        try:
+            os.kill(target, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+    if not inside:
         return None
     time.sleep(STACK_GRACE_SECONDS)
     stack.seek(0)

@@ -32,10 +32,6 @@ import threading
 
 from adapters.byo.surfaces import Acts, matches
 
-# Imported by the run's own process before the pipeline's is forked from it, so each run does not
-# pay the framework's import again (a team's pipeline imports these).
-WARM = ('adapters.crewai_pipeline', 'crewai.tools')  # the pipeline module first: it sets CrewAI's offline settings before the import
-
 
 @contextlib.contextmanager
 def environment():

@@ -11,10 +11,6 @@ The output handed to the pass criterion is the final state (the last `values` ch
 
 from adapters.byo.surfaces import Acts, matches
 
-# Imported by the run's own process before the pipeline's is forked from it, so each run does not
-# pay the framework's import again (a team's pipeline imports these).
-WARM = ('langgraph.graph', 'langchain_openai', 'langchain_core.tools')
-
 INTERRUPT_KEY = "__interrupt__"
 GRAPH_ENDS = ("__start__", "__end__")
 

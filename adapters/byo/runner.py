@@ -7,10 +7,11 @@ gateway (adapters/gateway: call policy, rate limiter, usage and spend, record an
 SABOT_MODEL_API_KEY. An O4 swap lands when the endpoint reports serving the target's model family
 (the id or a dated snapshot of it, data/standard/model_ids.v1.json).
 
-The team's code (factory, pipeline, tools, pass criterion) runs in a process of its own
-(adapters/byo/confine.py): a fresh working directory (its cwd) and HOME, no provider key or URL in
-its environment, the OpenAI SDK pointed at the fault layer with a placeholder key, and the call
-policy's run wall limit. The tool objects are wrapped by name there. The pipeline never learns it
+The team's code (factory, pipeline, tools, pass criterion) runs in a confined process of its own
+(adapters/byo/confine.py, adapters/confinement.py): a bubblewrap sandbox seeing its project folder
+read-only and a fresh working directory (its cwd and HOME) read-write, never the store, the run
+root or the seal key; no provider key or URL in its environment, the OpenAI SDK pointed at the fault
+layer with a placeholder key, and the call policy's run wall limit. The tool objects are wrapped by name there. The pipeline never learns it
 is under test; the pass criterion runs after it returned, on its output.
 
 A failure of the team's own code (the factory, the test double, the pass criterion, a hang past the
@@ -23,7 +24,6 @@ RUN_ERROR.
 
 import contextlib
 import functools
-import importlib
 import io
 import json
 import os
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.byo import agent_framework_run, autogen_run, crewai_run, langgraph_run
+from adapters.confinement import ConfinementUnavailable
 from adapters.byo.confine import ChildDied, ChildFailed, WallLimitExceeded, run_confined
 from adapters.byo.errors import TeamCodeError, team_code_error
 from adapters.byo.proxy import AGENT_HEADER, UNATTRIBUTED, FaultLayer, FaultProxy
@@ -61,7 +62,6 @@ DOUBLE_KEY = "sk-test-double"
 SIMULATION = "simulation (the project's own test double on 127.0.0.1)"
 PASS_TIMEOUT = 60
 # What every framework's OpenAI client imports lazily on its first call (~0.8 s; adapters.pool preloads the same).
-CLIENT_MODULES = ("openai.resources", "httpcore", "anyio._backends._asyncio")
 SHOWN_OUTPUT = 2000  # characters of a pass criterion's output kept in the record
 
 
@@ -261,30 +261,23 @@ def _in_pipeline_process(project: Project, operator: str | None, spec: dict | No
     return {"events": recorder.stamped(), "fault": fault.state(), "tools_seen": set(tools.seen), "tools_wrapped": sorted(tools.names), "pass": result}
 
 
-def warm(framework: str) -> None:
-    """Import the framework in the run's own process, once, so a forked pipeline process (offline) finds it loaded."""
-    for name in (*getattr(FRAMEWORKS[framework], "WARM", ()), *CLIENT_MODULES):
-        try:
-            importlib.import_module(name)
-        except ImportError:  # the pipeline's own import will name what is missing
-            pass
-
-
 def _source_of(project: Project, target: str) -> str:
     """The project file a "module:function" target lives in, for messages."""
     found = project.module_file(target)
     return found.relative_to(project.root).as_posix() if found else target
 
 
-def _confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...]) -> dict:
+def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...], run_dir: Path) -> dict:
     """The pipeline process's result; its failures as the errors the runner classifies."""
     wall = policy.run_wall_limit_seconds
     try:
-        return run_confined(work, wall, project.root, secrets)
+        return run_confined(work, wall, project.root, secrets, scratch=run_dir)
     except WallLimitExceeded as exc:
         where = f"; it was at {exc.where}" if exc.where else ""
         raise TeamCodeError(f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}) ran past the run's "
                             f"wall limit of {wall:g} s (run_wall_limit_seconds, {POLICY_DOC}) and was stopped{where}") from None
+    except ConfinementUnavailable as exc:  # never run unconfined: the run is refused, naming the missing tool
+        raise ProjectError(str(exc)) from None
     except ChildDied as exc:
         raise TeamCodeError(f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}): {exc}") from None
     except ChildFailed as exc:
@@ -328,10 +321,9 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         if spent is not None:
             stack.callback(lambda: spent.extend(gateway.exchanges))
         proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
-        warm(project.framework)
         work = functools.partial(_in_pipeline_process, project, operator, spec, seed, run_dir, proxy.base_url)
         try:
-            child = _confined_result(project, work, policy, (provider.api_key,) if provider else ())
+            child = confined_result(project, work, policy, (provider.api_key,) if provider else (), run_dir)
         except TeamCodeError:
             if double is not None:
                 double.raise_if_failed()  # the double's own bug is the cause of what followed

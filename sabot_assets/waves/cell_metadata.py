@@ -21,7 +21,8 @@ from sabot.runroot import Attempt
 from sabot.registry import WaveDef
 from sabot.trace import EventKind
 from sabot_assets.constants import RERUN_TAG
-from sabot_assets.waves.ui_links import explain_cell_command, partition_url
+from sabot_assets.file_server.addresses import record_url
+from sabot_assets.waves.ui_links import explain_cell_command
 from sabot_assets.waves.ui_text import shortened
 
 OWN_CHECK_KINDS = (EventKind.GUARDRAIL_EVENT, EventKind.VERDICT)  # the event kinds the mappings read acts from
@@ -78,7 +79,7 @@ def attempt_metadata(attempt: Attempt, reused: bool) -> dict:
         "own-check events": sum(1 for e in r.events if e.kind in OWN_CHECK_KINDS),
         "events": len(r.events),
         "injection verified": r.injection_verified if r.operator else dg.MetadataValue.text("baseline"),
-        "record": dg.MetadataValue.path(attempt.source_path),
+        **record_links(attempt.source_path),
         "sha256": attempt.sha256,
     }
     seconds = _seconds(attempt)
@@ -86,6 +87,15 @@ def attempt_metadata(attempt: Attempt, reused: bool) -> dict:
         meta["duration (s)"] = seconds
     meta.update({f"usage {k}": v for k, v in sorted(_usage(r).items())})
     return meta
+
+
+def record_links(source_path: str) -> dict:
+    """A live run's sealed record, its events and its model exchanges, as pages of the file server."""
+    return {
+        "record (sealed)": dg.MetadataValue.url(record_url(source_path)),
+        "events page": dg.MetadataValue.url(record_url(source_path, "events")),
+        "model exchanges page": dg.MetadataValue.url(record_url(source_path, "exchanges")),
+    }
 
 
 def carved_out_metadata(wave: WaveDef, cell) -> dict:
@@ -135,11 +145,11 @@ def run_error_observation(asset_key: dg.AssetKey, key: str, attempt: Attempt) ->
     """The reason a cell's run ended in RUN_ERROR, on its own partition: the step fails (so the
     partition is Failed and "backfill failed and missing" picks it), and this says why."""
     return dg.AssetObservation(asset_key, partition=key, metadata={
+        RUN_ERROR_KEY: attempt.record.error or "no error recorded",  # first: the sentence a reader looks for
         "outcome": "RUN_ERROR",
-        RUN_ERROR_KEY: attempt.record.error or "no error recorded",
         "cell attempt": attempt.number,
         "endpoint": attempt.identity.endpoint,
-        "record": dg.MetadataValue.path(attempt.source_path),
+        **record_links(attempt.source_path),
         "rerun": rerun_hint(asset_key.path[0], asset_key.path[-1]),
     })
 
@@ -210,7 +220,6 @@ def verdict_metadata(wave: WaveDef, key: str, rows: list[dict], acts: list[dict]
         **deciding_acts([r["ruleset"] for r in rows], wave.headline_ruleset, acts, explain),
         "fault run read": _read(head, "fault", attempt_read),
         "baseline read": _read(head, "baseline", None),
-        "fault run partition": dg.MetadataValue.url(partition_url(wave.name, key, "fault_runs")),
         "explain": explain,
     }
     return meta

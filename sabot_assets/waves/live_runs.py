@@ -62,7 +62,7 @@ from sabot_assets.waves.budget import spend_is_capped, step_breaker
 from sabot_assets.guard import GUARDED, require_registered
 from sabot_assets.hosts import store_step_tags, worker_step_tags
 from sabot_assets.waves.concurrency import host_label, run_in_processes
-from sabot_assets.waves.cell_metadata import attempt_metadata, carved_out_metadata, log_line, run_error_observation
+from sabot_assets.waves.cell_metadata import RUN_ERROR_KEY, attempt_metadata, carved_out_metadata, log_line, run_error_observation
 
 
 
@@ -598,12 +598,14 @@ def _fail_if_needed(asset: str, errors: dict, waiting: list, locked, tally: dict
     cells that reported no materialization are then exactly the failed partitions."""
     if not errors and not waiting:
         return
-    lines = [f"{k}: {e}" for k, e in errors.items()]
+    lines = [f"{k}: RUN_ERROR: {e}" for k, e in errors.items()]  # the first line is a reason, not a count: it is what the UI shows first
     if waiting:
         lines.append(f"{len(waiting)} finished run(s) not ingested: {locked}")
+    summary = f"{asset}: {len(errors)} cell(s) ended in RUN_ERROR" + (f"; {len(waiting)} finished run(s) wait for ingest" if waiting else "")
+    first = {RUN_ERROR_KEY: f"{next(iter(errors))}: {next(iter(errors.values()))}"} if errors else {}
     raise dg.Failure(
-        description=f"{asset}: {len(errors)} cell(s) ended in RUN_ERROR" + (f"; {len(waiting)} finished run(s) wait for ingest" if waiting else "") + "\n" + "\n".join(lines),
-        metadata={RUN_ERRORS_KEY: dg.MetadataValue.json(errors), UNINGESTED_KEY: dg.MetadataValue.json(waiting),
+        description="\n".join(lines + [summary]),
+        metadata={**first, RUN_ERRORS_KEY: dg.MetadataValue.json(errors), UNINGESTED_KEY: dg.MetadataValue.json(waiting),
                   **{k: v for k, v in tally.items()}},
         allow_retries=False,
     )

@@ -14,6 +14,7 @@ from sabot.registry import WaveDef
 from sabot_assets.waves.ui_links import cells_by_operator, explain_command, operator_cells_url, partition_url
 
 UNDECIDED = ("undecided", "undecided")  # valid cells with no hard act and no judge verdict
+SECTION2 = (("DETECTED_SOFT (judge only)", "detected_soft"), ("MISSED", "missed"))  # §2's soft-tier outcomes
 LISTED_KEYS = 40  # undecided cells named in the UI summary; the rest are counted, with a marker
 
 
@@ -47,15 +48,18 @@ def _linked(wave: WaveDef, operator: str, cells: list[Cell]) -> str:
     return f"[{len(probes)}]({operator_cells_url(wave, operator, probes)})" if probes else "0"
 
 
-def row_links_markdown(wave: WaveDef, ruleset: str, label: str, table: str, group: str, cells: dict[str, list[Cell]]) -> str:
-    """One scoreboard row: per operator, each number a link opening exactly its cells."""
-    columns = [("valid", "valid"), *columns_for(ruleset, label), UNDECIDED]
+def row_links_markdown(wave: WaveDef, ruleset: str, label: str, table: str, group: str, cells: dict[str, list[Cell]], pages: dict | None = None) -> str:
+    """One scoreboard row: per operator, each number a link opening exactly its cells; each total a
+    link to its number's page (`number_pages`: every cell it counts, across operators)."""
+    pages = pages or {}
+    columns = [("valid", "valid"), *columns_for(ruleset, label), *SECTION2, UNDECIDED]
     operators = sorted({c.operator for c in cells["valid"]})
     body = [[op] + [_linked(wave, op, cells.get(column, [])) for _, column in columns] for op in operators]
-    body.append(["all"] + [str(len(cells.get(column, []))) for _, column in columns])
+    totals = [(len(cells.get(column, [])), pages.get((group, column))) for _, column in columns]
+    body.append(["all"] + [f"[{n}]({page})" if page else str(n) for n, page in totals])
     return "\n\n".join([
         f"**{group}** ({ruleset}, {label}): every count is a link opening exactly its cells on `cell_verdicts`, one operator "
-        f"at a time; a rate is its column's count over `valid`. The rest of the chain, per number: "
+        f"at a time; a total opens the page of all its cells; a rate is its column's count over `valid`. The rest of the chain, per number: "
         f"`{explain_command(wave.name, table, group, 'COLUMN')}`, then `--cell KEY` for acts, events and model exchanges.",
         markdown_table(["operator"] + [h for h, _ in columns], body),
     ])

@@ -9,7 +9,6 @@ that says when it is shortened).
 """
 
 import json
-import os
 from pathlib import Path
 
 import dagster as dg
@@ -35,11 +34,11 @@ from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
 from sabot_assets.guard import require_registered
 from sabot_assets.resources import store_connection
 from sabot_assets.waves.judging import judge_runs_by_itself, located_judgements
-from sabot_assets.waves.numbers import cells_behind, row_links_markdown, scored_rows, undecided_summary
+from sabot_assets.waves.number_pages import write_number_pages
+from sabot_assets.waves.numbers import SECTION2, cells_behind, row_links_markdown, scored_rows, undecided_summary
 from sabot_assets.waves.ui_links import explain_command, row_cells_url
-from sabot_assets.waves.ui_text import file_link, summary
-
-REPORTS_URL_ENV = "SABOT_REPORTS_URL"  # where a static server serves the reports directory (scripts/ui.sh)
+from sabot_assets.file_server.addresses import report_url
+from sabot_assets.waves.ui_text import summary
 
 
 def reports_dir(store: DuckDBResource) -> Path:
@@ -47,7 +46,8 @@ def reports_dir(store: DuckDBResource) -> Path:
 
 
 def report_link(store: DuckDBResource, path: Path) -> dg.MetadataValue:
-    return dg.MetadataValue.url(file_link(path, os.environ.get(REPORTS_URL_ENV), reports_dir(store)))
+    """An http link to a report file on the file server beside the UI, whichever command wrote it."""
+    return dg.MetadataValue.url(report_url(path.relative_to(reports_dir(store))))
 
 
 def conformance_label(con, wave: WaveDef) -> str:
@@ -109,24 +109,35 @@ def with_cell_links(wave: WaveDef, ruleset: str, board: dict) -> dict:
     return {**board, "cell_links": links}
 
 
-def board_markdown(entries, columns, label: str) -> str:
+
+
+def _linked(text: str, page: str | None) -> str:
+    return f"[{text}]({page})" if page else text
+
+
+def board_markdown(entries, columns, label: str, pages: dict | None = None) -> str:
     """The scoreboard for the UI, one column per row of the board: the metadata panel and its dialog
-    are narrower than the published table's nine columns of rates."""
-    body = [["valid"] + [str(e["valid"]) for e in entries]]
-    body += [[header] + [fmt_rate(e["counts"].get(column, 0), e["valid"], label=label) for e in entries] for header, column in columns]
+    are narrower than the published table's nine columns of rates. Every number links its cells' page."""
+    pages = pages or {}
+    body = [["valid"] + [_linked(str(e["valid"]), pages.get((e["group"], "valid"))) for e in entries]]
+    body += [[header] + [_linked(fmt_rate(e["counts"].get(column, 0), e["valid"], label=label), pages.get((e["group"], column))) for e in entries]
+             for header, column in columns]
     return markdown_table([""] + [e["group"] for e in entries], body)
 
 
-def number_links(wave: WaveDef, label: str, rows: list[dict], judged: dict, floor) -> dict:
-    """Scoreboard metadata: per framework x config row, its numbers as links to their cells; and
-    the cells the soft tier has not decided yet, with why."""
+def number_links(store: DuckDBResource, wave: WaveDef, label: str, head: dict, rows: list[dict], judged: dict, floor) -> dict:
+    """Scoreboard metadata: the board with every number a link to its cells' page; per framework x
+    config row, its numbers as links to their cells per operator; and the cells the soft tier has not
+    decided yet, with why."""
     scored = scored_rows(rows, judged, floor)
-    columns = (*columns_for(wave.headline_ruleset, label), ("undecided", "undecided"))
+    columns = (*columns_for(wave.headline_ruleset, label), *SECTION2, ("undecided", "undecided"))
     behind = cells_behind(scored, "framework_config", columns)
+    pages = write_number_pages(reports_dir(store), wave, wave.headline_ruleset, label, "framework_config", behind, columns)
     count, undecided = undecided_summary(wave, scored, judged, judge_runs_by_itself(wave))
-    links = {f"cells: {group}": dg.MetadataValue.md(row_links_markdown(wave, wave.headline_ruleset, label, "framework_config", group, cells))
+    links = {f"cells: {group}": dg.MetadataValue.md(row_links_markdown(wave, wave.headline_ruleset, label, "framework_config", group, cells, pages))
              for group, cells in sorted(behind.items())}
-    return links | {"undecided cells": count, "undecided cells (which, and why)": dg.MetadataValue.md(undecided)}
+    board = board_markdown(head["tables"]["framework_config"], (*columns_for(wave.headline_ruleset, label), *SECTION2), label, pages)
+    return {"scoreboard": dg.MetadataValue.md(board)} | links | {"undecided cells": count, "undecided cells (which, and why)": dg.MetadataValue.md(undecided)}
 
 
 def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdicts: dg.AssetKey, judge_verdicts: dg.AssetKey, scorer: str) -> list[dg.AssetsDefinition]:
@@ -165,8 +176,7 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                 "band": dg.MetadataValue.md(f"withheld: {withheld}") if withheld else str(head["median"]["band"]),
                 "cells": json.dumps(head["cells"], sort_keys=True),
                 "cells fingerprint": head["cells_fingerprint"],
-                "scoreboard": dg.MetadataValue.md(board_markdown(head["tables"]["framework_config"], columns_for(wave.headline_ruleset, label), label)),
-                **number_links(wave, label, headline_rows, judged, floors[wave.headline_ruleset]),
+                **number_links(store, wave, label, head, headline_rows, judged, floors[wave.headline_ruleset]),
                 "lineage": dg.MetadataValue.md(
                     f"`SELECT * FROM scoreboard_manifest WHERE dagster_run_id = '{context.run_id}'` lists every cell behind these numbers, with run ids and sha256. Per row:\n\n"
                     + "\n".join(f"- `{explain_command(wave.name, 'framework_config', e['group'], HEADLINE_COLUMN)}` (add `--cell KEY` for acts, events, exchanges)" for e in head["tables"]["framework_config"])

@@ -1,7 +1,5 @@
 """Text sized for the Dagster UI, never cut silently: a shortened value says so and where the rest is."""
 
-from pathlib import Path
-
 SUMMARY_CHARS = 6000  # a Markdown summary in the metadata panel; the full text is a linked file
 
 
@@ -26,10 +24,3 @@ def summary(markdown: str, where: str, limit: int = SUMMARY_CHARS) -> str:
     return (markdown[:cut].rstrip() + f"\n\n**[shortened for the UI: {cut} of {len(markdown)} characters shown, "
             f"{rest} more section(s); the full text: {where}]**\n")
 
-
-def file_link(path: Path, served_from: str | None, root: Path) -> str:
-    """The address the UI opens for a file: under a static server when one serves `root`
-    (scripts/ui.sh starts one and sets SABOT_REPORTS_URL), else its file:// address."""
-    if served_from:
-        return f"{served_from.rstrip('/')}/{path.relative_to(root).as_posix()}"
-    return path.resolve().as_uri()

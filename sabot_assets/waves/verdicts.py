@@ -7,6 +7,7 @@ downstream, stale. No scoring logic lives here; it calls `judges.hard`.
 
 import hashlib
 from collections import Counter
+from pathlib import Path
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
@@ -23,7 +24,12 @@ from sabot_assets.constants import COST_TAG
 from sabot_assets.guard import require_registered
 from sabot_assets.partitions import CELL_TO_BASELINE, cell_partitions
 from sabot_assets.resources import store_connection
+from sabot.store.judging import read_judgements
+from sabot_assets.waves.cell_checks import SEAL_CHECK, VERDICT_CHECK, check_outputs, check_specs, seal_evaluation, verdict_evaluation
 from sabot_assets.waves.cell_metadata import add_partition_metadata, verdict_metadata
+from sabot_assets.waves.cell_record import cell_record
+from sabot_assets.waves.judging import located_from_runs
+from sabot_assets.waves.live_runs import run_root_beside
 
 
 def verdict_rows(wave: WaveDef, ruleset, cell: Cell, fault, baseline, dagster_run_id: str) -> tuple[dict, list[dict]]:
@@ -66,14 +72,15 @@ def build_cell_verdicts(wave: WaveDef, registry: Registry, rulesets, fault_runs:
         code_version=code_version,
         deps=[fault_runs, dg.AssetDep(baseline_runs, partition_mapping=CELL_TO_BASELINE)],
         automation_condition=RESCORE_CELLS,
+        check_specs=check_specs(wave, dg.AssetKey([wave.name, "cell_verdicts"]), cell_partitions(wave)),
         kinds={"duckdb"},
         tags={COST_TAG: "cheap"},
         description=(f"Hard-tier verdict of each cell under rulesets {', '.join(r.version for r in rulesets)}: exclusion, acts, "
                      "DETECTED_HARD, reacted, recovered. Open a partition for that cell's own verdict: one row per ruleset, the acts "
                      "that decided it (surface, seq, quote), the fault-run attempt and record hash it read, and the `sabot explain` "
-                     "command for the events and model exchanges behind them."),
+                     "command for the events and model exchanges behind them. Checks, per partition: its verdict and its evidence seal."),
     )
-    def cell_verdicts(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
+    def cell_verdicts(context: dg.AssetExecutionContext, store: DuckDBResource):
         require_registered(registry)  # before anything is read or written: the rules must be the registered ones
         cells = [Cell.parse(k) for k in context.partition_keys]
         keys = [(c.operator, c.probe.key) for c in cells] + [("", c.probe.key) for c in cells]
@@ -87,22 +94,34 @@ def build_cell_verdicts(wave: WaveDef, registry: Registry, rulesets, fault_runs:
                     rows.append(row)
                     acts += cell_acts
             read = attempts_read(con, wave.name, {(r["operator"], r["probe"]): r["fault_sha256"] for r in rows if r["ruleset"] == wave.headline_ruleset})
+            judged = judgements_of(con, wave.name, set(runs) & {(c.operator, c.probe.key) for c in cells}, runs)
             digest = hashlib.sha256(repr(sorted((r["ruleset"], r["operator"], r["probe"], r["status"], r["detected_hard"]) for r in rows)).encode()).hexdigest()
             with transaction(con):
                 write_verdicts(con, wave.name, [(c.operator, c.probe.key) for c in cells], rows, acts)
                 append_manifest(con, wave.name, "cell_verdicts", context.run_id, len(cells), len(rows), digest, {r.version: r.hash for r in rulesets})
-        _per_cell_metadata(context, wave, cells, rows, acts, read)
+        sources = {slot: run.source_path for slot, run in runs.items()}
+        _per_cell_metadata(context, wave, cells, rows, acts, read, judged, sources, ", ".join(f"{r.version} ({r.hash})" for r in rulesets),
+                           run_root_beside(store.database))
         status = Counter(r["status"] for r in rows if r["ruleset"] == wave.headline_ruleset)
         context.log.info(f"cell_verdicts: {len(cells)} cell(s) under {len(rulesets)} ruleset(s); {wave.headline_ruleset}: "
                          + ", ".join(f"{k} {v}" for k, v in sorted(status.items())) + f"; {len(acts)} act(s) recorded")
-        # Shared by every partition of the run, so only what is true of each cell: the rules it was scored under.
-        return dg.MaterializeResult(metadata={"rulesets": ", ".join(f"{r.version} ({r.hash})" for r in rulesets)})
+        yield dg.MaterializeResult()  # every entry is the cell's own (`_per_cell_metadata`), its verdict first
+        yield from check_outputs(context)
 
     return cell_verdicts
 
 
-def _per_cell_metadata(context, wave: WaveDef, cells: list[Cell], rows: list[dict], acts: list[dict], read: dict) -> None:
-    """Each partition's materialization carries its own cell's verdict, not the batch's totals."""
+def judgements_of(con, wave: str, slots: set, runs: dict) -> dict:
+    """The judge's first verdict (variant 0) of these cells, if it has ruled, located against their
+    fault runs as the scoreboard locates them (a notice quoting pre-fault text is no notice)."""
+    judged = {(op, probe): v for (op, probe, _), v in read_judgements(con, wave, variant=0).items() if (op, probe) in slots}
+    return located_from_runs(judged, runs)
+
+
+def _per_cell_metadata(context, wave: WaveDef, cells: list[Cell], rows: list[dict], acts: list[dict], read: dict, judged: dict, sources: dict, rulesets: str, run_root: Path) -> None:
+    """Each partition's materialization carries its own cell's verdict, not the batch's totals; and
+    each partition's checks (`cell_checks`) are evaluated on it."""
+    selected = {k.name for k in context.selected_asset_check_keys}
     by_cell, acts_by_cell = {}, {}
     for r in rows:
         by_cell.setdefault((r["operator"], r["probe"]), []).append(r)
@@ -112,5 +131,12 @@ def _per_cell_metadata(context, wave: WaveDef, cells: list[Cell], rows: list[dic
     for cell in cells:
         slot = (cell.operator, cell.probe.key)
         verdict = verdict_metadata(wave, cell.key, by_cell[slot], acts_by_cell.get(slot, []), read.get(slot))
-        metadata[cell.key] = {"dagster/row_count": len(by_cell[slot]), **verdict}
+        head = next(r for r in by_cell[slot] if r["ruleset"] == wave.headline_ruleset)
+        record = cell_record(wave, cell.key, head, judged.get(slot), sources.get(slot))
+        word = verdict.pop("verdict")
+        metadata[cell.key] = {"verdict": word, **record, "dagster/row_count": len(by_cell[slot]), **verdict, "rulesets": rulesets}
+        if VERDICT_CHECK in selected:
+            context.log_event(verdict_evaluation(context.asset_key, cell.key, head, word, record[f"§2 outcome ({wave.headline_ruleset})"]))
+        if SEAL_CHECK in selected:
+            context.log_event(seal_evaluation(context.asset_key, cell.key, run_root, head, sources.get(slot)))
     add_partition_metadata(context, metadata)
