@@ -7,8 +7,8 @@
   the script: under the Dagster CLI or a benchmark that is Dagster, DuckDB and pyarrow imported
   again, ~2-3 s a run (measured). Here the fork server runs the script once, as the child fixup
   would, and every child forked from it then skips the fixup.
-- **Parent death.** The server exits when the command that started it is gone, and every run
-  forked from it dies with it (`adapters.parent_watch`).
+- **Parent death.** The server exits when the command that started it is gone (watched from its
+  first import, `adapters.fork_watch`), and every run forked from it dies with it (`adapters.parent_watch`).
 - **Warm state.** What every run would otherwise compute again on first use is made here once:
   the gateway's TLS context for 127.0.0.1 upstreams; openai's response models (it defers each
   pydantic schema to its first use, `DEFER_PYDANTIC_BUILD`; ~27 ms of CPU a run, measured) and its
@@ -33,7 +33,6 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_cr
 
 from adapters import prompts
 from adapters.gateway.server import loopback_tls
-from adapters.parent_watch import exit_when_parent_dies
 from adapters.pool import MAIN_ENV  # the caller's main script, set before the server starts
 from adapters.scripted.server import Reply, ToolCall, completion_body, stream_chunks  # the replies' shapes, not the model
 from sabot import plugins
@@ -82,5 +81,4 @@ plugins.load_entry_points()
 prompts.reviewer_addendum()
 _read_pipeline_sources()
 loopback_tls()  # every run's gateway shares it (CA bundle loaded once, here, not in each child)
-exit_when_parent_dies()  # the command that started the server: killed, it takes the server and its runs with it
 gc.freeze()

@@ -15,6 +15,7 @@ import threading
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 WATCH_SECONDS = 0.5
+STARTER_ENV = "SABOT_FORK_STARTER"  # the pid of the process that started the fork server (adapters.pool)
 
 
 def die_with_parent() -> None:
@@ -34,10 +35,17 @@ def exit_when_parent_dies(parent: int | None = None, interval: float = WATCH_SEC
 
     def watch() -> None:
         stop = threading.Event()
-        while not stop.wait(interval):
-            if os.getppid() != parent:
-                os._exit(1)  # the runs it forked get SIGKILL from die_with_parent
+        while os.getppid() == parent and not stop.wait(interval):
+            pass
+        os._exit(1)  # the runs it forked get SIGKILL from die_with_parent
 
     thread = threading.Thread(target=watch, name="parent-watch", daemon=True)
     thread.start()
     return thread
+
+
+def exit_when_starter_dies() -> threading.Thread:
+    """The fork server's watch, started before its slow imports: the starter's pid comes from the environment
+    it was started with, so a starter killed during those imports (the server then has a new parent) is seen
+    as gone, not taken for the parent to watch."""
+    return exit_when_parent_dies(int(os.environ.get(STARTER_ENV) or os.getppid()))

@@ -23,7 +23,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from adapters.parent_watch import die_with_parent
+from adapters.parent_watch import STARTER_ENV, die_with_parent
 from adapters.runner import PIPELINES, RunOutcome, RunSpec, run
 from sabot import plugins
 from sabot.trace import RunRecord
@@ -34,7 +34,7 @@ from sabot.trace import RunRecord
 # anyio's backend cost ~0.8 s a run (measured with cProfile). fork_ready comes last: it runs the
 # caller's main script once (CPython 3.11 ignores "__main__" here) and freezes the heap out of the GC.
 # adapters.run_attempt brings the run root, its seal and the record writer (another ~20 modules a child imported).
-RUNNER_PRELOAD = ["adapters.runner", "adapters.run_attempt"]
+RUNNER_PRELOAD = ["adapters.fork_watch", "adapters.runner", "adapters.run_attempt"]  # the watch first: before any slow import
 CLIENT_PRELOAD = ["openai.resources", "httpcore", "anyio._backends._asyncio", "adapters.fork_ready"]
 MAIN_ENV = "SABOT_FORK_MAIN"  # read by adapters.fork_ready in the fork server
 DEFAULT_CONCURRENCY = 8  # measured: bench/bench_concurrency.py (README, "Concurrency")
@@ -93,6 +93,7 @@ def _context():
     # would otherwise re-run before every run.
     main = spawn.get_preparation_data("sabot-run").get("init_main_from_path")
     os.environ[MAIN_ENV] = json.dumps({"init_main_from_path": main})
+    os.environ[STARTER_ENV] = str(os.getpid())  # the server watches this pid from its first import (adapters.fork_watch)
     ctx = multiprocessing.get_context("forkserver")
     if _Server.frameworks is None:  # a pool starts the server itself: every pipeline
         _Server.frameworks = frozenset(PIPELINES)

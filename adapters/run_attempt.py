@@ -72,10 +72,7 @@ def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identi
     started = runroot.started_now()
     journal = None if replay is not None else ExchangeJournal(directory).begin(spec.run_id, identity, started, dagster_run_id)
     with pipeline_log(directory):
-        if getattr(registry, "project", None) is not None:  # a team's runner journals nothing yet: not handed one
-            outcome = run(spec, registry, work_root, replay=replay)
-        else:
-            outcome = run(spec, registry, work_root, replay=replay, journal=journal)  # replay: answered from a Recording, nothing sent
+        outcome = run(spec, registry, work_root, replay=replay, journal=journal)  # replay: answered from a Recording, nothing sent
     record = outcome.record
     # A run the endpoint's stop cut off is "stopped": stored with its calls, never scored, resumed later.
     kind = "stopped" if outcome.stop else "run_error" if record.error else "complete"

@@ -167,15 +167,17 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
     call it lacks raises ReplayMiss (the replay stops, naming the cell and the call). `journal`
     (sabot.exchange_journal): where each exchange is written before the pipeline gets its answer."""
     if getattr(registry, "project", None) is not None:  # a team's own pipeline (sabot.projects)
-        return plugins.lookup("runner", "project")(spec, registry.project, work_root, registry=registry, replay=replay, call_policy=call_policy)
+        return plugins.lookup("runner", "project")(spec, registry.project, work_root, registry=registry, replay=replay, call_policy=call_policy,
+                                                   journal=journal)
     error, failed_exchanges, calls = None, [], []
     provider = provider_from_env("", "")
     # A local model server costs nothing unless its user prices it; a provider is priced at the spec's prices.
     prices = local_price_table() if provider is not None and provider.local_model else PriceTable.from_registry(registry)
     where = provider.label if provider else "the scripted model on 127.0.0.1"
     # A provider run is held to the registered per-run bounds, both attempts together: what a pilot reserves.
-    # (a local server's too, at the spec's prices: its calls are bounded like a provider's, never by its $0)
-    bound = Margin.from_registry(registry).run_bound(PriceTable.from_registry(registry)) if provider is not None and replay is None else None
+    # Offline, the registered call bound alone: a pipeline looping on a persistent fault stops there, not hours later.
+    # A local model server's runs are bounded like a provider's, at the spec's prices, never by its $0.
+    bound = Margin.from_registry(registry).bound_for(PriceTable.from_registry(registry), provider is not None, replay is not None)
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)

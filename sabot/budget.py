@@ -59,7 +59,19 @@ class Margin:
 
     def run_bound(self, prices) -> "RunBound":
         """A fresh per-run bound: what the gateway enforces call by call on a provider run."""
-        return RunBound(self.max_calls, self.per_call_worst_case(prices), self.pilot_worst_case(prices), prices, self.source)
+        return RunBound(self.max_calls, self.per_call_worst_case(prices), self.pilot_worst_case(prices), prices, self.source,
+                        self.max_completion_tokens)
+
+    def call_bound(self, prices) -> "RunBound":
+        """A fresh per-run bound on calls alone: what the gateway enforces on an offline run (a scripted model
+        or a test double costs no money, but a pipeline looping on a persistent fault must still stop)."""
+        return RunBound(self.max_calls, 0.0, math.inf, prices, self.source)
+
+    def bound_for(self, prices, provider: bool, replaying: bool) -> "RunBound | None":
+        """The run's bound: calls and metered spend at a provider, calls alone offline, none for a replay (nothing is sent)."""
+        if replaying:
+            return None
+        return self.run_bound(prices) if provider else self.call_bound(prices)
 
     def bounds_text(self) -> str:
         return (f"{self.max_calls} calls x ({self.max_prompt_tokens:,} prompt + {self.max_completion_tokens:,} completion tokens), "
@@ -77,23 +89,42 @@ class RunBound:
     shortens the run instead of passing its reservation. What no request shows (a reply far longer
     than any before it) can still pass it by that one call. A call reporting no usage, or a model without a price, counts at the per-call worst
     case (never as free). Shared by the run's attempts (the retry-once is paid from the same bound).
-    Thread-safe: a pipeline may have several calls in flight."""
+    Thread-safe: a pipeline may have several calls in flight.
 
-    def __init__(self, max_calls: int, per_call_usd: float, limit_usd: float, prices, source: str = MARGIN_DOC):
+    Held never below the call's own worst case (`call_worst_case`: its prompt counted before it is
+    sent, plus the completion it caps itself at, at its model's registered price): a provider that
+    bills within the request's own limits cannot take a run past its reservation, however many calls
+    are in flight. A call billed past that worst case is counted in `billed_beyond_request`."""
+
+    def __init__(self, max_calls: int, per_call_usd: float, limit_usd: float, prices, source: str = MARGIN_DOC,
+                 completion_cap: int = 0):
         self.max_calls, self.per_call_usd, self.limit_usd, self.prices, self.source = max_calls, per_call_usd, limit_usd, prices, source
+        self.completion_cap = completion_cap  # assumed for a request that caps nothing itself (the registered per-call bound)
         self.calls, self.paid, self.dearest, self.per_token, self.held = 0, 0.0, 0.0, 0.0, 0.0
+        self.billed_beyond_request = 0
         self._lock = threading.Lock()
 
-    def admit(self, tokens: int = 1) -> tuple[float | None, str | None]:
-        """(the amount held for a call of about `tokens` tokens, None) when it may be sent; (None, why not)
-        when it would pass the bound."""
+    def call_worst_case(self, model: str | None, prompt_tokens: int, completion_cap: int | None) -> float:
+        """Metered USD a call can cost when billed within its own limits: `prompt_tokens` (an upper bound,
+        counted before the call) plus its completion cap (else the registered one), at its model's price
+        (the dearest registered price for a model without one)."""
+        price = self.prices.price_for(model)
+        dear_in = price.input_per_million if price else max(p.input_per_million for p in self.prices.prices.values())
+        dear_out = price.output_per_million if price else max(p.output_per_million for p in self.prices.prices.values())
+        return (prompt_tokens * dear_in + (completion_cap or self.completion_cap) * dear_out) / 1e6
+
+    def admit(self, tokens: int = 1, worst_case: float = 0.0) -> tuple[float | None, str | None]:
+        """(the amount held for a call of about `tokens` tokens whose own worst case is `worst_case`, None)
+        when it may be sent; (None, why not) when it would pass the bound."""
         with self._lock:
             if self.calls >= self.max_calls:
                 return None, f"the run's registered bound of {self.max_calls} calls is reached ({self.source})"
-            hold = max(self.per_call_usd, self.dearest, self.per_token * tokens)
+            hold = max(self.per_call_usd, self.dearest, self.per_token * tokens, worst_case)
             if self.paid + self.held + hold > self.limit_usd + 1e-12:
+                beyond = (f"; {self.billed_beyond_request} call(s) were billed past their own request's limits (its counted prompt "
+                          f"and max_tokens): the provider bills beyond what was asked" if self.billed_beyond_request else "")
                 return None, (f"one more call (up to {usd(hold)} metered) would pass the run's registered bound of {usd(self.limit_usd)} "
-                              f"metered ({usd(self.paid)} paid over {self.calls} call(s); {self.source})")
+                              f"metered ({usd(self.paid)} paid over {self.calls} call(s); {self.source}){beyond}")
             self.calls, self.held = self.calls + 1, self.held + hold
             return hold, None
 
@@ -103,6 +134,7 @@ class RunBound:
         cost = self.prices.cost(model, usage) if answered else 0.0
         cost = self.per_call_usd if cost is None else cost
         with self._lock:
+            self.billed_beyond_request += cost > held + 1e-12
             self.held = max(0.0, self.held - held)
             self.paid += cost
             self.dearest = max(self.dearest, cost)

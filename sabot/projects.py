@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 
 from sabot.anchor_registration import injected_problems
+from sabot.pricing import PRICES_DOC
 from sabot.registry import DATA_DIR, Registry, RegistryError, RegistryFile, pin_standard, sha256_bytes
 
 PROJECT_DIR = "sabot"
@@ -255,7 +256,8 @@ class Project:
             if rel not in locked:
                 problems.append(f"{self.root.name}/{rel}: not registered (run `sabot registry lock {self.root}`)")
             elif locked[rel] != sha:
-                problems.append(f"{self.root.name}/{rel}: edited after registration (sha256 {sha[:12]}, registered {locked[rel][:12]})")
+                problems.append(f"{self.root.name}/{rel}: edited after registration (sha256 {sha[:12]}, registered {locked[rel][:12]}); "
+                                "a changed registration is a new project: copy the folder under a new name, then `sabot registry lock NEW_DIR`")
         return problems
 
     @property
@@ -368,6 +370,9 @@ class ProjectRegistry(Registry):
         anchors = json.loads(json.dumps(self.doc(anchors_rel)))
         anchors["anchors"][p.task_id] = {op: list(p.anchors(op)) for op in p.operator_ids}
         self._put(anchors_rel, anchors, sha256_bytes((self.files[anchors_rel].sha256 + p.shas[f"{PROJECT_DIR}/operators.json"]).encode()))
+        from sabot.project_prices import priced_doc
+
+        self._put(PRICES_DOC, *priced_doc(p.root, self.doc(PRICES_DOC), self.files[PRICES_DOC].sha256, self))
         self._put(f"seeds/{p.name}.json", {"name": f"seeds_{p.name}", "seeds": list(p.seeds)}, p.shas[f"{PROJECT_DIR}/project.json"])
         self._put(f"waves/{p.name}.json", {
             "name": p.name, "source": "live", "corpus_dir": None, "protocol": 1, "seeds": f"seeds/{p.name}.json", "carveout": None,

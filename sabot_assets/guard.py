@@ -18,6 +18,7 @@ import dagster as dg
 from dagster._core.definitions.decorators.op_decorator import DecoratedOpFunction
 
 from sabot.registry import Registry, RegistryError
+from sabot.store.db import StoreLocked
 from sabot_assets.resources import store_connection
 
 GUARDED = "__sabot_registry_guarded__"
@@ -32,7 +33,7 @@ def require_registered(registry: Registry, store=None) -> None:
         if store is not None and (store.database, registry.content_hash) not in _PINS_HELD:
             registry.require_pinned(lambda: store_connection(store))
             _PINS_HELD.add((store.database, registry.content_hash))
-    except RegistryError as exc:
+    except (RegistryError, StoreLocked) as exc:  # a held store lock is said in one line too, naming its holder
         raise dg.Failure(description=str(exc), allow_retries=False) from exc
 
 

@@ -11,6 +11,10 @@ Modes (answers come from the scripted model wherever the mode does not fail the 
 - "quota": every call answered 429 insufficient_quota (billing exhausted);
 - "hang": a plain socket server that accepts, reads and never answers;
 - "dead": a port nothing listens on (connection refused);
+- "max-usage": every call answered "ok", billed the most its request allows and no more: prompt tokens
+  equal to the request's compact JSON length in bytes (no tokenizer counts more), completion tokens
+  equal to its max_tokens (an honest provider at its worst), after `delay` seconds; with `usage_scale`
+  above 1, that many times it (a provider billing past the request's own limits);
 - "slow": every call answered after `delay` seconds (calls are in flight long enough to be killed in);
 - "large-usage": every call answered, its usage reported at `usage_scale` times the scripted model's
   (a provider billing more than the run's registered bounds allow). The scripted server's usage
@@ -21,6 +25,7 @@ Modes (answers come from the scripted model wherever the mode does not fail the 
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -29,7 +34,7 @@ import adapters.scripted.server as scripted_server
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.server import Reply, ScriptedModelServer
 
-MODES = ("401", "404-model", "400-echo", "escaped-echo", "retry-after", "quota", "hang", "dead", "large-usage", "slow")
+MODES = ("401", "404-model", "400-echo", "escaped-echo", "retry-after", "quota", "hang", "dead", "large-usage", "slow", "max-usage")
 
 
 def escaped(key: str, escape: str) -> str:
@@ -69,9 +74,9 @@ class _Responder:
             return Reply(status=status, body=body.encode())
         if p.mode == "400-echo" and first:
             return Reply(status=400, error=f"Invalid request (headers received: Authorization: Bearer {p.key}; api_key={p.key})")
-        if p.mode == "slow":
+        if p.mode in ("slow", "max-usage"):
             time.sleep(p.delay)
-        reply = self.scripted(request)
+        reply = Reply(content="ok") if p.mode == "max-usage" else self.scripted(request)
         with p.lock:
             p.answered += reply.status == 200
         return reply
@@ -114,9 +119,9 @@ class FaultProvider:
             self._port = self._socket.getsockname()[1]
             threading.Thread(target=self._accept_forever, daemon=True).start()
         else:
-            if self.mode == "large-usage":
+            if self.mode in ("large-usage", "max-usage"):
                 self._usage_for = scripted_server.usage_for
-                scripted_server.usage_for = self._scaled_usage
+                scripted_server.usage_for = self._scaled_usage if self.mode == "large-usage" else self._most_allowed_usage
             self._server = ScriptedModelServer(_Responder(self)).start()
             self._port = self._server.port
         return self
@@ -125,6 +130,12 @@ class FaultProvider:
         usage = self._usage_for(request, reply)
         prompt, completion = usage["prompt_tokens"] * self.usage_scale, usage["completion_tokens"] * self.usage_scale
         return {**usage, "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    def _most_allowed_usage(self, request: dict, reply: Reply) -> dict:
+        body = {k: v for k, v in request.items() if k != "path"}
+        prompt = len(json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()) * self.usage_scale
+        completion = int(body.get("max_tokens") or 0) * self.usage_scale
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def _accept_forever(self) -> None:
         while True:

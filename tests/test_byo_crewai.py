@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.byo.check import check
 from adapters.byo.runner import as_reply, execute, importable, run_project
 from adapters.gateway import CallPolicy
 from adapters.runner import RunSpec
@@ -126,3 +127,37 @@ def test_a_misspelled_task_is_named_with_its_near_name_by_the_check(tmp_path):
     report = check(copy)
     assert not report.ok and report.baseline is None
     assert any("surfaces[4] (task_output) task: task 'reveiw' is not in the built pipeline; did you mean 'review'?" in p for p in report.problems)
+
+
+def test_an_unnamed_task_is_addressed_by_position_or_description_prefix_without_editing_the_crew(tmp_path):
+    """The crew's tasks lose their names (as many teams write them): the mapping addresses the writer's
+    task as `#1` and the reviewer's by the description prefix `project check` shows; the acts are the
+    ones the named crew gives."""
+    copy = tmp_path / "review_crew"
+    shutil.copytree(CREW, copy, ignore=shutil.ignore_patterns("__pycache__", "registry.lock.json"))
+    code = copy / "review_crew.py"
+    code.write_text(code.read_text().replace('Task(name="write", ', "Task(").replace('Task(name="review", ', "Task("))
+    mapping = copy / "sabot" / "mapping.json"
+    doc = json.loads(mapping.read_text())
+    for surface in doc["surfaces"]:
+        surface["task"] = {"write": "#1", "review": "Check the summary; publish it if it"}[surface["task"]]
+    mapping.write_text(json.dumps(doc, indent=1))
+    report = check(copy)
+    assert report.ok, "\n".join(report.lines())
+    assert 'tasks: #1 ("Summarise what is on file about {topic}."); #2 ("Check the summary; publish it if it")' in report.built
+    project = Project.load(copy)
+    reason = "the answer must start with SUMMARY:"
+    assert acts(execute(project, None, 1, "retry", tmp_path / "retry")) == [("reject", "guardrail", reason), ("retry_with_reason", "guardrail_retry", reason)]
+    assert acts(execute(project, None, 3, "reject", tmp_path / "reject"))[-1] == ("reject", "task_output", "the length does not match the atlas")
+
+
+def test_a_misspelt_task_address_is_named_with_the_near_address(tmp_path):
+    copy = tmp_path / "review_crew"
+    shutil.copytree(CREW, copy, ignore=shutil.ignore_patterns("__pycache__", "registry.lock.json"))
+    mapping = copy / "sabot" / "mapping.json"
+    doc = json.loads(mapping.read_text())
+    doc["surfaces"][0]["task"] = "Sumarise what is on file about {topic}."
+    mapping.write_text(json.dumps(doc, indent=1))
+    report = check(copy)
+    assert not report.ok and report.problems[0].startswith("mapping.json surfaces[0] (guardrail) task: task 'Sumarise what is on file about {topic}.' is not in the built pipeline; "
+                                                         "did you mean 'Summarise what is on file about {topic}.'?")

@@ -13,6 +13,7 @@ from dagster_duckdb import DuckDBResource
 
 from sabot.store.db import connect
 from sabot_assets.definitions import build_definitions
+from sabot_assets.guard import require_registered
 from sabot_assets.materialize import RunTally
 from sabot_assets.waves.cell_metadata import RUN_ERROR_KEY
 
@@ -25,6 +26,7 @@ class Slice:
     def __init__(self, registry, tmp: Path, instance):
         self.store = tmp / "sabot.duckdb"
         self.run_root = tmp / "runroot"
+        self.registry = registry
         self.defs = build_definitions(registry, DuckDBResource(database=str(self.store)))
         self.instance = instance
         self.fault_runs = dg.AssetKey(["demo", "fault_runs"])
@@ -136,6 +138,9 @@ def test_a_lock_held_past_the_wait_loses_no_finished_run(live_slice, monkeypatch
     s = live_slice
     with connect(s.store):
         pass  # the store exists
+    # A command checks the store's pin of the standard when it starts; the lock is taken by another
+    # command afterwards, while this one's run is in flight.
+    require_registered(s.registry, DuckDBResource(database=str(s.store)))
     monkeypatch.setenv("SABOT_STORE_LOCK_WAIT", "1")
     holder = _hold_lock(s.store)
     try:

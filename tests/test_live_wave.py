@@ -196,7 +196,7 @@ def test_the_demo_wave_exports_a_bundle_that_verifies_elsewhere_and_fails_on_one
     exported = subprocess.run([sabot, "wave", "export", "demo", str(tmp_path / "bundle")], env={**env, "SABOT_DB": str(store_path)},
                               capture_output=True, text=True, timeout=600)
     assert exported.returncode == 0, exported.stderr
-    manifest_sha = exported.stdout.split("manifest sha256 ")[1].split()[0]
+    manifest_sha = exported.stdout.split("manifest sha256 ")[1].split()[0].rstrip(";")  # "...; signed by ..." follows it
     elsewhere = tmp_path / "elsewhere" / "bundle"
     shutil.copytree(tmp_path / "bundle", elsewhere)
     offline = {**env, "SABOT_VAR": str(tmp_path / "no-store"), "SABOT_DB": str(tmp_path / "no-store" / "none.duckdb"),

@@ -126,7 +126,8 @@ def test_errors_in_the_team_code_name_the_file_and_the_error(what, file, old, ne
     assert run_project(spec, Project.load(copy), tmp_path / "runs").record.error == expected
 
 
-def test_a_wave_of_a_broken_factory_names_it_instead_of_an_empty_remote_traceback(tmp_path):
+def test_a_wave_of_a_broken_factory_is_refused_naming_it_before_any_run(tmp_path):
+    """The gate builds the factory before any run (a run that builds it is a RUN_ERROR naming it: above)."""
     copy = copy_of(REFUND_DESK, tmp_path, registered=True)
     edit_code(copy / "refund_desk.py", "    graph = StateGraph(Ticket)", "    graph = StateGraph(Ticket)\n    raise RuntimeError('staging order service is down')")
     env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
@@ -135,4 +136,4 @@ def test_a_wave_of_a_broken_factory_names_it_instead_of_an_empty_remote_tracebac
     out = done.stdout + done.stderr
     assert done.returncode == 1 and "_RemoteTraceback" not in out
     assert "pipeline factory refund_desk:build_graph failed at refund_desk.py:" in out and "RuntimeError: staging order service is down" in out
-    assert "baseline seed 1: RUN_ERROR: pipeline factory refund_desk:build_graph failed" in out
+    assert "refund_desk: refused before any run" in out and not (tmp_path / "var" / "sabot.duckdb").exists()

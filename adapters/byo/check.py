@@ -15,9 +15,11 @@ import functools
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from adapters.byo.errors import TeamCodeError
-from adapters.byo.runner import FRAMEWORKS, confined_result, build, execute, importable, pipeline_process, project_registry
+from adapters.byo.models import requested_models
+from adapters.byo.runner import FRAMEWORKS, build, confined_result, execute, importable, pipeline_process, project_registry
 from adapters.gateway import CallPolicy
 from adapters.byo.tools import tool_objects
 from adapters.outcome import INFRASTRUCTURE_ERRORS
@@ -88,7 +90,8 @@ def unknown_names(project: Project, pipeline, module) -> tuple[list[str], str]:
             problems += near(spec["tool"], parts["tool"], "tool", f"operators.json {op}")
         else:
             problems += near(spec["agent"], agents, "agent", f"operators.json {op}", among="one of project.json agents")
-    built = f"{type(pipeline).__name__}; " + "; ".join(f"{kind}s: {', '.join(sorted(names)) or 'none'}" for kind, names in sorted(parts.items()))
+    shown = getattr(FRAMEWORKS[project.framework], "shown_parts", lambda _: {})(pipeline)
+    built = f"{type(pipeline).__name__}; " + "; ".join(f"{kind}s: {shown.get(kind) or ', '.join(sorted(names)) or 'none'}" for kind, names in sorted(parts.items()))
     return problems, built
 
 
@@ -105,11 +108,31 @@ def _agents_unseen(project: Project, baseline: RunRecord) -> tuple[list[str], li
     return problems, notes
 
 
-def _built_names(project: Project, build_dir: Path) -> tuple[list[str], str]:
-    """In the pipeline's confined process: build the factory, then name what the mapping misses."""
+class Static(NamedTuple):
+    problems: list[str]
+    built: str | None  # what the factory built, by the names a mapping can use
+    models: set[str]  # the model ids its clients ask for, and the O4 target (what a budget must price)
+
+
+def _built_names(project: Project, build_dir: Path) -> tuple[list[str], str, set[str]]:
+    """In the pipeline's confined process: build the factory, then name what the mapping misses and
+    the models its clients ask for."""
     with importable(project), pipeline_process(project, build_dir, UNREACHABLE):
         pipeline, module = build(project)
-        return unknown_names(project, pipeline, module)
+        return (*unknown_names(project, pipeline, module), requested_models(pipeline))
+
+
+def static_check(project: Project, tmp: Path) -> Static:
+    """Steps 1 and 2, no model call. `wave run DIR` runs this part every time, whatever lock the
+    folder holds: the team's code can change under an unchanged lock. The factory is the team's
+    code: it runs confined, as in a run."""
+    o4 = {project.operators["O4"]["model"]} if "O4" in project.operators else set()
+    try:
+        policy = CallPolicy.load(project_registry(project))
+        problems, built, models = confined_result(project, functools.partial(_built_names, project, tmp / "build"), policy, (), tmp / "build")
+        return Static(problems, built, models | o4)
+    except TeamCodeError as exc:
+        return Static([str(exc)], None, o4)
 
 
 def check(root) -> CheckReport:
@@ -117,14 +140,7 @@ def check(root) -> CheckReport:
     project = Project.load(root)
     report = CheckReport(project)
     with tempfile.TemporaryDirectory(prefix=f"sabot-check-{project.name}-") as tmp:
-        try:  # the factory is the team's code: it runs confined, as in a run
-            policy = CallPolicy.load(project_registry(project))
-            problems, report.built = confined_result(project, functools.partial(_built_names, project, Path(tmp) / "build"), policy, (),
-                                                      Path(tmp) / "build")
-        except TeamCodeError as exc:
-            report.problems.append(str(exc))
-            return report
-        report.problems += problems
+        report.problems, report.built, _ = static_check(project, Path(tmp))
         if report.problems:
             return report
         if "responder" not in project.doc:

@@ -78,14 +78,17 @@ def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, se
         received = bytearray()
         reader = threading.Thread(target=_drain, args=(read_end, received), daemon=True)
         reader.start()
-        reader.join(wall_seconds)
         try:
+            reader.join(wall_seconds)
             if reader.is_alive():  # hung: its stack first, then the whole sandbox
                 where = _stack_of(child.pid, stack, root)
                 _kill_group(child.pid)
                 reader.join(5)
                 raise WallLimitExceeded(wall_seconds, where)
             _kill_group(child.pid)  # whatever the pipeline left running in its sandbox ends with it
+        except BaseException:  # interrupted (Ctrl-C, a signal raised as SystemExit): its sandbox ends with the command
+            _kill_group(child.pid)
+            raise
         finally:
             child.wait()
             stack.close()

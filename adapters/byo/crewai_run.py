@@ -30,6 +30,8 @@ import os
 import re
 import threading
 
+from adapters.byo.crewai_tasks import addresses as task_addresses
+from adapters.byo.crewai_tasks import shown as shown_tasks
 from adapters.byo.surfaces import Acts, matches
 
 
@@ -54,8 +56,14 @@ def environment():
 
 
 def parts(crew) -> dict[str, set[str]]:
-    """What a mapping and the operators may name in a built crew: its tasks (by name) and agents (by role)."""
-    return {"task": {t.name for t in getattr(crew, "tasks", None) or () if t.name}, "agent": {a.role for a in getattr(crew, "agents", None) or ()}}
+    """What a mapping and the operators may name in a built crew: its tasks (by name, position or
+    description prefix: adapters/byo/crewai_tasks.py) and agents (by role)."""
+    return {"task": {a for names in task_addresses(crew).values() for a in names}, "agent": {a.role for a in getattr(crew, "agents", None) or ()}}
+
+
+def shown_parts(crew) -> dict[str, str]:
+    """How `project check` lists what it built, where a plain list of names would mislead."""
+    return {"task": shown_tasks(crew)}
 
 
 def _reason(surface: dict, text: str) -> str:
@@ -111,7 +119,7 @@ class _CrewRun:
         from adapters.crewai_pipeline import EXHAUSTED
 
         self.exhausted = EXHAUSTED
-        self.acts, self.tasks = acts, {str(t.id): t for t in crew.tasks}
+        self.acts, self.tasks, self.addresses = acts, {str(t.id): t for t in crew.tasks}, task_addresses(crew)
         self.outputs: list[dict] = []
         self.failed_calls: list[str] = []
         self.events = _Events(self.on_event)
@@ -125,27 +133,27 @@ class _CrewRun:
             self.failed_calls.append(str(event.error))
             return
         task = self.tasks.get(str(event.task_id))
-        name = task.name if task is not None else None
+        name, addressed = (task.name if task is not None else None), self.addresses.get(str(event.task_id), ())
         if isinstance(event, LLMGuardrailCompletedEvent):
             if not event.success:
-                self._guardrail_failed(event, task, name)
+                self._guardrail_failed(event, task, addressed)
         elif isinstance(event, TaskCompletedEvent):
             raw = event.output.raw
             self.outputs.append({"name": name, "agent": event.output.agent, "raw": raw})
             for i, s in self.acts.of("task_output"):
-                if s["task"] == name and matches(s, raw):
+                if s["task"] in addressed and matches(s, raw):
                     self.acts.act(i, s, _reason(s, raw))
         elif self.exhausted.match(str(event.error)):  # a TaskFailedEvent: CrewAI's own exhaustion
             for i, s in self.acts.of("exhaustion"):
-                if s["task"] == name:
+                if s["task"] in addressed:
                     self.acts.act(i, s, event.error)
 
-    def _guardrail_failed(self, event, task, name) -> None:
+    def _guardrail_failed(self, event, task, addressed) -> None:
         error = event.error or ""
         will_retry = task is not None and event.retry_count < task.guardrail_max_retries
         for kind in ("guardrail", "guardrail_retry") if will_retry else ("guardrail",):
             for i, s in self.acts.of(kind):
-                if s["task"] == name and s.get("guardrail_type", event.guardrail_type) == event.guardrail_type and matches(s, error):
+                if s["task"] in addressed and s.get("guardrail_type", event.guardrail_type) == event.guardrail_type and matches(s, error):
                     self.acts.act(i, s, event.error)
 
     def raise_if_a_call_failed(self) -> None:

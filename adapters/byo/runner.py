@@ -289,7 +289,7 @@ def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[s
 
 
 def execute(project: Project, operator: str | None, seed: int, run_id: str, run_dir: Path, offline: bool = False,
-            registry=None, replay=None, call_policy: CallPolicy | None = None, spent: list | None = None, bound=None):
+            registry=None, replay=None, call_policy: CallPolicy | None = None, spent: list | None = None, bound=None, journal=None):
     """The record of one run (`offline`: on the test double even when a provider is set; `replay`: a
     Recording answering every model call, nothing sent). Its model calls go pipeline -> fault layer ->
     model gateway -> upstream, as a built-in run's do; every exchange the gateway made is appended to
@@ -317,7 +317,7 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
             raise ProjectError(f"{project.name}: no test double (project.json: responder) and no provider "
                                f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls")
         gateway = stack.enter_context(ModelGateway(upstream, policy, run_id, replay.exchanges if replay is not None else None,
-                                                   taxonomy=ProviderTaxonomy.load(registry), bound=bound if provider is not None else None))
+                                                   taxonomy=ProviderTaxonomy.load(registry), bound=bound, journal=journal))
         if spent is not None:
             stack.callback(lambda: spent.extend(gateway.exchanges))
         proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
@@ -351,23 +351,25 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
     )
 
 
-def run_project(spec, project: Project, work_root: Path, registry=None, replay=None, call_policy: CallPolicy | None = None):
+def run_project(spec, project: Project, work_root: Path, registry=None, replay=None, call_policy: CallPolicy | None = None, journal=None):
     """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised).
     A failure of the team's code or folder, or a call the endpoint refused, is recorded as RUN_ERROR
     at once, naming it. Every attempt's calls are priced into the record's usage, as a built-in run's."""
     registry = registry if registry is not None else project_registry(project)
     prices = PriceTable.from_registry(registry)
-    # Held to the registered per-run bounds at a provider, both attempts together, as a built-in run is.
-    bound = Margin.from_registry(registry).run_bound(prices) if replay is None and provider_from_env("", "") is not None else None
+    # Held to the registered per-run bounds at a provider, both attempts together, as a built-in run is; offline, to its call bound.
+    bound = Margin.from_registry(registry).bound_for(prices, provider_from_env("", "") is not None, replay is not None)
     error, failed_exchanges, calls = None, [], []
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)
         run_dir.mkdir(parents=True)
         spent: list = []
+        if journal is not None:
+            journal.attempt = attempt
         try:
             record = execute(project, spec.operator, spec.seed, spec.run_id, run_dir, registry=registry, replay=replay,
-                             call_policy=call_policy, spent=spent, bound=bound)
+                             call_policy=call_policy, spent=spent, bound=bound, journal=journal)
             record.extra["usage"] = usage_of_calls(calls + call_rows(spent, prices, attempt), prices)
             return RunOutcome(record, [])
         except INFRASTRUCTURE_ERRORS as exc:

@@ -99,3 +99,16 @@ def with_completion_limit(body: Any, limit: int | None) -> tuple[Any, int | None
     if isinstance(asked, int) and not isinstance(asked, bool) and 0 < asked <= limit:
         return body, asked
     return {**body, field: limit}, limit
+
+
+def prompt_token_bound(body: Any) -> int:
+    """An upper bound on a request's prompt tokens, counted before it is sent: its UTF-8 length as JSON
+    (messages, tools and their framing). A byte-level BPE token covers at least one byte of the text
+    it encodes, so no tokenizer counts more; no vocabulary file is needed (none can be fetched here)."""
+    return len(json.dumps(body, ensure_ascii=False).encode()) if isinstance(body, dict) else 1
+
+
+def completion_cap(body: Any) -> int | None:
+    """The completion tokens a request caps itself at, if it does."""
+    cap = body.get("max_completion_tokens") or body.get("max_tokens") if isinstance(body, dict) else None
+    return cap if isinstance(cap, int) and cap > 0 else None

@@ -49,8 +49,8 @@ from typing import Any
 import httpx
 import tenacity
 
-from adapters.gateway.exchange import (estimate_tokens, parse_sse, redact_headers, render_sse, request_key,
-                                       route_of, served_model, strip_usage_chunks, usage_of, with_completion_limit)
+from adapters.gateway.exchange import (completion_cap, estimate_tokens, parse_sse, prompt_token_bound, redact_headers, render_sse,
+                                       request_key, route_of, served_model, strip_usage_chunks, usage_of, with_completion_limit)
 from adapters.gateway.limiter import (PROBE_WAIT, CircuitState, EndpointLimiter, RateLimited, endpoint_circuit, endpoint_config,
                                       endpoint_limiter, limiter_dir)
 from adapters.gateway.policy import CallPolicy
@@ -330,7 +330,7 @@ class ModelGateway:
             exchange["completion_limit"] = limit
         tokens = estimate_tokens(sent)  # what is sent: the completion limit counts against a token window
         try:
-            budget, held, refused = self._admit(exchange, where, model, body, tokens)
+            budget, held, refused = self._admit(exchange, where, model, sent, tokens)  # as sent: its completion limit bounds its worst case
         except _Stop as stop:
             return self._stopped(exchange, stop.failure)
         if refused is not None:
@@ -362,8 +362,9 @@ class ModelGateway:
         if budget <= 0:
             return None, None, self._give_up(exchange, 504, f"{where}: the run's wall limit of {self.policy.run_wall_limit_seconds:g} s is spent")
         held = None
-        if self.bound is not None:
-            held, why = self.bound.admit(tokens)
+        if self.bound is not None:  # held at no less than the call's own worst case: its counted prompt plus its completion cap
+            worst = self.bound.call_worst_case(model, prompt_token_bound(body), completion_cap(body)) if self.bound.prices.prices else 0.0
+            held, why = self.bound.admit(tokens, worst)
             if why is not None:
                 return None, None, self._over_bound(exchange, where, model, why)
         if self.limiter is not None:

@@ -11,6 +11,7 @@ import click
 
 from sabot.debug import DEBUG_ENV, debugging
 from sabot_assets.cli.common import expected_failures
+from sabot_assets.cli.compare import compare
 from sabot_assets.cli.corpus import corpus
 from sabot_assets.cli.explain import explain, predictions
 from sabot_assets.cli.project import init, project
@@ -27,6 +28,8 @@ class _Sabot(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit):
+            raise  # already one line (a refused argument: before the failure classes' imports, which take a second)
         except expected_failures() as exc:
             if debugging():
                 raise
@@ -45,5 +48,5 @@ def main(debug):
         os.environ[DEBUG_ENV] = "1"  # read by the run processes too (a pipeline's own log goes to the terminal)
 
 
-for command in (registry, corpus, wave, verify, explain, predictions, init, project):
+for command in (registry, corpus, wave, verify, explain, predictions, init, project, compare):
     main.add_command(command)

@@ -30,6 +30,9 @@ def explain(wave_name, table, row, column, ruleset, cell_key, full):
         raise click.UsageError("a number is TABLE ROW COLUMN, all three (e.g. framework_config langgraph/default DETECTED_HARD)")
     if not any(number) and not cell_key:
         raise click.UsageError("name a number (TABLE ROW COLUMN), a cell (--cell KEY), or both")
+    from sabot_assets.cli.targets import resolve
+
+    resolve(wave_name)
     ctx = Context()
     name = adopt_project(ctx, wave_name)
     wave = ctx.registry.wave(name)

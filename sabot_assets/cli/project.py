@@ -1,11 +1,13 @@
 """`sabot init`, `sabot project check` and the project forms of `wave run`, `registry lock` and `explain`
 (a team's own pipeline)."""
 
+import contextlib
 from pathlib import Path
 
 import click
 
 from sabot_assets.cli.common import guarded
+from sabot_assets.cli.targets import is_project, require_project
 from sabot.trace import EventKind
 
 SCAFFOLDS = Path(__file__).resolve().parents[2] / "adapters" / "byo" / "scaffold"  # one folder per framework
@@ -13,18 +15,62 @@ SCAFFOLDS = Path(__file__).resolve().parents[2] / "adapters" / "byo" / "scaffold
 SCAFFOLD_FRAMEWORKS = ("langgraph", "crewai", "autogen", "agent-framework", "agent_framework")
 
 
-def is_project(target) -> bool:
-    return (Path(target) / "sabot" / "project.json").is_file()
-
-
-def adopt_project(ctx, target: str) -> str:
-    """When TARGET is a project folder, the context serves its registry and the wave is the project's."""
+def adopt_project(ctx, target: str, gate: bool = False) -> str:
+    """When TARGET is a project folder, the context serves its registry and the wave is the project's.
+    With `gate` (a run), the project must pass the gate first (`gate_project`); the model ids its
+    pipeline asks for are kept on the context (`ctx.project_models`) for the budget to price."""
     if not is_project(target):
         return target
     from sabot.projects import ProjectRegistry
 
     ctx.registry = ProjectRegistry.from_dir(target)
+    if gate:
+        ctx.project_models = gate_project(ctx.registry.project)
     return ctx.registry.project.name
+
+
+def gate_project(project) -> set[str]:
+    """`wave run DIR` runs only a project that is registered as it is on disk and whose static check
+    (the factory builds; every name the mapping and operators use is in the built pipeline) holds
+    now: the check runs every time, because the team's code can change under an unchanged lock."""
+    import tempfile
+
+    from adapters.byo.check import static_check
+    from sabot.projects import ProjectError
+
+    problems = project.lock_problems()
+    if not project.locked():
+        problems = [f"{project.root}: not registered: run `sabot project check {project.root}`, then `sabot registry lock {project.root}`"]
+    with tempfile.TemporaryDirectory(prefix=f"sabot-gate-{project.name}-") as tmp:
+        static = static_check(project, Path(tmp))
+    problems += static.problems
+    if problems:
+        raise ProjectError(f"{project.name}: refused before any run (`sabot project check {project.root}` shows the same):\n  "
+                           + "\n  ".join(problems))
+    return static.models
+
+
+def require_priced(ctx, budget: float | None, endpoint_label: str) -> None:
+    """A provider wave of a project under a --budget runs only when every model its pipeline asks for
+    (and its O4 target) has a price: an unpriced call counts $0, so the budget would protect nothing.
+    Without a budget the cap still applies: the unpriced models are named, not refused."""
+    from sabot.budget import BudgetError
+    from sabot.project_prices import PRICES_FILE, unpriced
+    from sabot_assets.waves.budget import is_simulated
+
+    project = getattr(ctx.registry, "project", None)
+    if project is None or is_simulated(endpoint_label):
+        return
+    missing = unpriced(ctx.registry, getattr(ctx, "project_models", set()))
+    if not missing:
+        return
+    where = f"{project.root}/sabot/{PRICES_FILE}"
+    what = f"model{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} of {project.name} {'have' if len(missing) > 1 else 'has'} no price"
+    if budget is not None:
+        raise BudgetError(f"{what}, so its calls would count $0 against --budget; price {'them' if len(missing) > 1 else 'it'} in {where} "
+                          '({"per_million_tokens": {MODEL: {"input": USD, "output": USD}}}); no call was made')
+    click.echo(f"{project.name}: {what}: spend on {'them' if len(missing) > 1 else 'it'} is not counted against the cap; price "
+               f"{'them' if len(missing) > 1 else 'it'} in {where}", err=True)
 
 
 # -- what a project wave did, in plain words ------------------------------------------------------
@@ -166,14 +212,34 @@ def project():
 
 
 @project.command("check")
-@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.argument("directory")
 def project_check(directory):
     """Build the pipeline; check that every node, route target, task, agent and tool the mapping and
     operators name exists in it (with the near names); run one baseline on the test double and
     print whether it passed, with the pass criterion's output. Exit status 1 when anything fails."""
-    report = guarded(_check, directory)
+    require_project(directory)
+    with _signals_end_the_command():
+        report = guarded(_check, directory)
     if not report.ok:
         raise SystemExit(1)
+
+
+@contextlib.contextmanager
+def _signals_end_the_command():
+    """SIGTERM and SIGHUP (a closed terminal, a CI job cancelled) unwind the command as Ctrl-C does,
+    so the baseline's pipeline process, in a session of its own, is killed on the way out rather
+    than left running (by default Python dies on them without unwinding)."""
+    import signal
+
+    def unwind(signum, frame):
+        raise SystemExit(128 + signum)
+
+    saved = {signum: signal.signal(signum, unwind) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
 
 
 def _check(directory):

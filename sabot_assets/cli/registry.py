@@ -30,7 +30,10 @@ def registry_lock(project):
     check` passes on it); a registered file never changes in place."""
     from sabot.registry import Registry, RegistryError
     from sabot_assets.cli.project import lock_project
+    from sabot_assets.cli.targets import require_project
 
+    if project:
+        require_project(project)
     try:
         added = lock_project(project) if project else Registry().write_lock()
     except RegistryError as exc:

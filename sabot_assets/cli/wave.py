@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from sabot_assets.cli.common import Context, guarded, progress_bar, publish
+from sabot_assets.cli.wave_stop import register_command, wave_stop
 
 
 @click.group()
@@ -35,6 +36,9 @@ def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out
     reused, not run again (unless --rerun); the cells that run again say why. Exit status 1 when
     cells ended in RUN_ERROR.
     """
+    from sabot_assets.cli.targets import resolve
+
+    resolve(name)  # a typo'd folder or wave name is refused here, before Dagster is imported or a store created
     from sabot_assets.wave_jobs import Slice
 
     selection = Slice(frameworks or None, configs or None, tasks or None, operators or None, seeds or None)
@@ -47,14 +51,17 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
-    from sabot_assets.cli.project import adopt_project, project_lines
+    from sabot_assets.cli.project import adopt_project, project_lines, require_priced
     from sabot_assets.wave_jobs import run_wave
 
     started = time.perf_counter()
-    name = adopt_project(ctx, name)
+    name = adopt_project(ctx, name, gate=not replay)  # a replay sends nothing to the team's code's model: no gate
+    register_command(name)  # what `sabot wave stop` ends
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
+    if not replay:
+        require_priced(ctx, budget, endpoint.label if endpoint else offline)
     if replay:
         click.echo(f"{name}: replay: every model call is answered from the stored exchanges; no model is called")
     else:
@@ -70,7 +77,9 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     ceiling = None if replay else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
     if not replay:
         _close_endpoint(ctx)
-    result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress_bar(f"{name}: runs and verdicts"), selection, rerun, replay, ceiling)
+    with _live(ctx, name, endpoint is None or replay) as shown:  # a terminal: the live line replaces the block bar
+        progress = iter if shown else progress_bar(f"{name}: runs and verdicts")
+        result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress, selection, rerun, replay, ceiling)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
     tally = result.tally
@@ -100,6 +109,15 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
         raise SystemExit(1)
     if tally.not_launched or tally.stopped or tally.waiting:
         raise SystemExit(1)
+
+
+def _live(ctx: Context, name: str, simulated: bool):
+    from sabot.pricing import PriceTable
+    from sabot_assets.cli.wave_progress import live_progress
+    from sabot_assets.constants import STORE_PATH
+    from sabot_assets.waves.live_runs import run_root_beside
+
+    return live_progress(run_root_beside(STORE_PATH), name, PriceTable.from_registry(ctx.registry), getattr(ctx, "runs_to_launch", None), simulated)
 
 
 def _say_why_stored_runs_rerun(ctx: Context, name: str, selection) -> None:
@@ -161,6 +179,7 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
 
     chosen = select(ctx.registry, name, selection)
     to_launch = runs_to_launch(ctx.registry, STORE_PATH, chosen, rerun)
+    ctx.runs_to_launch = len(to_launch)  # the live progress's ETA
     ceiling, projection, spent = plan_spend(STORE_PATH, to_launch, chosen.wave.seeds, budget, endpoint_label, ctx.registry)
     if projection is None:
         if ceiling is not None or to_launch:
@@ -171,6 +190,9 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
     else:
         click.echo(f"{name}: projected spend {projection.line()}, within {usd(ceiling - spent)} left of the ceiling {usd(ceiling)}")
     return ceiling
+
+
+wave.add_command(wave_stop)
 
 
 @wave.command("rescore")
@@ -225,6 +247,9 @@ def wave_export(name, directory, ruleset, signing_key):
     verdicts, boards and reports, a manifest of every file's SHA-256 and the manifest's signature.
     The wave is verified first; `sabot verify DIRECTORY` re-derives it anywhere, with no model call.
     Publish the manifest hash and the public key (KEY.pub) it prints: they are what authenticates it."""
+    from sabot_assets.cli.targets import resolve
+
+    resolve(name)
     guarded(_export, Context(), name, directory, ruleset, signing_key)
 
 

@@ -1,0 +1,55 @@
+"""No survivors: kill -9 of a wave command's pid alone, and 10 s later no process it started is alive
+(its fork server, the runs forked from it, the resource tracker, Dagster's log tailers), whether
+the kill lands while the fork server is still importing the frameworks or while runs are in flight."""
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+ARGS = ["wave", "run", "demo", "--framework", "langgraph", "--task", "T1", "--seed", "11", "--concurrency", "2"]
+
+
+def _session(sid: int) -> list[tuple[int, str]]:
+    """The live processes of a session: everything the command started (none of them calls setsid)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
+        except OSError:
+            continue
+        state, _ppid, _pgrp, session = stat[stat.rindex(")") + 2:].split()[:4]
+        if int(session) == sid and state not in ("Z", "X"):
+            found.append((int(proc.name), command))
+    return found
+
+
+def _forked_runs(var: Path) -> bool:
+    return any(var.glob("runroot/demo/*/*/*/*/*/attempt-*"))
+
+
+@pytest.mark.parametrize("moment", ["fork server importing", "runs in flight"])
+def test_kill_9_of_the_pid_leaves_no_process_it_started(tmp_path, moment):
+    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_MODEL_BASE_URL")}
+    env["SABOT_VAR"] = str(tmp_path / "var")
+    command = subprocess.Popen([str(PROJECT / ".venv/bin/sabot"), *ARGS], env=env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    reached = {"fork server importing": lambda: any("multiprocessing.forkserver" in c for _, c in _session(command.pid)),
+               "runs in flight": lambda: _forked_runs(tmp_path / "var")}[moment]
+    deadline = time.monotonic() + 300
+    while not reached():
+        assert command.poll() is None and time.monotonic() < deadline, f"the command ended before {moment}"
+        time.sleep(0.02)
+    started = _session(command.pid)
+    assert len(started) > 1  # the command and what it started
+    os.kill(command.pid, signal.SIGKILL)  # the pid alone, not its group
+    command.wait()
+    time.sleep(10)
+    assert _session(command.pid) == []
