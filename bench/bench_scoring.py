@@ -1,6 +1,6 @@
 """Benchmark: the pure scorer, a rule change over a full live wave 2, and the public row.
 
-    .venv/bin/python bench/bench_scoring.py [--repeat 3] [--live-var DIR] [--corpus ../shared/external/sabot-public]
+    .venv/bin/python bench/bench_scoring.py [--repeat 3] [--live-var DIR] [--public-only] [--skip-demo] [--detail]
 
 Figures, not assertions: timings vary with the machine, so they are reported, never tested. On a
 shared machine wall time depends on the load, so CPU time is printed beside it.
@@ -11,7 +11,13 @@ shared machine wall time depends on the load, so CPU time is printed beside it.
   `sabot wave rescore` runs): cell verdicts, scoreboard and report through Dagster, on a copy of a
   store and instance made by `sabot wave run wave2` (built under --live-var on first use: minutes);
   the pure scorer over the same cells and rulesets in the same process gives the ratio;
-- the published wave-2 row through Dagster, and `sabot corpus score` cold in a new process.
+- the published wave-2 row through Dagster, and `sabot corpus score` cold in a new process;
+- `sabot wave run demo --framework langgraph` a second time over the same store (every run reused);
+- loading the definitions (`build_definitions()`) in a new process.
+
+Each headline figure is also printed as a ratio to `python -c "import dagster"` measured in the same
+run, interleaved with it (one floor measurement before each repetition), so the ratio holds on a
+loaded machine where the seconds do not.
 """
 
 import argparse
@@ -155,15 +161,65 @@ def public_row_through_dagster(registry, corpus) -> tuple[float, float]:
     return t_import, t_score
 
 
+def child(cmd: list[str], **kwargs) -> tuple[float, float]:
+    """(wall, CPU) seconds of a command in a new process: its user + system time, which a loaded
+    machine moves far less than the wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(lambda: subprocess.run(cmd, check=True, capture_output=True, **kwargs))[0]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _env(**extra) -> dict:
+    return {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")} | extra
+
+
 def cold_cli(corpus) -> tuple[float, float]:
-    """(wall, CPU) of the whole `sabot corpus score` command in a new process and a fresh store."""
+    """`sabot corpus score` of the public wave-2 row in a new process and a fresh store."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [str(PROJECT / ".venv" / "bin" / "sabot"), "corpus", "score", str(corpus), "--wave", "public_wave2", "--json", f"{tmp}/out.json"]
-        env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")} | {"SABOT_VAR": tmp}
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        wall = timed(lambda: subprocess.run(cmd, env=env, check=True, capture_output=True))[0]
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return child(cmd, env=_env(SABOT_VAR=tmp))
+
+
+def import_dagster() -> tuple[float, float]:
+    """The floor every figure is compared with: `python -c "import dagster"`."""
+    return child([str(PROJECT / ".venv" / "bin" / "python"), "-c", "import dagster"], cwd=PROJECT)
+
+
+def definitions_load() -> tuple[float, float]:
+    """Loading the code location's definitions in a new process, as `dagster dev` or a command does."""
+    code = "from sabot_assets.definitions import build_definitions; build_definitions()"
+    return child([str(PROJECT / ".venv" / "bin" / "python"), "-c", code], cwd=PROJECT)
+
+
+def demo_wave(var: Path) -> tuple[float, float]:
+    """`sabot wave run demo --framework langgraph` over the store under `var`."""
+    return child([str(PROJECT / ".venv" / "bin" / "sabot"), "wave", "run", "demo", "--framework", "langgraph"], env=_env(SABOT_VAR=str(var)))
+
+
+class Figures:
+    """Each figure's repetitions, each one paired with an `import dagster` measured just before it."""
+
+    def __init__(self):
+        self.pairs: dict[str, list[tuple[tuple[float, float], tuple[float, float]]]] = {}  # ((wall, CPU), floor's (wall, CPU))
+
+    def measure(self, name: str, fn, repeat: int):
+        out = []
+        for _ in range(repeat):
+            floor = import_dagster()
+            result = fn()
+            seconds = (result["wall"], result["cpu"]) if isinstance(result, dict) else result
+            self.pairs.setdefault(name, []).append((seconds, floor))
+            out.append(result)
+        return out
+
+    def line(self, name: str, target: float) -> str:
+        med, pairs = statistics.median, self.pairs[name]
+        wall, cpu = med(s[0] for s, _ in pairs), med(s[1] for s, _ in pairs)
+        floor_wall, floor_cpu = med(f[0] for _, f in pairs), med(f[1] for _, f in pairs)
+        each = ", ".join(f"{s[0] / f[0]:.2f}" for s, f in pairs)
+        return (f"{name}: {wall:.2f} s wall / import dagster {floor_wall:.2f} s = {med(s[0] / f[0] for s, f in pairs):.2f}x (each: {each}); "
+                f"CPU {cpu:.2f} s / {floor_cpu:.2f} s = {med(s[1] / f[1] for s, f in pairs):.2f}x; target <= {target}x")
 
 
 def main() -> None:
@@ -172,34 +228,45 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=PROJECT.parent / "shared" / "external" / "sabot-public")
     parser.add_argument("--live-var", type=Path, default=PROJECT / "var" / "bench-wave2", help="SABOT_VAR of a full live wave 2 (built if absent)")
     parser.add_argument("--public-only", action="store_true", help="skip the live wave 2 (its first build takes minutes)")
+    parser.add_argument("--skip-demo", action="store_true", help="skip the demo wave run twice (its first run takes about a minute)")
+    parser.add_argument("--detail", action="store_true", help="also the pure scorer and the public row through Dagster in this process")
     args = parser.parse_args()
     from sabot.registry import Registry
 
     registry = Registry()
     med = statistics.median
+    figures = Figures()
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start, Python {sys.version.split()[0]}; "
+          f"median of {args.repeat} runs, each after an `import dagster` in a new process; CPU = user + system", flush=True)
+    figures.measure("loading the definitions (new process)", definitions_load, args.repeat)
+    print(figures.line("loading the definitions (new process)", 1.5), flush=True)
+    figures.measure("`sabot corpus score` public wave-2 row, cold", lambda: cold_cli(args.corpus), args.repeat)
+    print(figures.line("`sabot corpus score` public wave-2 row, cold", 2.5), flush=True)
     if not args.public_only:
         ensure_live_wave2(args.live_var)
-    work = cells_of(registry, args.corpus)
-    pure = [pure_scorer(registry, work) for _ in range(args.repeat)]
-    live = [] if args.public_only else [rescore_live_wave2(args.live_var) for _ in range(args.repeat)]
-    row = [public_row_through_dagster(registry, args.corpus) for _ in range(args.repeat)]
-    cli = [cold_cli(args.corpus) for _ in range(args.repeat)]
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, Python {sys.version.split()[0]}; median of {args.repeat} runs")
-    print(f"pure scorer, 1,000 cells (imported fault cells, cycled), headline ruleset:  {med(pure) * 1000:.0f} ms")
-    if live:
+        live = figures.measure("rule change over live wave 2 (`rescore_wave`)", lambda: rescore_live_wave2(args.live_var), args.repeat)
+        print(figures.line("rule change over live wave 2 (`rescore_wave`)", 1.0), flush=True)
         print_live(live)
-    print(f"wave-2 public row through Dagster, import (baseline_runs + fault_runs):      {med(r[0] for r in row):.2f} s")
-    print(f"wave-2 public row through Dagster, scoring (cell + judge verdicts, kappa, scoreboard, report): {med(r[1] for r in row):.2f} s")
-    print(f"`sabot corpus score` cold, new process and fresh store:                     {med(c[0] for c in cli):.2f} s wall, {med(c[1] for c in cli):.2f} s CPU")
+    if not args.skip_demo:
+        with tempfile.TemporaryDirectory() as var:
+            first = demo_wave(Path(var))
+            figures.measure("`wave run demo --framework langgraph`, all reused", lambda: demo_wave(Path(var)), args.repeat)
+        print(figures.line("`wave run demo --framework langgraph`, all reused", 2.0) + f"; the first run: {first[0]:.2f} s wall", flush=True)
+    if args.detail:
+        work = cells_of(registry, args.corpus)
+        pure = [pure_scorer(registry, work) for _ in range(args.repeat)]
+        row = [public_row_through_dagster(registry, args.corpus) for _ in range(args.repeat)]
+        print(f"pure scorer, 1,000 cells (imported fault cells, cycled), headline ruleset:  {med(pure) * 1000:.0f} ms")
+        print(f"wave-2 public row through Dagster, import (baseline_runs + fault_runs):      {med(r[0] for r in row):.2f} s")
+        print(f"wave-2 public row through Dagster, scoring (cell + judge verdicts, kappa, scoreboard, report): {med(r[1] for r in row):.2f} s")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 def print_live(live) -> None:
     med, one = statistics.median, live[0]
-    print(f"rule change over live wave 2 ({one['cells']} cells x {one['rulesets']} rulesets, {one['runs']} Dagster runs, {one['flips']} flipped): "
-          f"{med(x['wall'] for x in live):.2f} s wall, {med(x['cpu'] for x in live):.2f} s CPU")
-    print(f"  pure scorer, the same cells and rulesets, same process:                  {med(x['pure'] for x in live) * 1000:.0f} ms")
-    ratios = ", ".join(f"{x['wall'] / x['pure']:.0f}x" for x in live)
-    print(f"  Dagster (wall) / pure scorer, per run: {ratios}")
+    print(f"  {one['cells']} cells x {one['rulesets']} rulesets, {one['runs']} Dagster runs, {one['flips']} flipped: "
+          f"{med(x['wall'] for x in live):.2f} s wall, {med(x['cpu'] for x in live):.2f} s CPU; "
+          f"the pure scorer over the same cells and rulesets, same process: {med(x['pure'] for x in live) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

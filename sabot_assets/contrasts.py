@@ -15,7 +15,6 @@ from judges.hard.rulesets import load_ruleset
 from judges.hard.strict import clean_fires
 from judges.hard.tables import fmt_rate, markdown_table
 from judges.labels import registered_label
-from judges.stats import evaluate_predictions
 from sabot.provenance import is_simulated
 from sabot.registry import Registry
 from sabot.store.published import read_report, write_report
@@ -91,6 +90,8 @@ def _build_pair(registry: Registry, pair: dict) -> dg.AssetsDefinition:
         description=f"P1-P5 and the paired contrasts, {first.name} vs {second.name}.",
     )
     def predictions(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
+        from judges.stats import evaluate_predictions  # numpy: imported when predictions compute, not with the definitions
+
         with store_connection(store) as con:
             rows1, rows2 = (with_soft(read_verdicts(con, w.name, w.headline_ruleset), judged(con, w.name)) for w in (first, second))
             # P1 and P4's clean-baseline term: the second wave's anchors on each cell's own clean baseline.

@@ -11,6 +11,7 @@ from sabot.store.db import connect
 from sabot.store.landing import landed_digest, latest_import, write_import
 from sabot.store.wave_replace import OrphanedRuns, Replaced, held_runs, orphan_message, orphaned_runs
 from sabot_assets.materialize import Block, WaveRunner, blocks
+from sabot_assets.settled import fingerprint, mark_settled, settled_by
 
 
 @dataclass
@@ -20,22 +21,33 @@ class ImportResult:
     blocks: list[Block]
     runs_materialized: bool
     runner: WaveRunner = field(repr=False)
+    settled_by: str | None = None  # the board run that scored exactly this corpus, rules and code: nothing is stale
     replaced: Replaced | None = None  # what a replacing import removed
+    registry: Registry | None = field(default=None, repr=False)
 
 
 def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, store_path: Path, directory: Path, wave_name: str,
-                  progress=iter, replace: bool = False) -> ImportResult:
+                  progress=iter, replace: bool = False, scoring: bool = False) -> ImportResult:
     """Validate every file, land them in one transaction, then materialize the run assets.
 
     A corpus whose files are byte-identical to what is already landed is not re-materialized. A wave
     holding runs of another corpus (another directory) is refused unless `replace`, which replaces the
-    wave's runs, landing and verdicts in the landing's transaction.
+    wave's runs, landing and verdicts in the landing's transaction. When `scoring` (and not
+    `replace`), and a board run scored exactly this corpus, from this directory, under the same rules
+    and code with nothing written since, nothing is materialized at all (`settled_by`;
+    sabot_assets.settled).
     """
     registry.require_registered()
     wave = registry.wave(wave_name)
     if wave.source != "import":
         raise RegistryError(f"wave {wave_name} is a live wave; only import waves read a corpus")
     found = scan(wave, directory, registry.field(LIMITS, "max_file_bytes"))  # every refusal comes before the store is opened
+    runner = WaveRunner(defs, wave, instance)
+    spans = blocks(wave, {(f.probe.framework, f.probe.config, f.probe.task) for f in found.files})
+    if scoring and not replace:
+        board_run = settled_by(instance, wave, _fingerprint(registry, defs, wave, found))
+        if board_run:
+            return ImportResult(wave, found, spans, False, runner, board_run, None, registry)
     replaced = None
     with connect(store_path) as con:
         if not replace:
@@ -43,13 +55,11 @@ def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.Dagster
         unchanged = not replace and landed_digest(con, wave.name) == found.digest() and runs_match_landing(con, wave.name)
         if not unchanged:
             replaced = write_import(con, found, registry.content_hash, replace)
-    runner = WaveRunner(defs, wave, instance)
     runner.preregister()
-    spans = blocks(wave, {(f.probe.framework, f.probe.config, f.probe.task) for f in found.files})
     if not unchanged:
         for block in progress(spans):
             runner.runs(block)
-    return ImportResult(wave, found, spans, not unchanged, runner, replaced)
+    return ImportResult(wave, found, spans, not unchanged, runner, None, replaced, registry)
 
 
 def refuse_another_corpus(con, store_path: Path, wave: str, directory: Path) -> None:
@@ -76,8 +86,18 @@ def runs_match_landing(con, wave: str) -> bool:
 
 
 def score_corpus(imported: ImportResult, progress=iter) -> None:
-    """Materialize cell verdicts for every imported block, then the scoreboard and report."""
+    """Materialize cell verdicts for every imported block, then the scoreboard and report; nothing
+    when the import found nothing stale."""
+    if imported.settled_by:
+        return
+    runner = imported.runner
     for block in progress(imported.blocks):
-        imported.runner.verdicts(block)  # judge verdicts here are the cached reference ones: no model call
-    imported.runner.kappa()
-    imported.runner.board()
+        runner.verdicts(block)  # judge verdicts here are the cached reference ones: no model call
+    runner.kappa()
+    board = runner.board()
+    mark_settled(runner.instance, board.run_id, _fingerprint(imported.registry, runner.defs, imported.wave, imported.scan))
+
+
+def _fingerprint(registry: Registry, defs: dg.Definitions, wave: WaveDef, found: CorpusScan) -> str:
+    asked = {"corpus": found.digest(), "from": str(Path(found.root).resolve())}  # another directory is refused, not settled
+    return fingerprint(registry, defs.assets, Path(defs.resources["store"].database), wave, asked, {})

@@ -233,5 +233,5 @@ class WaveRunner:
             self._fail(result, ["kappa_audit"], None)
         return not failed
 
-    def board(self) -> None:
-        self.run(["scoreboard", "report"] + (["instrument_check"] if self.wave.source == "live" and not self.wave.project else []))
+    def board(self) -> dg.ExecuteInProcessResult:
+        return self.run(["scoreboard", "report"] + (["instrument_check"] if self.wave.source == "live" and not self.wave.project else []))

@@ -15,6 +15,7 @@ from sabot.registry import Registry, RegistryError, WaveDef
 from sabot.store.db import connect
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.materialize import WaveRunner, blocks
+from sabot_assets.settled import fingerprint, mark_settled, settled_by
 
 VERDICT_FIELDS = ("status", "excluded", "detected_hard", "reacted", "recovered")
 RESCORED = ("cell_verdicts", "scoreboard", "report")
@@ -37,7 +38,7 @@ class Rescore:
     ruleset: str
     compared_with: str  # the reading whose earlier verdicts the new ones are compared with
     cells: int
-    runs: int  # Dagster runs launched
+    runs: int  # Dagster runs launched: 0 when nothing was stale
     flips: list[Flip]
 
 
@@ -73,13 +74,17 @@ def rescore_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterI
             f"(a later ruleset reads a wave when its file lists the wave under \"rescores\")"
         )
     before = _verdicts(store_path, wave.name, ruleset)
+    print_ = fingerprint(registry, defs.assets, store_path, wave, {"rescore": ruleset}, {})
+    if before and settled_by(instance, wave, print_):  # nothing changed since a rescore under these rules: nothing to do
+        return Rescore(wave, ruleset, ruleset, len(before), 0, [])
     compared_with = ruleset if before else wave.headline_ruleset
     before = before or _verdicts(store_path, wave.name, wave.headline_ruleset)
     spans = _stored_cell_ranges(store_path, wave)
     runner = WaveRunner(defs, wave, instance, tags={"sabot/rescore": ruleset})
     for span in spans:
         runner.run(["cell_verdicts"], span)
-    runner.run(["scoreboard", "report"])
+    board = runner.run(["scoreboard", "report"])
+    mark_settled(instance, board.run_id, fingerprint(registry, defs.assets, store_path, wave, {"rescore": ruleset}, {}))
     after = _verdicts(store_path, wave.name, ruleset)
     flips = [Flip(cell, before[cell], after[cell]) for cell in sorted(after) if cell in before and before[cell] != after[cell]]
     return Rescore(wave, ruleset, compared_with, len(after), len(spans) + 1, flips)

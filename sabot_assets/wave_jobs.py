@@ -7,14 +7,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from adapters.pool import start_fork_server
 from adapters.runner import PIPELINES
-from judges.stats.kappa import import_backends
 from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, RegistryError, WaveDef
 from sabot_assets.constants import REPLAY_TAG, RERUN_TAG, RUNNER_VERSION, SCHEDULED_TAG
 from sabot_assets.materialize import Block, RunTally, WaveRunner
+from sabot_assets.settled import fingerprint, mark_settled, settled_by
 from sabot_assets.waves.budget import ceiling_tag
 from sabot_assets.waves.concurrency import free_slots_of_dead_runs, host_label
 from sabot_assets.waves.schedule import BASELINES, BlockCounter, Plan, new_run_id, ordered, recordings_for, run_schedule, spec_of, wait_for_foreign
@@ -60,14 +59,20 @@ class Selected:
     seeds: tuple[int, ...] | None  # None: every seed
     skipped: list[str]  # frameworks not run, with the reason
 
+    def probes(self) -> list[Probe]:
+        return [p for p in self.wave.probes() if p.framework in self.frameworks and p.config in self.configs and p.task in self.tasks
+                and (self.seeds is None or p.seed in self.seeds)]
+
+    def carved_out(self) -> int:
+        """How many of the slice's fault cells the wave carves out (never run)."""
+        return sum(self.wave.is_carved_out(Cell(op, p)) for p in self.probes() for op in (self.operators or self.wave.operators))
+
     def slots(self) -> list[tuple[str | None, Probe]]:
         """(operator or None for the baseline, probe) of every run the slice holds, carved-out cells left out."""
         out = []
-        for probe in self.wave.probes():
-            if (probe.framework in self.frameworks and probe.config in self.configs and probe.task in self.tasks
-                    and (self.seeds is None or probe.seed in self.seeds)):
-                out.append((None, probe))
-                out += [(op, probe) for op in (self.operators or self.wave.operators) if not self.wave.is_carved_out(Cell(op, probe))]
+        for probe in self.probes():
+            out.append((None, probe))
+            out += [(op, probe) for op in (self.operators or self.wave.operators) if not self.wave.is_carved_out(Cell(op, probe))]
         return out
 
 
@@ -133,6 +138,9 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     stops launching (project spend reached `spend_ceiling`, or the project cap), no further run is
     launched: the board is made from what was stored, and the rest resumes later.
     """
+    from adapters.pool import start_fork_server
+    from judges.stats.kappa import import_backends  # numpy: not imported by a command with nothing to run
+
     registry.require_registered()
     chosen = select(registry, wave_name, selection, frameworks)
     wave = chosen.wave
@@ -163,8 +171,52 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     threading.Thread(target=import_backends, name="import-kappa-backends", daemon=True).start()
     run_schedule(wave.name, plan, instance, schedule_tags, settle, schedule_id)
     runner.kappa()
-    runner.board()
+    board = runner.board()
+    tally = runner.tally
+    if not (tally.run_errors or tally.waiting or tally.not_launched or tally.stopped):
+        print_ = _fingerprint(registry, defs.assets, Path(defs.resources["store"].database), chosen)
+        if print_ is not None:  # the next command with nothing to do says so at once
+            mark_settled(instance, board.run_id, print_)
     return WaveRun(wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped, runner.tally)
+
+
+def settled_wave(registry: Registry, instance: dg.DagsterInstance, store_path: Path, wave_name: str,
+                 selection: Slice | None = None, frameworks=None) -> tuple[WaveRun, str] | None:
+    """(what a wave run would report, the board run that settled it) when nothing of the slice is
+    stale: every slot answered by a reusable stored run, and the code, registry and stored results
+    exactly as a successful board run left them (sabot_assets.settled). None: something is stale.
+
+    Only this wave's assets are built for their code versions, not the whole code location's."""
+    from sabot_assets.quiet import beta_used_on_purpose
+    from sabot_assets.waves.factory import build_wave
+
+    registry.require_registered()
+    chosen = select(registry, wave_name, selection, frameworks)
+    with beta_used_on_purpose():
+        assets = build_wave(chosen.wave, registry).assets
+    print_ = _fingerprint(registry, assets, Path(store_path), chosen)
+    board_run = print_ and settled_by(instance, chosen.wave, print_)
+    if not board_run:
+        return None
+    result = WaveRun(chosen.wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped)
+    result.tally.reused = len(chosen.slots())
+    result.tally.carved_out = chosen.carved_out()
+    return result, board_run
+
+
+def _fingerprint(registry: Registry, assets, store_path: Path, chosen: Selected) -> str | None:
+    """The slice's fingerprint (sabot_assets.settled); None when a slot has no reusable stored run."""
+    from adapters.run_attempt import current_identity
+    from sabot_assets.waves.live_runs import reusable_attempts, run_root_beside
+
+    slots = chosen.slots()
+    identity = current_identity(registry, RUNNER_VERSION, chosen.wave.protocol)
+    reuse = reusable_attempts(run_root_beside(store_path), chosen.wave.name, slots, identity)
+    if len(reuse) < len(slots):
+        return None
+    asked = {"frameworks": chosen.frameworks, "configs": chosen.configs, "tasks": chosen.tasks, "operators": chosen.operators,
+             "seeds": chosen.seeds, "identity": repr(identity)}
+    return fingerprint(registry, assets, store_path, chosen.wave, asked, {(op, p.key): a.sha256 for (op, p), a in reuse.items()})
 
 
 def _as_blocks_land(landed, counter: BlockCounter, plan: Plan):

@@ -14,10 +14,13 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 import tenacity
+
+if TYPE_CHECKING:  # pandas is imported where rows are written: loading the definitions need not import it
+    import pandas as pd
 
 SCHEMA = (Path(__file__).with_name("schema.sql")).read_text()
 LOCK_WAIT_ENV = "SABOT_STORE_LOCK_WAIT"
@@ -93,6 +96,7 @@ def replace_values(con, table: str, key_columns: list[str], keys: list[tuple], c
     """`replace_rows` for rows given as tuples (call inside a transaction). A few rows, as one run's ingest
     writes, go as VALUES statements: registering a DataFrame and scanning it costs milliseconds a statement,
     more than a run's whole write (profiled). Many rows, as an import writes, go through a DataFrame."""
+    import pandas as pd
     if len(keys) > SMALL_WRITE or len(rows) > SMALL_WRITE:
         replace_rows(con, table, pd.DataFrame(keys, columns=key_columns), _frame(rows, columns, dtypes))
         return
@@ -109,12 +113,13 @@ def _placeholders(rows: list[tuple]) -> str:
     return ", ".join([one] * len(rows))
 
 
-def _frame(rows: list[tuple], columns: list[str], dtypes: dict | None) -> pd.DataFrame:
+def _frame(rows: list[tuple], columns: list[str], dtypes: dict | None) -> "pd.DataFrame":
+    import pandas as pd
     frame = pd.DataFrame(rows, columns=columns)
     return frame.astype(dtypes) if dtypes else frame
 
 
-def replace_rows(con, table: str, keys: pd.DataFrame, rows: pd.DataFrame) -> None:
+def replace_rows(con, table: str, keys: "pd.DataFrame", rows: "pd.DataFrame") -> None:
     """Delete the rows whose key columns match `keys`, then insert `rows` (call inside a transaction)."""
     key_cols = list(keys.columns)
     con.register("_keys", keys)
@@ -123,7 +128,7 @@ def replace_rows(con, table: str, keys: pd.DataFrame, rows: pd.DataFrame) -> Non
     insert(con, table, rows)
 
 
-def insert(con, table: str, rows: pd.DataFrame) -> None:
+def insert(con, table: str, rows: "pd.DataFrame") -> None:
     if rows.empty:
         return
     con.register("_rows", rows)

@@ -1,6 +1,5 @@
 """Judge verdicts (soft tier) in the store: cached per cell and prompt variant."""
 
-import pandas as pd
 
 from sabot.store.db import replace_rows
 
@@ -10,6 +9,7 @@ COLUMNS = ["wave", "operator", "probe", "prompt_variant", "backend", "backend_ve
 
 def write_judgements(con, wave: str, cell_keys: list[tuple[str, str]], rows: list[dict]) -> None:
     """Replace the verdicts of these cells (call inside a transaction)."""
+    import pandas as pd
     keys = pd.DataFrame([(wave, op, probe) for op, probe in cell_keys], columns=["wave", "operator", "probe"])
     frame = pd.DataFrame(rows, columns=COLUMNS).astype({"noticed": "boolean", "attempts": "Int64"})
     replace_rows(con, "judge_verdicts", keys, frame)

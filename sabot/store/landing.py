@@ -6,7 +6,6 @@ import io
 import json
 from pathlib import Path
 
-import pandas as pd
 
 from sabot.corpus import EVENTS, CorpusError, CorpusScan, digest_of
 from sabot.json_stream import StreamError, stream_document
@@ -59,6 +58,7 @@ def one_thread(con):
 
 def landed_files(con, wave: str, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
     """(operator, probe) -> (rel_path, sha256) for the landed run files among `keys`."""
+    import pandas as pd
     if not keys:
         return {}
     con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
@@ -78,6 +78,7 @@ def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str
     a time, from the corpus file while it still holds the landed bytes (the hash is checked as it
     streams), else from the store's copy: no run is ever whole in Python. A record with priced calls
     is read whole for its spend, as a live run's is."""
+    import pandas as pd
     absent = [s for s in slots if s.source_sha256 is None]
     present = [s for s in slots if s.source_sha256 is not None]
     if absent:
@@ -129,6 +130,7 @@ class _EventWriter:
             self.flush()
 
     def flush(self) -> None:
+        import pandas as pd
         if self.rows:
             insert(self.con, "events", pd.DataFrame(self.rows, columns=EVENT_COLUMNS))
             self.rows.clear()

@@ -3,7 +3,6 @@
 import hashlib
 import json
 
-import pandas as pd
 
 from sabot.store.db import now, replace_rows, insert
 
@@ -15,6 +14,7 @@ MANIFEST_COLUMNS = [
 
 def write_board(con, wave: str, ruleset: str, ruleset_hash: str, board: dict, rows: list[dict], dagster_run_id: str) -> None:
     """Replace a ruleset's scoreboard rows and append the cells it was built from (in a transaction)."""
+    import pandas as pd
     records = [
         {"wave": wave, "ruleset": ruleset, "ruleset_hash": ruleset_hash, "table_name": table, "group_key": e["group"],
          "valid": e["valid"], "counts": json.dumps(e["counts"]), "cells_fingerprint": board["cells_fingerprint"], "dagster_run_id": dagster_run_id}

@@ -9,7 +9,6 @@ idempotent, so a parent process, a later sweep or a second host can ingest the s
 import json
 from dataclasses import dataclass
 
-import pandas as pd
 
 from sabot.matrix import Probe
 from sabot.store.db import now, replace_values
@@ -78,6 +77,7 @@ class StoredRun:
 
 def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], StoredRun]:
     """(operator or '', probe) -> the stored slot, for the slots among `keys` that were materialized."""
+    import pandas as pd
     if not keys:
         return {}
     con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
@@ -206,6 +206,7 @@ class StoredAttempt:
 
 def scored_attempts(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], StoredAttempt]:
     """(operator or '', probe) -> the attempt each slot's scored run is, for live slots among `keys`."""
+    import pandas as pd
     if not keys:
         return {}
     con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))

@@ -2,7 +2,6 @@
 
 import json
 
-import pandas as pd
 
 from sabot.store.db import replace_rows
 
@@ -17,6 +16,7 @@ JSON_COLUMNS = ("missing", "flags")
 
 def write_verdicts(con, wave: str, cell_keys: list[tuple[str, str]], verdicts: list[dict], acts: list[dict]) -> None:
     """Replace every ruleset's verdicts and acts for these cells (call inside a transaction)."""
+    import pandas as pd
     keys = pd.DataFrame([(wave, op, probe) for op, probe in cell_keys], columns=["wave", "operator", "probe"])
     rows = pd.DataFrame(verdicts, columns=VERDICT_COLUMNS)
     for col in JSON_COLUMNS:

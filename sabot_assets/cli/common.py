@@ -31,13 +31,15 @@ class Context:
         return dg.DagsterInstance.get()
 
     def defs(self):
-        from sabot_assets.definitions import build_definitions
+        """The definitions, built once per command."""
+        if getattr(self, "_defs", None) is None:
+            from sabot_assets.definitions import build_definitions
 
-        defs = build_definitions(self.registry)
-        # Modules and definitions live as long as the command: keeping them out of the cyclic
-        # collector's generations halves its full collections while runs execute.
-        gc.freeze()
-        return defs
+            self._defs = build_definitions(self.registry)
+            # Modules and definitions live as long as the command: keeping them out of the cyclic
+            # collector's generations halves its full collections while runs execute.
+            gc.freeze()
+        return self._defs
 
 
 def expected_failures() -> tuple[type[BaseException], ...]:

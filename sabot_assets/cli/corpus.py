@@ -16,16 +16,20 @@ def corpus():
     """Reference corpora: import raw traces and score them through the asset graph."""
 
 
-def _import(ctx: Context, directory: Path, wave_name: str, replace: bool):
+def _import(ctx: Context, directory: Path, wave_name: str, replace: bool, scoring: bool = False):
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.corpus_jobs import import_corpus
 
-    imported = import_corpus(ctx.registry, ctx.defs(), ctx.instance(), STORE_PATH, directory, wave_name, progress_bar(f"{wave_name}: run assets"), replace)
+    imported = import_corpus(ctx.registry, ctx.defs(), ctx.instance(), STORE_PATH, directory, wave_name, progress_bar(f"{wave_name}: run assets"), replace,
+                             scoring)
     found = imported.scan
     if imported.replaced:
         click.echo(imported.replaced.text(wave_name))
     state = "imported" if imported.runs_materialized else "unchanged since the last import of"
     click.echo(f"{wave_name}: {state} {len(found.files)} file(s) from {directory}")
+    if imported.settled_by:
+        click.echo(f"{wave_name}: nothing stale: the verdicts, scoreboard and report are those Dagster run {imported.settled_by} made "
+                   "from these files under the same rules and code; nothing materialized")
     for path in found.missing:
         click.echo(f"  missing: {path}")
     if found.not_run:
@@ -63,7 +67,7 @@ def _score(ctx: Context, directory: Path, wave_name: str, ruleset: str | None, j
     ruleset = ruleset or wave.headline_ruleset
     if ruleset not in wave.readings:
         raise click.ClickException(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {ruleset!r}")
-    imported = _import(ctx, directory, wave_name, replace)
+    imported = _import(ctx, directory, wave_name, replace, scoring=True)
     score_corpus(imported, progress_bar(f"{wave_name}: cell verdicts"))
     doc = score_document(STORE_PATH, wave, ruleset)
     publish(doc, json_out, started)

@@ -40,9 +40,11 @@ def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out
 
     resolve(name)  # a typo'd folder or wave name is refused here, before Dagster is imported or a store created
     from sabot_assets.wave_jobs import Slice
+    from sabot_assets.waves.sealed_reads import once_per_command
 
     selection = Slice(frameworks or None, configs or None, tasks or None, operators or None, seeds or None)
-    guarded(_wave, Context(), name, selection, rerun, json_out, replay, concurrency, budget)
+    with once_per_command():  # every attempt's seal verified once, not at each of the command's reads
+        guarded(_wave, Context(), name, selection, rerun, json_out, replay, concurrency, budget)
 
 
 def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False,
@@ -52,7 +54,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
     from sabot_assets.cli.project import adopt_project, project_lines, require_priced
-    from sabot_assets.wave_jobs import run_wave
+    from sabot_assets.wave_jobs import run_wave, settled_wave
 
     started = time.perf_counter()
     name = adopt_project(ctx, name, gate=not replay)  # a replay sends nothing to the team's code's model: no gate
@@ -72,14 +74,21 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if concurrency:
         set_pool_limit(instance, concurrency)
     click.echo(f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)")
-    if not (rerun or replay):
-        _say_why_stored_runs_rerun(ctx, name, selection)
-    ceiling = None if replay else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
-    if not replay:
-        _close_endpoint(ctx)
-    with _live(ctx, name, endpoint is None or replay) as shown:  # a terminal: the live line replaces the block bar
-        progress = iter if shown else progress_bar(f"{name}: runs and verdicts")
-        result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress, selection, rerun, replay, ceiling)
+    settled = None if (rerun or replay) else settled_wave(ctx.registry, instance, STORE_PATH, name, selection)
+    if settled is not None:  # nothing is stale: no run launched, nothing materialized
+        result, board_run = settled
+        ceiling = None
+        click.echo(f"{name}: nothing stale: every selected run is stored and reused, and the verdicts, scoreboard and report are "
+                   f"those Dagster run {board_run} made from them, under the same rules and code; nothing launched")
+    else:
+        if not (rerun or replay):
+            _say_why_stored_runs_rerun(ctx, name, selection)
+        ceiling = None if replay else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
+        if not replay:
+            _close_endpoint(ctx)
+        with _live(ctx, name, endpoint is None or replay) as shown:  # a terminal: the live line replaces the block bar
+            progress = iter if shown else progress_bar(f"{name}: runs and verdicts")
+            result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress, selection, rerun, replay, ceiling)
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
     tally = result.tally
@@ -220,7 +229,11 @@ def _rescore(ctx: Context, name: str, ruleset: str | None, json_out: Path | None
     doc = score_document(STORE_PATH, result.wave, result.ruleset)
     doc["flipped"] = [{"cell": f.cell, "before": f.before, "after": f.after} for f in result.flips]
     against = "its previous verdicts" if result.compared_with == result.ruleset else f"the headline {result.compared_with} (first scoring under {result.ruleset})"
-    click.echo(f"{name}: re-scored {result.cells} cells under {result.ruleset} in {result.runs} Dagster run(s); compared with {against}")
+    if result.runs == 0:
+        click.echo(f"{name}: nothing stale: the verdicts of {result.cells} cells under {result.ruleset}, the scoreboard and report are "
+                   "those the last rescore made, under the same rules and code, with nothing written since; nothing materialized")
+    else:
+        click.echo(f"{name}: re-scored {result.cells} cells under {result.ruleset} in {result.runs} Dagster run(s); compared with {against}")
     click.echo(scoreboard_text(doc))
     click.echo(f"flipped: {len(result.flips)} cell(s)")
     for flip in result.flips[:SHOWN_FLIPS]:

@@ -23,7 +23,6 @@ from judges.soft.cache import load_reference_verdict
 from judges.soft.location import located
 from judges.soft.rubric import RUBRIC_REL
 from judges.soft.subset import double_judged
-from judges.stats import cohen_kappa, kappa_confidence
 from sabot import tasks
 from sabot.matrix import Cell
 from sabot.registry import Registry, WaveDef
@@ -181,6 +180,8 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
         description="Cohen's kappa over the double-judged cells (prompt variants 0 and 1); re-runs by itself when judge verdicts update.",
     )
     def kappa_audit(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
+        from judges.stats import cohen_kappa, kappa_confidence  # numpy: imported when kappa computes, not with the definitions
+
         with store_connection(store) as con:
             verdicts = read_judgements(con, wave.name)
             pairs = [

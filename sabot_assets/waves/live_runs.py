@@ -63,6 +63,7 @@ from sabot_assets.guard import GUARDED, require_registered
 from sabot_assets.hosts import store_step_tags, worker_step_tags
 from sabot_assets.waves.concurrency import host_label, run_in_processes
 from sabot_assets.waves.cell_metadata import RUN_ERROR_KEY, attempt_metadata, carved_out_metadata, log_line, run_error_observation
+from sabot_assets.waves.sealed_reads import read_verified
 
 
 
@@ -79,7 +80,7 @@ def sealed_attempt(run_root: Path, directory: Path, refused: dict | None = None)
     reason recorded in `refused` (directory -> reason). A refused attempt is never ingested,
     reused or replayed."""
     try:
-        return runroot.read_attempt(run_root, directory)
+        return read_verified(run_root, directory)  # once per command where the command asked (sealed_reads)
     except (SealError, TraceError) as exc:
         if refused is not None:
             refused[str(directory)] = str(exc)

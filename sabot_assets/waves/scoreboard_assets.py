@@ -14,7 +14,6 @@ from pathlib import Path
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from judges.hard.scoreboard import build_board
 from judges.hard.strict import floor_rules
 from judges.hard.report import render_markdown
 from judges.report.html import render_html
@@ -150,6 +149,8 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                            "(partitions of cell_verdicts); `undecided cells` names the cells the soft tier has not decided yet, and why."),
               **common)
     def scoreboard(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
+        from judges.hard.scoreboard import build_board  # its intervals import numpy: here, not with the definitions
+
         require_registered(registry)
         boards = {}
         with store_connection(store) as con:

@@ -1,0 +1,94 @@
+"""Whether a command has anything to do: a wave's inputs, code and stored results as its last
+complete settling left them.
+
+A command that finishes settling a wave (every selected run reused or stored, its verdicts, the
+kappa audit, the board and report materialized) tags the Dagster run that made the board with a
+fingerprint of everything the board was made from:
+
+- the code versions Dagster holds for every asset of the wave (they carry the ruleset, rubric,
+  scorer and registry hashes: a rule file edited or added changes one);
+- what the command was asked to settle (the selection, or the corpus's digest);
+- which stored run answers every selected slot (the sealed attempt, at the current identity:
+  runner version, endpoint, model ids, protocol, a project's code);
+- every row the wave's materializations wrote to the store, by key and the Dagster run that wrote
+  it (runs, cell and judge verdicts, scoreboard, reports): any later write changes it.
+
+The next command computes the same fingerprint before launching anything; when a successful board
+run carries it, nothing is stale and nothing is materialized. Dagster's own per-partition stale
+status was the first thing tried: it needs the asset graph's stale resolver per partition (an
+internal API, hundreds of event-log reads for a wave), does not propagate across the board's
+fan-in of more than 100 partitions, and cannot see a run stored by another command without a
+materialization. The fingerprint reads one small query per table and one run-tag lookup.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from sabot.registry import Registry, WaveDef
+from sabot.store.db import connect
+
+SETTLED_TAG = "sabot/settled"  # on a board run: the fingerprint of the state it settled
+
+# Every table a wave's materializations write, with the columns that name a row.
+_WRITTEN = {
+    "runs": "operator, probe, status, coalesce(source_sha256, '')",
+    "cell_verdicts": "ruleset, ruleset_hash, operator, probe",
+    "judge_verdicts": "operator, probe, CAST(prompt_variant AS VARCHAR)",
+    "scoreboard": "ruleset, ruleset_hash, table_name, group_key",
+    "reports": "ruleset, format, sha256",
+}
+
+
+def stored_state(store_path: Path, wave: str) -> dict[str, str]:
+    """table -> a digest of the wave's rows there (their keys and the Dagster run that wrote each)."""
+    if not Path(store_path).exists():
+        return {}
+    with connect(store_path, read_only=True) as con:
+        return {
+            table: con.execute(
+                f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}, dagster_run_id), ',' "
+                f"ORDER BY concat_ws('|', {columns}, dagster_run_id))), '') FROM {table} WHERE wave = ?",
+                [wave],
+            ).fetchone()[0]
+            for table, columns in _WRITTEN.items()
+        }
+
+
+def code_versions(assets, wave: WaveDef) -> dict[str, str]:
+    """Dagster's code version of every asset of the wave, as the definitions (or the wave's own
+    assets, `sabot_assets.waves.factory.build_wave`) hold them now."""
+    out = {}
+    for asset in assets:
+        for key, version in asset.code_versions_by_key.items():
+            if key.path[0] == wave.name:
+                out[key.to_user_string()] = version or ""
+    return out
+
+
+def fingerprint(registry: Registry, assets, store_path: Path, wave: WaveDef, asked: dict, answers: dict) -> str:
+    """One hash over what a settling of `wave` depends on. `assets`: the definitions' assets (the
+    wave's are picked out); `asked`: what the command settles (its selection, a corpus digest);
+    `answers`: slot -> what answers it (an attempt's run file hash)."""
+    doc = {
+        "registry": registry.content_hash,
+        "code": code_versions(assets, wave),
+        "asked": asked,
+        "answers": sorted(f"{op or ''}|{probe}|{sha}" for (op, probe), sha in answers.items()),
+        "stored": stored_state(store_path, wave.name),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def settled_by(instance: dg.DagsterInstance, wave: WaveDef, print_: str) -> str | None:
+    """The id of a successful board run that settled exactly this state, if there is one."""
+    runs = instance.get_run_records(
+        dg.RunsFilter(tags={"sabot/wave": wave.name, SETTLED_TAG: print_}, statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1
+    )
+    return runs[0].dagster_run.run_id if runs else None
+
+
+def mark_settled(instance: dg.DagsterInstance, board_run_id: str, print_: str) -> None:
+    instance.add_run_tags(board_run_id, {SETTLED_TAG: print_})
