@@ -24,7 +24,7 @@ from operators import make_fault
 from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served
 from sabot.budget import Margin, RunBound
-from sabot.pricing import PriceTable, call_rows, totals
+from sabot.pricing import PriceTable, call_rows, local_price_table, totals
 from sabot.recorder import Recorder
 from sabot.trace import EventKind, RunRecord
 
@@ -38,6 +38,16 @@ PIPELINES = plugins.registered("pipeline")
 # A team's own pipeline (sabot.projects) runs through its own runner, a plug-in too: this module never
 # imports it, and it imports only the shared leaf (adapters.outcome) back.
 plugins.register("runner", "project", "adapters.byo.runner:run_project")
+
+
+class PipelineCrashed(RuntimeError):
+    """The pipeline raised on something the model answered (an empty reply, a malformed tool call):
+    that run's failure, RUN_ERROR naming the exception, never the wave's."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0][:300] if text else "(no message)")
 
 
 class AdapterMissing(NotImplementedError):
@@ -110,7 +120,7 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
             if endpoint is None:
                 server = stack.enter_context(ScriptedModelServer(policy, latency=Latency.from_env(spec.run_id)))
                 endpoint = scripted(server.base_url, models["pipeline_model"], models["o4_downgrade_model"])
-            upstream = Upstream(endpoint.base_url, endpoint.api_key, endpoint.label, endpoint.scripted)
+            upstream = Upstream(endpoint.base_url, endpoint.api_key, endpoint.label, endpoint.scripted, endpoint.local_model)
         label = replay.endpoint_label if replay is not None else endpoint.label
         gateway = stack.enter_context(ModelGateway(upstream, call_policy or CallPolicy.load(registry), spec.run_id,
                                                    replay.exchanges if replay is not None else None,
@@ -122,9 +132,13 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
         pipeline = pipeline_class(spec.framework)(spec.config, task, tools, recorder, client_endpoint, fault, Protocols.from_registry(registry), spec.protocol >= 2)
         try:
             pipeline.run()
-        except Exception:
+        except Exception as exc:
             gateway.raise_for_calls()  # the call that failed is the cause, whatever the framework made of it
-            raise
+            if isinstance(exc, infrastructure_errors()):
+                raise
+            # A framework that cannot handle what the model answered (CrewAI's ValueError on an empty
+            # reply) crashed this run, not the wave: RUN_ERROR with its reason (SPEC §3), retried once.
+            raise PipelineCrashed(f"the {spec.framework} pipeline raised {type(exc).__name__}: {_first_line(exc)}") from exc
         gateway.raise_for_calls()  # a failure a framework swallowed still fails the run
         if replay is not None:
             gateway.raise_for_unused()  # every recorded exchange used, none left over
@@ -156,12 +170,14 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
         return plugins.lookup("runner", "project")(spec, registry.project, work_root, registry=registry, replay=replay, call_policy=call_policy,
                                                    journal=journal)
     error, failed_exchanges, calls = None, [], []
-    prices = PriceTable.from_registry(registry)
     provider = provider_from_env("", "")
+    # A local model server costs nothing unless its user prices it; a provider is priced at the spec's prices.
+    prices = local_price_table() if provider is not None and provider.local_model else PriceTable.from_registry(registry)
     where = provider.label if provider else "the scripted model on 127.0.0.1"
     # A provider run is held to the registered per-run bounds, both attempts together: what a pilot reserves.
     # Offline, the registered call bound alone: a pipeline looping on a persistent fault stops there, not hours later.
-    bound = Margin.from_registry(registry).bound_for(prices, provider is not None, replay is not None)
+    # A local model server's runs are bounded like a provider's, at the spec's prices, never by its $0.
+    bound = Margin.from_registry(registry).bound_for(PriceTable.from_registry(registry), provider is not None, replay is not None)
     for attempt in (1, 2):
         run_dir = Path(work_root) / spec.run_id
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -179,9 +195,10 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
             calls += call_rows(spent, prices, attempt)
             error, failed_exchanges = f"attempt {attempt}: {exc.failure.message}", exc.exchanges
             break
-        except infrastructure_errors() as exc:
+        except (PipelineCrashed, *infrastructure_errors()) as exc:
             error = f"attempt {attempt}: {type(exc).__name__}: {exc} (endpoint: {where})"
-            failed_exchanges = getattr(exc, "exchanges", [])  # what the last attempt sent and got, for replay
+            # What the last attempt sent and got, for replay: the gateway's record when the error does not carry it.
+            failed_exchanges = getattr(exc, "exchanges", None) or list(spent)
             calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too
     extra = {"exchanges": failed_exchanges} if failed_exchanges else {}
     # Where it failed, in the record itself: a provider wave whose every run failed is still no simulation.

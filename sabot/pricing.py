@@ -24,6 +24,7 @@ class Price:
 class PriceTable:
     source: str
     prices: dict[str, Price]
+    flat: Price | None = None  # every model at this price (a local model server's table)
 
     @classmethod
     def from_registry(cls, registry, doc_name: str = PRICES_DOC) -> "PriceTable":
@@ -34,6 +35,8 @@ class PriceTable:
         """The price of a model id; a dated id (gpt-5.6-terra-2026-07-01) takes its base id's price."""
         if not model:
             return None
+        if self.flat is not None:
+            return self.flat
         if model in self.prices:
             return self.prices[model]
         base = max((m for m in self.prices if model.startswith(m + "-")), key=len, default=None)
@@ -72,7 +75,7 @@ def totals(rows: list[dict], source: str) -> dict:
 
 
 USAGE = {"provider": "provider usage", "simulation": "simulated usage priced at spec prices, no money spent",
-         "local model": "local model usage priced at spec prices, no money spent"}
+         "local model": "local model usage: $0 local unless SABOT_LOCAL_MODEL_PRICE prices it"}
 
 
 def _usage(kind: str) -> str:
@@ -109,3 +112,21 @@ def spend_text(spend: dict | None, project: dict | None, margin: float | None = 
         else:
             line += f"\nproject spend (all waves in this store): ${project['cost_usd']:.4f}{margined(project['cost_usd'])} over {project['calls']} call(s)"
     return line
+
+
+LOCAL_PRICE_ENV = "SABOT_LOCAL_MODEL_PRICE"  # "INPUT,OUTPUT" US$ per 1M tokens: what a team prices its own server at
+LOCAL_PRICE_SOURCE = "local model server: $0 local (no money spent; SABOT_LOCAL_MODEL_PRICE prices it)"
+
+
+def local_price_table(environ=None) -> PriceTable:
+    """Every model a local model server serves, at $0 unless SABOT_LOCAL_MODEL_PRICE sets a price."""
+    import os
+
+    raw = ((os.environ if environ is None else environ).get(LOCAL_PRICE_ENV) or "").strip()
+    if not raw:
+        return PriceTable(LOCAL_PRICE_SOURCE, {}, flat=Price(0.0, 0.0))
+    try:
+        given, out = (float(p) for p in raw.split(","))
+    except ValueError:
+        raise ValueError(f"{LOCAL_PRICE_ENV}={raw!r}: expected INPUT,OUTPUT in US$ per 1M tokens, e.g. 0.10,0.40") from None
+    return PriceTable(f"local model server priced by {LOCAL_PRICE_ENV}={raw} (US$ per 1M tokens in, out)", {}, flat=Price(given, out))

@@ -100,9 +100,15 @@ LONGEST_FIRST = ("test_live_wave2.py", "test_live_wave.py", "test_budget_wave.py
                  "test_wave_stop.py", "test_killed_runs.py", "test_no_survivors.py", "test_wave_progress.py")
 
 
+# Last: the real local model server's slice, which waits for the server's build that CI starts in the
+# background as it begins (.ci/run); by the end of the suite that build is done.
+LAST = ("test_local_model_slice.py",)
+
+
 def pytest_collection_modifyitems(items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order
+    rank.update({name: len(LONGEST_FIRST) + 1 + i for i, name in enumerate(LAST)})
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))  # stable: each file keeps its own order
 
 
 @pytest.fixture(autouse=True)

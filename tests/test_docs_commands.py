@@ -84,7 +84,8 @@ def _check_sabot(where: str, words: list[str]) -> None:
 
 def _check_one(where: str, line: str) -> None:
     for part in (p.strip() for p in line.split("&&")):
-        words = shlex.split(part)
+        evaluated = re.fullmatch(r'eval "\$\((.*)\)"', part)  # eval "$(CMD)": the command is CMD
+        words = shlex.split(evaluated.group(1) if evaluated else part)
         while re.fullmatch(r"[A-Z_]+=\S*", words[0]):  # an environment prefix: the command follows
             words = words[1:]
         tool, args = words[0], words[1:]

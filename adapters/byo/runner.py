@@ -308,7 +308,7 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         if replay is not None:
             upstream, label = None, replay.endpoint_label
         elif provider is not None:
-            upstream, label = Upstream(provider.base_url, provider.api_key, provider.label, scripted=False), provider.label
+            upstream, label = Upstream(provider.base_url, provider.api_key, provider.label, scripted=False, local_model=provider.local_model), provider.label
         elif "responder" in project.doc:
             double = _Double(project, seed)
             server = stack.enter_context(ScriptedModelServer(double))

@@ -14,7 +14,7 @@ from typing import Any
 
 from adapters.scripted.server import redact_headers, route_of
 
-__all__ = ["request_key", "usage_of", "parse_sse", "render_sse", "strip_usage_chunks", "redact_headers", "route_of"]
+__all__ = ["request_key", "usage_of", "parse_sse", "render_sse", "strip_usage_chunks", "redact_headers", "route_of", "with_completion_limit"]
 
 
 def request_key(method: str, path: str, body: Any) -> str:
@@ -85,6 +85,20 @@ def estimate_tokens(body: Any) -> int:
     prompt = len(json.dumps(body.get("messages", []))) // 4 + 1
     cap = body.get("max_completion_tokens") or body.get("max_tokens") or 0
     return prompt + (int(cap) if isinstance(cap, int) else 0)
+
+
+def with_completion_limit(body: Any, limit: int | None) -> tuple[Any, int | None]:
+    """(the body to send, the completion limit it carries): the registered per-call limit sent as
+    `max_tokens` on every generation call, so a model that never stops ends there. A client's own
+    smaller limit stands; a client that sends `max_completion_tokens` has that field capped instead
+    (providers refuse both at once)."""
+    if limit is None or not isinstance(body, dict) or not ("messages" in body or "prompt" in body):
+        return body, None
+    field = "max_completion_tokens" if "max_completion_tokens" in body else "max_tokens"
+    asked = body.get(field)
+    if isinstance(asked, int) and not isinstance(asked, bool) and 0 < asked <= limit:
+        return body, asked
+    return {**body, field: limit}, limit
 
 
 def prompt_token_bound(body: Any) -> int:

@@ -251,10 +251,13 @@ class EndpointCircuit(CircuitState):
         stem = hashlib.sha256(endpoint_id.encode()).hexdigest()[:16]
         self.path = directory / f"{stem}.circuit.json"
         self._lock = FileLock(str(self.path) + ".lock", thread_local=False)
+        # A lock that is not thread-local lets every thread of this process in at once: the gateway's
+        # concurrent calls would race on the state file (a lost update, or a vanished temp file).
+        self._threads = threading.RLock()
 
     @contextlib.contextmanager
     def _state(self):
-        with self._lock:
+        with self._threads, self._lock:
             try:
                 state = json.loads(self.path.read_text())
             except (OSError, ValueError):

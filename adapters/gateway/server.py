@@ -50,10 +50,11 @@ import httpx
 import tenacity
 
 from adapters.gateway.exchange import (completion_cap, estimate_tokens, parse_sse, prompt_token_bound, redact_headers, render_sse,
-                                       request_key, route_of, served_model, strip_usage_chunks, usage_of)
+                                       request_key, route_of, served_model, strip_usage_chunks, usage_of, with_completion_limit)
 from adapters.gateway.limiter import (PROBE_WAIT, CircuitState, EndpointLimiter, RateLimited, endpoint_circuit, endpoint_config,
-                                      endpoint_limiter)
+                                      endpoint_limiter, limiter_dir)
 from adapters.gateway.policy import CallPolicy
+from adapters.gateway.transfer import CappedSender, CallSlots, NoSlot, TotalTimeout, fetch
 from adapters.gateway.taxonomy import (CELL_FATAL, ENDPOINT_FATAL, RETRYABLE, ProviderFailure, ProviderTaxonomy, Scrubber,
                                        provider_message)
 from adapters.http_reply import send_reply
@@ -109,6 +110,7 @@ class Upstream:
     api_key: str = field(repr=False)
     label: str  # how the endpoint is named in records and errors (never carries the key)
     scripted: bool
+    local_model: bool = False  # a local model server on this host: the call policy's local_model profile applies
 
     @property
     def limiter_id(self) -> str:
@@ -123,9 +125,10 @@ class _Stop(Exception):
 
 
 class _Retryable(Exception):
-    def __init__(self, detail: str, status: int | None = None, retry_after: float | None = None, response=None):
+    def __init__(self, detail: str, status: int | None = None, retry_after: float | None = None, response=None, final: bool = False):
         super().__init__(detail)
         self.detail, self.status, self.retry_after, self.response = detail, status, retry_after, response
+        self.final = final  # the policy says not to send this call again (a timed-out call the server is still answering)
 
 
 def circuit_of(upstream: Upstream, policy: CallPolicy) -> CircuitState:
@@ -182,6 +185,7 @@ class ModelGateway:
                  circuit: CircuitState | None = None, bound=None, journal=None):
         if upstream is None and recording is None:
             raise ValueError("a gateway needs an upstream or a recording to answer from")
+        policy = policy.for_endpoint(upstream.local_model) if upstream is not None else policy
         self.upstream, self.policy, self.cell = upstream, policy, cell
         self.replaying = recording is not None
         self._book: dict[str, collections.deque] = collections.defaultdict(collections.deque)
@@ -206,6 +210,7 @@ class ModelGateway:
         self._counter = 0
         self._deadline = time.monotonic() + policy.run_wall_limit_seconds
         self._client: httpx.Client | None = None
+        self._capped: CappedSender | None = None  # sends through the endpoint's host-wide call slots, when capped
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -216,6 +221,9 @@ class ModelGateway:
             loopback = "://127.0.0.1" in self.upstream.base_url or "://localhost" in self.upstream.base_url
             tls = {"verify": loopback_tls()} if loopback else {}  # a provider's keeps the deployment's own settings (SSL_CERT_FILE)
             self._client = httpx.Client(timeout=self.policy.http_timeout(self.policy.call_timeout_seconds), trust_env=not loopback, **tls)
+            if self.policy.max_concurrent_calls:
+                slots = CallSlots(self.upstream.limiter_id, self.policy.max_concurrent_calls, limiter_dir())
+                self._capped = CappedSender(self._client, slots, drain_seconds=self.policy.max_total_seconds)
         self._httpd = _HTTPServer(("127.0.0.1", 0), self)
         # A short poll: shutdown() waits for the serve loop to notice, and a run's slot is held meanwhile.
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
@@ -228,6 +236,8 @@ class ModelGateway:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._thread.join(timeout=5)
+        if self._capped is not None:
+            self._capped.drain()  # an abandoned call ends before the run does: its retry never queues behind it
         if self._client is not None:
             self._client.close()
 
@@ -314,10 +324,13 @@ class ModelGateway:
         where = f"{self.upstream.label} ({method} {url})"
         model = body.get("model") if isinstance(body, dict) else None
         sent, asked_usage = _asking_for_usage(body)
+        sent, limit = with_completion_limit(sent, self.policy.max_completion_tokens)
         exchange.update(attempts=[], model=None, usage=None, reply=None, error=None)
-        tokens = estimate_tokens(body)
+        if limit is not None:
+            exchange["completion_limit"] = limit
+        tokens = estimate_tokens(sent)  # what is sent: the completion limit counts against a token window
         try:
-            budget, held, refused = self._admit(exchange, where, model, body, tokens)
+            budget, held, refused = self._admit(exchange, where, model, sent, tokens)  # as sent: its completion limit bounds its worst case
         except _Stop as stop:
             return self._stopped(exchange, stop.failure)
         if refused is not None:
@@ -373,33 +386,52 @@ class ModelGateway:
 
         def attempt() -> httpx.Response:
             paused[0] += self._wait_for_endpoint(where, model)  # another process may have opened or paused it meanwhile
+            slot, waited = self._take_slot(where)
+            paused[0] += waited  # waiting for the server to be free is not this call's budget either
             timeout = self.policy.http_timeout(call_started + budget + paused[0] - time.monotonic())
             try:
-                return self._attempt(method, url, content, send_headers, timeout, attempts, where, model)
+                return self._attempt(method, url, content, send_headers, timeout, attempts, where, model, slot)
             except _Retryable as exc:
                 paused[0] += exc.retry_after or 0.0  # the wait tenacity makes for it is not this call's budget either
                 raise
 
         return tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(_Retryable),
+            retry=tenacity.retry_if_exception(lambda exc: isinstance(exc, _Retryable) and not exc.final),
             wait=self._wait,
             stop=tenacity.stop_after_attempt(self.policy.max_attempts) | (lambda state: self._budget_spent(state, budget + paused[0])),
             sleep=time.sleep,
             reraise=True,
         )(attempt)
 
-    def _attempt(self, method: str, url: str, content: bytes, headers: dict, timeout, attempts: list, where: str, model: str | None) -> httpx.Response:
-        """One upstream request: its answer, or _Retryable/_Stop as the taxonomy decides."""
+    def _take_slot(self, where: str):
+        """(a held call slot of a capped endpoint, seconds waited for it); (None, 0) when uncapped."""
+        if self._capped is None:
+            return None, 0.0
         t0 = time.monotonic()
         try:
-            response = self._client.request(method, url, content=content if method != "GET" else None, headers=headers, timeout=timeout)
+            return self._capped.slots.acquire(self._deadline - t0), time.monotonic() - t0
+        except NoSlot as exc:
+            raise _Retryable(f"{where}: {exc} (the run's wall limit)", final=True) from exc
+
+    def _attempt(self, method: str, url: str, content: bytes, headers: dict, timeout, attempts: list, where: str, model: str | None,
+                 slot=None) -> httpx.Response:
+        """One upstream request: its answer, or _Retryable/_Stop as the taxonomy decides."""
+        t0 = time.monotonic()
+        body = content if method != "GET" else None
+        total = min(self.policy.attempt_seconds, timeout.write)  # timeout.write: what is left of the call's budget
+        try:
+            if slot is not None:
+                response = self._capped.send(slot, method, url, body, headers, min(timeout.read, total), total, timeout.connect)
+            else:
+                response = fetch(self._client, method, url, body, headers, timeout, total)
         except httpx.TimeoutException as exc:
-            phase = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "waiting for the first byte" if isinstance(exc, httpx.ReadTimeout) else "sending"
-            limit = timeout.connect if phase == "connecting" else timeout.read if phase.startswith("waiting") else timeout.write
+            phase, limit = _timeout_phase(exc, timeout, total)
             detail = f"timed out after {limit:.1f} s {phase} ({type(exc).__name__})"
             attempts.append({"status": None, "error": f"timeout after {limit:.1f} s {phase}", "seconds": round(time.monotonic() - t0, 3)})
             self._infrastructure_failed(where, model, None, detail)
-            raise _Retryable(detail) from exc
+            if not self.policy.retry_timeouts:
+                detail += "; not sent again: the server may still be answering it (call policy retry_timeouts)"
+            raise _Retryable(detail, final=not self.policy.retry_timeouts) from exc
         except httpx.TransportError as exc:
             detail = self.scrub.text(f"connection failed ({type(exc).__name__}: {exc})")
             attempts.append({"status": None, "error": self.scrub.text(f"{type(exc).__name__}: {exc}"), "seconds": round(time.monotonic() - t0, 3)})
@@ -564,6 +596,17 @@ class ModelGateway:
         with self._lock:
             self.exchanges.append(exchange)
             self.exchanges.sort(key=lambda e: e["n"])
+
+
+def _timeout_phase(exc: httpx.TimeoutException, timeout: httpx.Timeout, total: float) -> tuple[str, float]:
+    """Where an attempt timed out, and after how long."""
+    if isinstance(exc, TotalTimeout):
+        return "before the answer ended", total
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connecting", timeout.connect
+    if isinstance(exc, httpx.ReadTimeout):
+        return "waiting for the first byte", timeout.read
+    return "sending", timeout.write
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -14,7 +14,7 @@ from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, replicate_bootstrap, wilson
 from judges.stats.coverage import coverage as cell_coverage
 from sabot.projects import PROJECT_BOARD_NOTE, ProjectRegistry
-from sabot.provenance import SIMULATION, is_simulated
+from sabot.provenance import LOCAL_MODEL, SIMULATION, is_simulated
 from sabot.trace import EventKind
 
 
@@ -46,6 +46,8 @@ def median_entry(registry, scored, label: str, expected_rows: list[str] | None, 
         return entry | {"withheld": PROJECT_BOARD_NOTE}
     if is_simulated(label):
         return entry | {"withheld": f"{label}: a simulated wave measures the instrument, not pipelines; no median, no band"}
+    if LOCAL_MODEL in (label or ""):  # whatever model it serves, it is not the pinned one
+        return entry | {"withheld": f"{label}: a local model server's runs are not the pinned models' runs; no median, no band"}
     if missing:
         return entry | {"withheld": f"{len(missing)} of {len(expected_rows)} scoreboard rows have no valid cells: {', '.join(missing)}"}
     if undecided is not None and not undecided.complete:

@@ -8,10 +8,12 @@ reports costs no money and never counts against a provider's cap; it is capped o
 is given (which is how the breaker is tested offline).
 """
 
+import os
 from pathlib import Path
 
 from sabot.budget import PROJECT_CAP_USD, Breaker, BudgetError, LedgerBreaker, Margin, Projection, check_projection, usd
-from sabot.pricing import PriceTable
+from sabot.pricing import LOCAL_PRICE_ENV, PriceTable
+from sabot.provenance import LOCAL_MODEL, endpoint_kind
 from sabot.store.db import connect
 from sabot.store.ledger import Ledger, ledger_path, spend_ledger
 from sabot.store.spend import rates_of, stored_costs
@@ -20,7 +22,9 @@ from sabot_assets.waves.concurrency import host_label
 
 
 def is_simulated(endpoint_label: str) -> bool:
-    return endpoint_label.startswith("simulation")
+    """Whether the wave's calls cost no money: the scripted model's, and a local model server's
+    (priced at $0 unless its user prices it; its runs are still never labelled simulation)."""
+    return endpoint_label.startswith("simulation") or (endpoint_kind(endpoint_label) == LOCAL_MODEL and not os.environ.get(LOCAL_PRICE_ENV))
 
 
 def kind(simulated: bool) -> str:
