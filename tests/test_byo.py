@@ -50,7 +50,8 @@ def example_wave(request, tmp_path_factory):
     with connect(tmp / "sabot.duckdb", read_only=True) as con:
         runs = read_runs(con, wave.name, [(op, p.key) for op in ("", *wave.operators) for p in wave.probes()])
         verdicts = read_verdicts(con, wave.name, wave.headline_ruleset)
-    reports = {path.name: path.read_text() for path in (tmp / "reports" / wave.name).iterdir()}
+    # The written reports (the `cells/` folder beside them holds the pages a board's number links to)
+    reports = {path.name: path.read_text() for path in (tmp / "reports" / wave.name).iterdir() if path.is_file()}
     yield registry.project, done.stdout, runs, verdicts, reports, tmp / "sabot.duckdb"
 
 

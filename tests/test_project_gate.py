@@ -151,8 +151,10 @@ def test_interrupting_project_check_ends_the_baselines_pipeline_process(signum, 
         f'        import subprocess, time\n        subprocess.Popen(["sleep", {marker!r}])\n        time.sleep(600)\n'
         '        order_id = re.search(r"\\bA-\\d+\\b", state["ticket"]).group(0)\n'))
     env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY")}
+    # As from a terminal's foreground: a test run started as a background job inherits SIGINT ignored,
+    # and a command that ignores Ctrl-C is not what this test is about.
     command = subprocess.Popen([str(SABOT), "project", "check", str(copy)], cwd=tmp_path, env={**env, "SABOT_VAR": str(tmp_path / "var")},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 300
         while not _started(marker) and command.poll() is None and time.monotonic() < deadline:
