@@ -80,11 +80,6 @@ LEDGER_PREFIX = "Progress Ledger: "
 VERDICT_MENTION = "VERDICT:"
 MODEL_INFO = {"vision": False, "function_calling": True, "json_output": True, "structured_output": True,
               "family": "unknown", "multiple_system_messages": True}
-FLAGS_CONTRACT_LINE = (
-    "Line 1 of your reply MUST be exactly one line beginning 'FLAGS: ' listing every inconsistency or anomaly "
-    "you noticed anywhere in the supplied inputs (SOURCE or CONTEXT) - quote the exact conflicting values or "
-    "names; if you noticed none, write 'FLAGS: none'. The artifact follows from line 2:"
-)
 
 WRAPPED_INFRA = re.compile(r"^(?:APIConnectionError|APITimeoutError|InternalServerError|RateLimitError|ConnectError|ConnectTimeout|"
                            r"ReadTimeout|ReadError|RemoteProtocolError|ConnectionError|TimeoutError)\b")
@@ -302,16 +297,7 @@ class AutoGenPipeline:
     # -- guardrail: Magentic-One --------------------------------------------------------------
 
     def magentic_task(self, source: str, context: str) -> str:
-        contract = self.task.output_contract["text"]
-        if self.flags_protocol:
-            contract = f"{FLAGS_CONTRACT_LINE}\n{contract}"
-        return "\n\n".join([
-            f"{self.task.title}: the {self.task.worker_role} writes the artifact {self.task.artifact_file}.",
-            prompts.block("TASK", self.task.instructions), prompts.block("OUTPUT CONTRACT", contract),
-            prompts.block("SOURCE", source), prompts.block("CONTEXT", context),
-            "SOURCE is the result of the load_document tool and CONTEXT the result of the load_context tool. "
-            "The final answer is the artifact itself, exactly as the OUTPUT CONTRACT specifies.",
-        ])
+        return prompts.magentic_task(self.task, source, context, self.flags_protocol)
 
     def _run_magentic(self) -> None:
         source, context = self.tools.load_document(), self.tools.load_context()

@@ -80,3 +80,25 @@ def reviewer_messages(task: ServedTask, source: str, context: str, draft: str, p
         system += "\n\n" + reviewer_addendum()
     parts = _task_blocks(task, source, context) + [block("DRAFT", draft), block("PRECHECK", precheck), "Review the draft now."]
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+# The FLAGS protocol's first line (the soft tier): the Magentic rows ask for it in the task's contract.
+FLAGS_CONTRACT_LINE = (
+    "Line 1 of your reply MUST be exactly one line beginning 'FLAGS: ' listing every inconsistency or anomaly "
+    "you noticed anywhere in the supplied inputs (SOURCE or CONTEXT) - quote the exact conflicting values or "
+    "names; if you noticed none, write 'FLAGS: none'. The artifact follows from line 2:"
+)
+
+
+def magentic_task(task: ServedTask, source: str, context: str, flags_protocol: bool) -> str:
+    """The task a Magentic orchestrator is handed (Magentic-One and Agent Framework's Magentic alike)."""
+    contract = task.output_contract["text"]
+    if flags_protocol:
+        contract = f"{FLAGS_CONTRACT_LINE}\n{contract}"
+    return "\n\n".join([
+        f"{task.title}: the {task.worker_role} writes the artifact {task.artifact_file}.",
+        block("TASK", task.instructions), block("OUTPUT CONTRACT", contract),
+        block("SOURCE", source), block("CONTEXT", context),
+        "SOURCE is the result of the load_document tool and CONTEXT the result of the load_context tool. "
+        "The final answer is the artifact itself, exactly as the OUTPUT CONTRACT specifies.",
+    ])
