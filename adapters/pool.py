@@ -1,10 +1,13 @@
 """Many live runs at once, each in a process of its own.
 
-CrewAI's event bus, AutoGen's trace logger and the per-run HOME (`runner.isolated_home` sets
-os.environ) are process-global, so two runs never share a process: every run is forked from a
-server process that imported the frameworks once (multiprocessing's "forkserver" start method
-with the runner preloaded, and `max_tasks_per_child=1`). A run then pays a fork, not the ~5 s
-import of three agent frameworks, and leaves nothing behind for the next one.
+CrewAI's event bus, AutoGen's trace logger and the per-run HOME are process-global, so two runs
+never share a process: every run is forked from a server process that imported the harness's side
+of a run once (multiprocessing's "forkserver" start method with the runner preloaded, and
+`max_tasks_per_child=1`), and its pipeline runs in a child forked, one per run, from the confined
+server that fork server starts (adapters/confined_server.py: inside bubblewrap, where the agent
+frameworks are imported once). A run then pays two forks, not the ~5 s import of three agent
+frameworks, and leaves nothing behind for the next one. The fork server is still stopped with
+CPython's own private `forkserver._forkserver._stop()` (the confined server dies with it).
 
 `run_many` keeps up to `concurrency` runs in flight and asks `may_launch(item)` before starting
 each one, so a budget breaker or a pool of slots stops launching while the runs already in flight

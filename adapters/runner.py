@@ -1,14 +1,14 @@
 """One live run of one cell (or baseline): isolated, retried once on infrastructure failure.
 
 The run gets its own working directory and HOME, its own fault, and (by default) its own scripted
-model server seeded by the cell; ground truth stays with the harness (the fault's values and the
-pass criterion) and never enters a prompt. The simulator's intent log is returned beside the run
+model server seeded by the cell; ground truth stays with the harness (the pass criterion) and never
+enters a prompt. The pipeline itself (with its tools and fault) runs confined, in a child of the
+sandboxed fork server (adapters/confined_run.py); this process keeps the gateway and its journal. The simulator's intent log is returned beside the run
 record, never inside it, so the scorer cannot read it.
 """
 
 import contextlib
 import dataclasses
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,22 +88,6 @@ class Recording:
     endpoint_label: str
     intent: list
     source: str = ""  # the stored run replayed (run file @ content hash)
-
-
-@contextlib.contextmanager
-def isolated_home(run_dir: Path):
-    """Each run writes under its own HOME (framework caches, credentials), restored afterwards."""
-    home = run_dir / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    previous = os.environ.get("HOME")
-    os.environ["HOME"] = str(home)
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("HOME", None)
-        else:
-            os.environ["HOME"] = previous
 
 
 def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None", call_policy: CallPolicy | None, spent: list,
