@@ -17,6 +17,7 @@ harness's side of its connection closes (the run killed), and with the server; t
 bwrap's command, dies with the process that started it (`--die-with-parent`).
 """
 
+import atexit
 import json
 import os
 import pickle
@@ -69,9 +70,11 @@ def start(modules: list[str]) -> None:
     with _Server.lock:
         if _Server.process is not None and _Server.owner == os.getpid() and _Server.process.poll() is None:
             return
-        private = Path(tempfile.mkdtemp(prefix="sabot-confined-socket-"))  # 0700, outside the sandbox's view
-        scratch = Path(tempfile.mkdtemp(prefix="sabot-confined-"))
-        covers = Path(tempfile.mkdtemp(prefix="sabot-confined-covers-"))
+        # One 0700 directory per server: its socket beside (never inside) the two trees the sandbox sees.
+        private = Path(tempfile.mkdtemp(prefix="sabot-confined-"))
+        scratch, covers = private / "scratch", private / "covers"
+        scratch.mkdir()
+        covers.mkdir()
         address = str(private / "server.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -88,7 +91,13 @@ def start(modules: list[str]) -> None:
                                        pass_fds=(listener.fileno(),), start_new_session=True)
         finally:
             listener.close()
+        atexit.register(_remove_if_owner, os.getpid(), private)
         _Server.process, _Server.owner, _Server.address, _Server.scratch, _Server.covers = process, os.getpid(), address, scratch, covers
+
+
+def _remove_if_owner(owner: int, private: Path) -> None:
+    if os.getpid() == owner:  # a process forked from the owner never removes what the owner still serves
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def run_in_sandbox(request, run_dir_name: str, modules: list[str]) -> tuple[bytes, Path]:
