@@ -197,11 +197,19 @@ def serve(listen_fd: int, modules: list[str]) -> None:
 
 def _warm() -> None:
     """What each child would otherwise compute on first use (as adapters.fork_ready does for the harness)."""
+    import importlib
     import linecache
 
     from adapters import prompts
+    from adapters.outcome import infrastructure_errors
+    from adapters.warm_clients import CLIENT_MODULES, build_response_models, resolve_request_types
     from sabot import plugins
 
+    for module in (*CLIENT_MODULES, "adapters.tools", "operators", "sabot.tasks"):  # what run_pipeline uses
+        importlib.import_module(module)
+    infrastructure_errors()
+    build_response_models()
+    resolve_request_types()
     plugins.load_entry_points()
     prompts.reviewer_addendum()
     for name, module in list(sys.modules.items()):
