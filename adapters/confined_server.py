@@ -187,12 +187,17 @@ def serve(listen_fd: int, modules: list[str]) -> None:
     _warm()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reap themselves: no zombies, no waiting
     gc.freeze()  # children share the preloaded heap copy-on-write; the collector need not walk it
-    while True:
-        conn, _ = listener.accept()
+    while True:  # one spare child always forked ahead, waiting on the socket: a run never waits for the fork
+        accepted_r, accepted_w = os.pipe()
         if os.fork() == 0:
+            os.close(accepted_r)
+            conn, _ = listener.accept()
             listener.close()
+            os.close(accepted_w)  # the server forks the next spare now
             _child(conn)
-        conn.close()
+        os.close(accepted_w)
+        os.read(accepted_r, 1)  # b"" once the spare took a connection (or died): fork the next
+        os.close(accepted_r)
 
 
 def _warm() -> None:
