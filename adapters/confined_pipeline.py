@@ -10,12 +10,14 @@ answer comes from the scored party's process, and unpickling it would run whatev
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sabot.recorder import Recorder
 from sabot.trace import Event, EventKind
 
+SOCKETS_KEPT = 10_000
 RESULT_LIMIT_BYTES = 64 << 20  # far above any run's events; a larger answer is refused, not parsed
 
 
@@ -44,11 +46,12 @@ class PipelineResult:
     recorder: Recorder
     fault_landed: bool
     error: dict | None = None  # {"kind", "message", "infrastructure"}: what the pipeline raised
+    sockets: list = field(default_factory=list)  # [event, host, port]: every socket the pipeline's process connected or resolved
 
     def to_json(self) -> bytes:
         events = [[e.seq, e.agent, str(e.kind), e.payload] for e in self.recorder.events]
         return json.dumps({"events": events, "injection_seq": self.recorder.injection_seq,
-                           "fault_landed": self.fault_landed, "error": self.error}, default=str).encode()
+                           "fault_landed": self.fault_landed, "error": self.error, "sockets": self.sockets}, default=str).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> "PipelineResult":
@@ -68,7 +71,18 @@ class PipelineResult:
         error = doc.get("error")
         if error is not None:
             error = {"kind": str(error["kind"]), "message": str(error["message"]), "infrastructure": bool(error["infrastructure"])}
-        return cls(recorder, bool(doc["fault_landed"]), error)
+        sockets = [[str(event), str(host), str(port)] for event, host, port in doc.get("sockets", [])[:SOCKETS_KEPT]]
+        return cls(recorder, bool(doc["fault_landed"]), error, sockets)
+
+    def audit_sockets(self) -> None:
+        """Raise the pipeline's socket events here as this process's own audit events (sys.audit, PEP 578),
+        so an audit hook of the harness sees what the confined pipeline connected to, as it did when
+        pipelines ran in the harness's process."""
+        for event, host, port in self.sockets:
+            if event == "socket.connect":
+                sys.audit("socket.connect", None, (host, port))
+            elif event == "socket.getaddrinfo":
+                sys.audit("socket.getaddrinfo", host, port, 0, 0, 0)
 
 
 def run_pipeline(request: PipelineRequest) -> PipelineResult:
@@ -88,11 +102,19 @@ def run_pipeline(request: PipelineRequest) -> PipelineResult:
     if request.operator == "O4":  # the swap happens at set-up, before any call: that is where it lands
         recorder.record(task.worker_role, EventKind.TOOL_CALL, tool="model_config", injected=True, operator="O4")
     tools = TaskTools(task, recorder, fault, run_dir, task.worker_role)
-    error = None
+    error, sockets = None, []
+
+    def note_socket(event: str, args) -> None:  # an audit hook cannot be removed: this process runs one run
+        if event == "socket.connect" and isinstance(args[1], tuple) and len(sockets) < SOCKETS_KEPT:
+            sockets.append([event, str(args[1][0]), str(args[1][1])])
+        elif event == "socket.getaddrinfo" and len(sockets) < SOCKETS_KEPT:
+            sockets.append([event, str(args[0]), str(args[1])])
+
+    sys.addaudithook(note_socket)
     try:
         pipeline_class = plugins.resolve_path(request.pipeline_target, f"pipeline {request.framework!r}")
         pipeline = pipeline_class(request.config, task, tools, recorder, request.client_endpoint, fault, request.protocols, request.protocol >= 2)
         pipeline.run()
     except Exception as exc:
         error = {"kind": type(exc).__name__, "message": str(exc), "infrastructure": isinstance(exc, infrastructure_errors())}
-    return PipelineResult(recorder, fault.landed, error)
+    return PipelineResult(recorder, fault.landed, error, sockets)

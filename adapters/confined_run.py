@@ -43,7 +43,9 @@ def run_confined_pipeline(spec, registry, client_endpoint, run_dir: Path) -> Pip
         _copy_regular(scratch, Path(run_dir))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return PipelineResult.from_json(answer)
+    result = PipelineResult.from_json(answer)
+    result.audit_sockets()
+    return result
 
 
 def _copy_regular(source: Path, target: Path) -> None:
