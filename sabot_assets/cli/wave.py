@@ -270,7 +270,7 @@ def _export(ctx: Context, name: str, directory: Path, ruleset: str | None, signi
     from sabot import signing
     from sabot_assets.cli.project import adopt_project
     from sabot_assets.constants import STORE_PATH, VAR_DIR
-    from sabot_assets.evidence import export_bundle
+    from sabot_assets.evidence_bundle import export_bundle
 
     key_path = signing.key_path(signing_key, VAR_DIR)
     signer = signing.load_or_create(key_path)  # before any file is written: a refused key leaves no unsigned bundle
