@@ -34,7 +34,8 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_cr
 from adapters import prompts
 from adapters.gateway.server import loopback_tls
 from adapters.pool import MAIN_ENV  # the caller's main script, set before the server starts
-from adapters.scripted.server import Reply, ToolCall, completion_body, stream_chunks  # the replies' shapes, not the model
+from adapters.scripted.reply import Reply, ToolCall
+from adapters.scripted.server import completion_body, stream_chunks  # the replies' shapes, not the model
 from sabot import plugins
 
 # Only ever imported by the fork server (never by the caller: it would swap the caller's __main__).
