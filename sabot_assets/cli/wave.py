@@ -49,11 +49,11 @@ def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out
 
 def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False,
           concurrency: int | None = None, budget: float | None = None):
-    from sabot.budget import usd
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
     from sabot_assets.cli.project import adopt_project, project_lines, require_priced
+    from sabot_assets.cli.spend_stop import ceiling_stop_line, margined_spend, passed_ceiling
     from sabot_assets.wave_jobs import run_wave, settled_wave
 
     started = time.perf_counter()
@@ -101,11 +101,13 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if getattr(ctx.registry, "project", None) is not None:
         click.echo("\n".join(project_lines(STORE_PATH, wave_def, ctx.registry.project)))
     publish(doc, json_out, started)
+    spent = None if ceiling is None else margined_spend(STORE_PATH, endpoint.label if endpoint else offline, doc["spend_margin"] or 1.0)
     if tally.stopped:
         click.echo(stop_paragraph(ctx.registry, STORE_PATH, name, selection, tally, doc["label"]), err=True)
     elif tally.not_launched:
-        click.echo(f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {tally.not_launched} run(s) not launched stay missing, "
-                   f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them", err=True)
+        click.echo(ceiling_stop_line(name, ceiling, tally.not_launched, spent), err=True)
+    elif spent is not None and passed_ceiling(ceiling, spent):
+        click.echo(f"{name}: {passed_ceiling(ceiling, spent).removeprefix('. ')}", err=True)
     if tally.waiting:
         click.echo(f"{name}: the store stayed locked past the wait: {len(tally.waiting)} finished run(s) wait in the run root for ingest, "
                    f"not lost; `sabot wave run {name}` ingests them once the lock is free:", err=True)
