@@ -11,15 +11,18 @@ beyond what its request allows can, and the stop message names it as that except
 from pathlib import Path
 
 from sabot.budget import usd
-from sabot_assets.waves.budget import is_simulated, kind, synced_ledger
+from sabot.store.ledger import ledger_path, spend_ledger
+from sabot_assets.waves.budget import is_simulated, kind
+from sabot_assets.waves.concurrency import host_label
 
 BEYOND_THE_REQUEST = ("the provider billed calls past their own request's limits (the prompt counted before each call plus its max_tokens, "
                       "at the registered price): the one case a reservation made before each call cannot hold")
 
 
 def margined_spend(store_path: Path, endpoint_label: str, margin: float) -> float:
-    """Margined spend the store's ledger holds at this kind of endpoint, every stored run synced into it."""
-    return synced_ledger(store_path).totals(kind(is_simulated(endpoint_label)))[0] * margin
+    """Margined spend the store's ledger holds at this kind of endpoint. Read from the ledger alone, never the
+    store: another command may hold the store's lock, and every run this command made settled into the ledger."""
+    return spend_ledger(ledger_path(store_path), host_label()).totals(kind(is_simulated(endpoint_label)))[0] * margin
 
 
 def ceiling_stop_line(name: str, ceiling: float, not_launched: int, spent: float) -> str:
