@@ -68,3 +68,29 @@ def test_kill_9_of_the_pid_leaves_no_process_it_started(tmp_path, moment):
     command.wait()
     time.sleep(10)
     assert _session(command.pid) == []
+
+
+FAKE_COMMAND = ("import os, subprocess, sys, time\n"
+                "subprocess.Popen([sys.executable, '-m', 'sabot.leftover_reaper', str(os.getpid())])\n"
+                "helper = subprocess.Popen(['sleep', '600'])  # a library's helper nobody else watches (Dagster's tail, killed in its window)\n"
+                "print(os.getpid(), helper.pid, flush=True)\n"
+                "time.sleep(600)\n")
+
+
+def test_the_leftover_watcher_ends_the_commands_orphans_and_nothing_else():
+    """The backstop every wave command starts: once the command dies, its orphaned helpers are killed; a
+    process of the same job whose parent lives (a pipeline partner, started by the shell) is left alone."""
+    shell = subprocess.Popen(["bash", "-c", f"{PROJECT / '.venv/bin/python'} -c \"$FAKE\" & sleep 600 & wait"], cwd=PROJECT,
+                             env={**os.environ, "FAKE": FAKE_COMMAND}, start_new_session=True, stdout=subprocess.PIPE, text=True)
+    try:
+        command, helper = map(int, shell.stdout.readline().split())
+        time.sleep(1)  # the watcher is running
+        [partner] = [pid for pid, cmd in _session(shell.pid) if cmd.startswith("sleep") and pid != helper]
+        os.kill(command, signal.SIGKILL)
+        time.sleep(5)
+        alive = {pid for pid, _ in _session(shell.pid)}
+        assert helper not in alive  # the command's orphan
+        assert partner in alive and shell.pid in alive  # the job's other members, their parent alive
+    finally:
+        os.killpg(shell.pid, signal.SIGKILL)
+        shell.wait()

@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from sabot_assets.cli.common import Context, guarded, progress_bar, publish
+from sabot_assets.cli.leftovers import watch_for_leftovers
 from sabot_assets.cli.wave_stop import register_command, wave_stop
 
 
@@ -59,6 +60,7 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     started = time.perf_counter()
     name = adopt_project(ctx, name, gate=not replay)  # a replay sends nothing to the team's code's model: no gate
     register_command(name)  # what `sabot wave stop` ends
+    watch_for_leftovers()  # killed without cleaning up (kill -9 of its pid), what it started is ended anyway
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
