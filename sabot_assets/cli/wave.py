@@ -187,7 +187,7 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
     spend ceiling its runs stop launching at."""
     from sabot_assets.constants import STORE_PATH
     from sabot.budget import usd
-    from sabot_assets.waves.budget import plan_spend
+    from sabot_assets.waves.budget import is_simulated, pilot_worst_case, plan_spend
     from sabot_assets.wave_jobs import runs_to_launch, select
 
     chosen = select(ctx.registry, name, selection)
@@ -202,6 +202,10 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
                    f"(the rest: {projection.line()}); the breaker alone stops launching at {usd(ceiling)}")
     else:
         click.echo(f"{name}: projected spend {projection.line()}, within {usd(ceiling - spent)} left of the ceiling {usd(ceiling)}")
+    if ceiling is not None and to_launch and not is_simulated(endpoint_label):
+        margin, worst = pilot_worst_case(ctx.registry)
+        click.echo(f"{name}: each run reserves its worst case ({usd(worst * margin.factor)} margined) until it settles, so launching "
+                   "stops once less than that is left of the ceiling")
     return ceiling
 
 
