@@ -41,8 +41,8 @@ def test_a_stale_block_is_settled_again_and_a_fresh_one_is_left_alone(tmp_path):
     again = _sabot(tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "nothing stale" not in again.stdout
-    assert "0 run, 14 reused" in again.stdout  # the fresh block's reused runs are counted as before
     assert {t: _writers(tmp_path, t, "T1") for t in fresh_block} == fresh_block  # T1: not one row written again
+    assert "0 run, 14 reused" in again.stdout  # the fresh block's reused runs are counted as before
     restored = _writers(tmp_path, "cell_verdicts", "T2")
     assert restored and not restored & fresh_block["cell_verdicts"]  # T2: settled again, by this command's runs
     assert _board_writers(tmp_path) != board  # downstream of the stale block: the board is made again
