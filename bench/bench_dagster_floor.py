@@ -12,6 +12,8 @@ spends for that many partitions:
   `context.add_asset_metadata(partition_key=...)`;
 - `cells + 2 checks`: the same with two per-partition asset checks evaluated on every cell, as a
   wave's cell verdicts carry;
+- `cells + 2 checks, in 6 runs`: the same cells in six runs of a sixth each (a wave's six rows):
+  Dagster's check set-up per run grows with the square of the run's range;
 - `corpus row, cold` (`--child`): a new process that imports Dagster, creates a fresh instance and
   materializes what `sabot corpus score` of a 150-cell row does, with trivial bodies: 25 baseline
   and 150 fault partitions, 150 judge and 150 verdict partitions (the verdicts with one check
@@ -99,12 +101,12 @@ def fresh_instance(tmp: Path):
     return dg.DagsterInstance.get()
 
 
-def one_run(instance, assets, names: list[str], n_probes: int):
+def one_run(instance, assets, names: list[str], n_probes: int, first: int = 0):
     import dagster as dg
 
     tags = {}
     if names[0] in ("runs", "judge", "verdicts"):
-        keys = probes(n_probes)
+        keys = probes(first + n_probes)[first:]
         tags = {"dagster/asset_partition_range_start": f"{OPERATORS[0]}|{keys[0]}", "dagster/asset_partition_range_end": f"{OPERATORS[-1]}|{keys[-1]}"}
     elif names[0] == "baselines":
         keys = probes(n_probes)
@@ -121,6 +123,15 @@ def cells_in_process(n_probes: int, metadata: bool, checks: int) -> tuple[float,
     with tempfile.TemporaryDirectory() as tmp, fresh_instance(Path(tmp)) as instance:
         one_run(instance, assets, ["board"], n_probes)  # the instance's first run pays the storage's set-up: not counted
         return timed(lambda: one_run(instance, assets, ["verdicts" if checks else "runs"], n_probes))
+
+
+def cells_in_runs(n_probes: int, runs: int) -> tuple[float, float]:
+    """The same cells with two checks each, in `runs` runs of equal ranges (a rescore's rows)."""
+    assets, _ = build(n_probes, False, 2)
+    step = n_probes // runs
+    with tempfile.TemporaryDirectory() as tmp, fresh_instance(Path(tmp)) as instance:
+        one_run(instance, assets, ["board"], n_probes)
+        return timed(lambda: [one_run(instance, assets, ["verdicts"], step, i * step) for i in range(runs)])
 
 
 def corpus_row_cold() -> None:
@@ -147,6 +158,7 @@ def main() -> None:
         f"{args.cells} cells, one run": lambda: cells_in_process(args.cells // 6, False, 0),
         f"{args.cells} cells + per-partition metadata (public add_asset_metadata)": lambda: cells_in_process(args.cells // 6, True, 0),
         f"{args.cells} cells + 2 checks per partition": lambda: cells_in_process(args.cells // 6, False, 2),
+        f"{args.cells} cells + 2 checks per partition, in 6 runs": lambda: cells_in_runs(args.cells // 6, 6),
         "corpus row, cold: new process, fresh instance, 6 runs, 475 partitions + 150 check evaluations":
             lambda: child([sys.executable, __file__, "--child"], cwd=PROJECT),
     }
