@@ -12,12 +12,13 @@ anything; a block whose fingerprint a successful run carries is left as it is, s
 again would write the same rows from the same runs under the same rules.
 """
 
+import contextlib
 from pathlib import Path
 
 import dagster as dg
 
 from sabot.registry import Registry
-from sabot.store.db import connect
+from sabot.store.db import StoreLocked, connect
 from sabot_assets.settled import code_versions
 
 BLOCK_TAG = "sabot/block-settled"  # on a block's cell-verdicts run: the fingerprint of what it settled
@@ -51,8 +52,12 @@ def block_fingerprints(registry: Registry, assets, store_path: Path, wave, slots
     from sabot_assets.waves.live_runs import reusable_attempts, run_root_beside  # the run path: imported where a wave runs
 
     code = code_versions(assets, wave)
-    out = {}
-    with connect(store_path, read_only=True) as con:
+    out = dict.fromkeys(slots_by_block)
+    with contextlib.ExitStack() as held:
+        try:
+            con = held.enter_context(connect(store_path, read_only=True))
+        except StoreLocked:  # another command holds the store: every block counts as stale, which is only slower
+            return out
         for block, slots in slots_by_block.items():
             answers = reusable_attempts(run_root_beside(store_path), wave.name, slots, identity)
             if len(answers) < len(slots) or not slots:
