@@ -137,7 +137,8 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     are reused, not run again, unless `rerun`. Cells ending in RUN_ERROR are scored (excluded,
     itemized) and returned in the tally; the caller decides the exit status. Once the spend breaker
     stops launching (project spend reached `spend_ceiling`, or the project cap), no further run is
-    launched: the board is made from what was stored, and the rest resumes later.
+    launched: the board is made from what was stored, and the rest resumes later. A block with nothing
+    stale since its last settling (sabot_assets.settled_blocks) is not materialized again.
     """
     from adapters.pool import start_fork_server
     from judges.stats.kappa import import_backends  # numpy: not imported by a command with nothing to run
