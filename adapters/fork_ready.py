@@ -27,15 +27,10 @@ import runpy
 import sys
 import types
 
-from openai._models import construct_type
-from openai._utils import maybe_transform
-from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_create_params
-
 from adapters import prompts
 from adapters.gateway.server import loopback_tls
 from adapters.pool import MAIN_ENV  # the caller's main script, set before the server starts
-from adapters.scripted.reply import Reply, ToolCall
-from adapters.scripted.server import completion_body, stream_chunks  # the replies' shapes, not the model
+from adapters.warm_clients import build_response_models, resolve_request_types
 from sabot import plugins
 
 # Only ever imported by the fork server (never by the caller: it would swap the caller's __main__).
@@ -50,34 +45,14 @@ def _adopt_main(path: str | None) -> None:
     sys.modules["__main__"] = sys.modules["__mp_main__"] = module
 
 
-def _build_response_models() -> None:
-    """Parse one reply with a tool call, whole and streamed, as every run's clients will."""
-    reply = Reply("warm", (ToolCall("warm", "{}"),))
-    construct_type(type_=ChatCompletion, value=completion_body(0, "warm", {"messages": []}, reply))
-    for chunk in stream_chunks(0, "warm", {"messages": []}, reply):
-        construct_type(type_=ChatCompletionChunk, value=chunk)
-
-
-def _resolve_request_types() -> None:
-    """Transform one request body of each message role, whole and streamed, as openai's create does."""
-    call = {"id": "call_0", "type": "function", "function": {"name": "warm", "arguments": "{}"}}
-    body = {"model": "warm", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
-                                          {"role": "assistant", "content": None, "tool_calls": [call]},
-                                          {"role": "tool", "tool_call_id": "call_0", "content": "t"}],
-            "tools": [{"type": "function", "function": {"name": "warm", "description": "d", "parameters": {"type": "object"}}}],
-            "tool_choice": "auto", "stream_options": {"include_usage": True}}
-    maybe_transform({**body, "stream": True}, completion_create_params.CompletionCreateParamsStreaming)
-    maybe_transform(body, completion_create_params.CompletionCreateParamsNonStreaming)
-
-
 def _read_pipeline_sources() -> None:
     for module in [m for name, m in sys.modules.items() if name.startswith("adapters.") and name.endswith("_pipeline")]:
         linecache.getlines(module.__file__)
 
 
 _adopt_main(json.loads(os.environ.get(MAIN_ENV) or "{}").get("init_main_from_path"))
-_build_response_models()
-_resolve_request_types()
+build_response_models()
+resolve_request_types()
 plugins.load_entry_points()
 prompts.reviewer_addendum()
 _read_pipeline_sources()

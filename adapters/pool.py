@@ -1,10 +1,13 @@
 """Many live runs at once, each in a process of its own.
 
-CrewAI's event bus, AutoGen's trace logger and the per-run HOME (`runner.isolated_home` sets
-os.environ) are process-global, so two runs never share a process: every run is forked from a
-server process that imported the frameworks once (multiprocessing's "forkserver" start method
-with the runner preloaded, and `max_tasks_per_child=1`). A run then pays a fork, not the ~5 s
-import of three agent frameworks, and leaves nothing behind for the next one.
+CrewAI's event bus, AutoGen's trace logger and the per-run HOME are process-global, so two runs
+never share a process: every run is forked from a server process that imported the harness's side
+of a run once (multiprocessing's "forkserver" start method with the runner preloaded, and
+`max_tasks_per_child=1`), and its pipeline runs in a child forked, one per run, from the confined
+server that fork server starts (adapters/confined_server.py: inside bubblewrap, where the agent
+frameworks are imported once). A run then pays two forks, not the ~5 s import of three agent
+frameworks, and leaves nothing behind for the next one. The fork server is still stopped with
+CPython's own private `forkserver._forkserver._stop()` (the confined server dies with it).
 
 `run_many` keeps up to `concurrency` runs in flight and asks `may_launch(item)` before starting
 each one, so a budget breaker or a pool of slots stops launching while the runs already in flight
@@ -23,9 +26,10 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from adapters.confined_run import pipeline_modules
+from adapters.confined_server import CONFINED_PRELOAD_ENV
 from adapters.parent_watch import STARTER_ENV, die_with_parent
 from adapters.runner import PIPELINES, RunOutcome, RunSpec, run
-from sabot import plugins
 from sabot.trace import RunRecord
 
 # Imported once by the fork server, so a child pays none of it. The frameworks import lazily, so
@@ -34,7 +38,8 @@ from sabot.trace import RunRecord
 # anyio's backend cost ~0.8 s a run (measured with cProfile). fork_ready comes last: it runs the
 # caller's main script once (CPython 3.11 ignores "__main__" here) and freezes the heap out of the GC.
 # adapters.run_attempt brings the run root, its seal and the record writer (another ~20 modules a child imported).
-RUNNER_PRELOAD = ["adapters.fork_watch", "adapters.runner", "adapters.run_attempt"]  # the watch first: before any slow import
+# adapters.fork_confined starts the confined server (where the pipelines run, importing their frameworks) at once.
+RUNNER_PRELOAD = ["adapters.fork_watch", "adapters.fork_confined", "adapters.runner", "adapters.run_attempt"]  # the watch first
 CLIENT_PRELOAD = ["openai.resources", "httpcore", "anyio._backends._asyncio", "adapters.fork_ready"]
 MAIN_ENV = "SABOT_FORK_MAIN"  # read by adapters.fork_ready in the fork server
 DEFAULT_CONCURRENCY = 8  # measured: bench/bench_concurrency.py (README, "Concurrency")
@@ -49,8 +54,10 @@ class _Server:
 
 
 def preload(frameworks: Iterable[str]) -> list[str]:
-    pipelines = [m for m in (plugins.module_of("pipeline", fw) for fw in sorted(frameworks)) if m]
-    return [*RUNNER_PRELOAD, *pipelines, *CLIENT_PRELOAD]
+    """The fork server's own imports: the harness side of a run. The pipelines (and their frameworks)
+    are imported by the confined server it starts (adapters.fork_confined), never here."""
+    os.environ[CONFINED_PRELOAD_ENV] = json.dumps(pipeline_modules(frameworks))  # read by adapters.fork_confined
+    return [*RUNNER_PRELOAD, *CLIENT_PRELOAD]
 
 
 def start_fork_server(frameworks: Iterable[str] | None = None) -> None:

@@ -1,14 +1,14 @@
 """One live run of one cell (or baseline): isolated, retried once on infrastructure failure.
 
 The run gets its own working directory and HOME, its own fault, and (by default) its own scripted
-model server seeded by the cell; ground truth stays with the harness (the fault's values and the
-pass criterion) and never enters a prompt. The simulator's intent log is returned beside the run
+model server seeded by the cell; ground truth stays with the harness (the pass criterion) and never
+enters a prompt. The pipeline itself (with its tools and fault) runs confined, in a child of the
+sandboxed fork server (adapters/confined_run.py); this process keeps the gateway and its journal. The simulator's intent log is returned beside the run
 record, never inside it, so the scorer cannot read it.
 """
 
 import contextlib
 import dataclasses
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,14 +19,11 @@ from adapters.outcome import RunOutcome, infrastructure_errors
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
 from adapters.scripted.latency import Latency
 from adapters.scripted.server import ScriptedModelServer
-from adapters.tools import TaskTools
-from sabot.parse_rules import Protocols
-from operators import make_fault
+from adapters.confined_run import run_confined_pipeline
 from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served
 from sabot.budget import Margin, RunBound
 from sabot.pricing import PriceTable, call_rows, local_price_table, totals
-from sabot.recorder import Recorder
 from sabot.trace import EventKind, RunRecord
 
 # Built-in pipelines are plug-ins registered by "module:Class", imported when a run executes: loading
@@ -46,9 +43,18 @@ class PipelineCrashed(RuntimeError):
     that run's failure, RUN_ERROR naming the exception, never the wave's."""
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+def _first_line(message: str) -> str:
+    text = message.strip()
     return (text.splitlines()[0][:300] if text else "(no message)")
+
+
+class PipelineInfrastructureError(PipelineCrashed):
+    """The pipeline's call failed on the endpoint's side (a connection, a timeout, a 5xx): an
+    infrastructure failure, raised in the sandbox and named here by the exception's own type."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
 
 
 class AdapterMissing(NotImplementedError):
@@ -85,33 +91,11 @@ class Recording:
     source: str = ""  # the stored run replayed (run file @ content hash)
 
 
-@contextlib.contextmanager
-def isolated_home(run_dir: Path):
-    """Each run writes under its own HOME (framework caches, credentials), restored afterwards."""
-    home = run_dir / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    previous = os.environ.get("HOME")
-    os.environ["HOME"] = str(home)
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("HOME", None)
-        else:
-            os.environ["HOME"] = previous
-
-
 def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None", call_policy: CallPolicy | None, spent: list,
              bound: RunBound | None = None, journal=None) -> RunOutcome:
     if spec.framework not in PIPELINES:
         raise AdapterMissing(f"no {spec.framework} adapter yet; runnable frameworks: {', '.join(PIPELINES)}")
     models = registry.doc("standard/models.v0.1.1.json")
-    task, oracle = tasks.served(spec.task), tasks.oracle(spec.task)
-    recorder = Recorder()
-    fault = make_fault(spec.operator, oracle.operators, models["o4_downgrade_model"])
-    if spec.operator == "O4":  # the swap happens at set-up, before any call: that is where it lands
-        recorder.record(task.worker_role, EventKind.TOOL_CALL, tool="model_config", injected=True, operator="O4")
-    tools = TaskTools(task, recorder, fault, run_dir, task.worker_role)
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     policy = ScriptedPolicy(probe_seed_key(spec.framework, spec.config, spec.task, spec.seed), weak_model=models["o4_downgrade_model"])
     with contextlib.ExitStack() as stack:
@@ -129,25 +113,24 @@ def _execute(spec: RunSpec, registry, run_dir: Path, replay: "Recording | None",
         stack.callback(lambda: spent.extend(gateway.exchanges))  # every call made, whatever the run's end
         # The clients see only the gateway, with a placeholder key and a timeout longer than its budget.
         client_endpoint = dataclasses.replace(endpoint, base_url=gateway.base_url, api_key=GATEWAY_KEY, timeout=gateway.policy.client_timeout)
-        stack.enter_context(isolated_home(run_dir))
-        pipeline = pipeline_class(spec.framework)(spec.config, task, tools, recorder, client_endpoint, fault, Protocols.from_registry(registry), spec.protocol >= 2)
-        try:
-            pipeline.run()
-        except Exception as exc:
+        # The pipeline's own code runs in the sandbox (adapters.confined_run); this process keeps the gateway.
+        result = run_confined_pipeline(spec, registry, client_endpoint, run_dir)
+        if result.error is not None:
             gateway.raise_for_calls()  # the call that failed is the cause, whatever the framework made of it
-            if isinstance(exc, infrastructure_errors()):
-                raise
+            if result.error["infrastructure"]:
+                raise PipelineInfrastructureError(result.error["kind"], result.error["message"])
             # A framework that cannot handle what the model answered (CrewAI's ValueError on an empty
             # reply) crashed this run, not the wave: RUN_ERROR with its reason (SPEC §3), retried once.
-            raise PipelineCrashed(f"the {spec.framework} pipeline raised {type(exc).__name__}: {_first_line(exc)}") from exc
+            raise PipelineCrashed(f"the {spec.framework} pipeline raised {result.error['kind']}: {_first_line(result.error['message'])}")
         gateway.raise_for_calls()  # a failure a framework swallowed still fails the run
         if replay is not None:
             gateway.raise_for_unused()  # every recorded exchange used, none left over
         exchanges = list(gateway.exchanges)
+    recorder = result.recorder
     served = {e.payload.get("model_id") for e in recorder.events if e.kind == EventKind.AGENT_MSG}
     # O4: wave 1's instrument recorded the swap as landed at set-up (no probe, v0.1.3); from wave 2 the
     # downgrade target, or its dated snapshot, must have served a call (§10.7.2).
-    landed = fault.landed or (spec.operator == "O4" and (spec.protocol < 2 or downgrade_served(registry, served)))
+    landed = result.fault_landed or (spec.operator == "O4" and (spec.protocol < 2 or downgrade_served(registry, served)))
     passed = tasks.passes(spec.task, run_dir)
     recorder.record("emit", EventKind.VERDICT, task_passed=passed)
     record = recorder.record_of(
@@ -197,7 +180,7 @@ def run(spec: RunSpec, registry, work_root: Path, replay: "Recording | None" = N
             error, failed_exchanges = f"attempt {attempt}: {exc.failure.message}", exc.exchanges
             break
         except (PipelineCrashed, *infrastructure_errors()) as exc:
-            error = f"attempt {attempt}: {type(exc).__name__}: {exc} (endpoint: {where})"
+            error = f"attempt {attempt}: {exc.kind if isinstance(exc, PipelineInfrastructureError) else type(exc).__name__}: {exc} (endpoint: {where})"
             # What the last attempt sent and got, for replay: the gateway's record when the error does not carry it.
             failed_exchanges = getattr(exc, "exchanges", None) or list(spent)
             calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too

@@ -106,6 +106,16 @@ def lookup(kind: str, name: str):
     return _resolved[key]
 
 
+def target_path(kind: str, name: str) -> str | None:
+    """The "module:attr" plug-in `name` resolves to, importing nothing (what another process imports
+    to get the same object); None if it is not registered."""
+    load_entry_points()
+    target = _targets.get((_kind(kind), name))
+    if target is None:
+        return None
+    return target if isinstance(target, str) else f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', '?')}"
+
+
 def module_of(kind: str, name: str) -> str | None:
     """The module plug-in `name` lives in, importing nothing (a "module:attr" target is read, an
     object asked for its `__module__`); None if it is not registered."""

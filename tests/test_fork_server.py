@@ -1,19 +1,27 @@
-"""The fork server preloads the pipelines a wave runs, and more only when a wave needs them (adapters.pool)."""
+"""The fork server has the confined server preload the pipelines a wave runs, and more only when a
+wave needs them (adapters.pool, adapters.confined_server); the harness's side imports none of them."""
 
+import json
 import sys
 
 from adapters import pool
+from adapters.confined_run import pipeline_modules
 
 PIPELINE_MODULES = ("adapters.autogen_pipeline", "adapters.crewai_pipeline", "adapters.langgraph_pipeline")
 
 
-def preloaded(_item) -> list[str]:
-    """In a run's process: the pipelines it found imported, i.e. what its fork server preloaded."""
-    return [m for m in PIPELINE_MODULES if m in sys.modules]
+def preloaded(_item) -> tuple[list[str], list[str]]:
+    """In a run's process: the pipelines its confined server was started to import (the last word of
+    that server's command), and those imported here (none: pipelines run only in the sandbox)."""
+    from adapters.confined_server import _Server
+
+    asked = json.loads(_Server.process.args[-1])
+    return [m for m in PIPELINE_MODULES if m in asked], [m for m in PIPELINE_MODULES if m in sys.modules]
 
 
 def _in_a_child() -> list[str]:
-    [(_, loaded, _)] = pool.run_many(preloaded, ["probe"], concurrency=1)
+    [(_, (loaded, here), _)] = pool.run_many(preloaded, ["probe"], concurrency=1)
+    assert here == [], here
     return loaded
 
 
@@ -34,7 +42,7 @@ def test_a_pipeline_registered_as_an_object_is_preloaded_from_its_module(monkeyp
     from adapters.crewai_pipeline import CrewAIPipeline
 
     monkeypatch.setitem(pool.PIPELINES, "crewai", CrewAIPipeline)  # as a test that patches a pipeline leaves it
-    assert "adapters.crewai_pipeline" in pool.preload(["crewai"])
+    assert "adapters.crewai_pipeline" in pipeline_modules(["crewai"])
 
 
 def test_a_server_in_use_is_never_restarted_under_its_runs():

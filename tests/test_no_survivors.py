@@ -1,7 +1,8 @@
 """No survivors: kill -9 of a wave command's pid alone, and 10 s later no process it started is alive
-(its fork server, the runs forked from it, the resource tracker, Dagster's log tailers), whether
-the kill lands while the fork server is still importing the frameworks, while runs are in flight, or
-while a pool worker forked just before waits for its run (it holds the resource tracker open)."""
+(its fork server, the runs forked from it, its confined server's sandbox, the resource tracker,
+Dagster's log tailers), whether the kill lands while the fork server is still importing the frameworks,
+while runs are in flight, or while a pool worker forked just before waits for its run (it holds the
+resource tracker open)."""
 
 import os
 import signal
@@ -29,6 +30,21 @@ def _session(sid: int) -> list[tuple[int, str]]:
         state, _ppid, _pgrp, session = stat[stat.rindex(")") + 2:].split()[:4]
         if int(session) == sid and state not in ("Z", "X"):
             found.append((int(proc.name), command))
+    return found
+
+
+def _sandboxes(var: Path) -> list[tuple[int, str]]:
+    """The bubblewrap processes masking this command's SABOT_VAR: its confined server's sandbox, which
+    runs in a session of its own. With them gone its PID namespace is gone, and every process in it."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if argv and argv[0].endswith(b"bwrap") and str(var).encode() in argv and state not in ("Z", "X"):
+            found.append((int(proc.name), " ".join(a.decode(errors="replace") for a in argv)[:160]))
     return found
 
 
@@ -64,10 +80,13 @@ def test_kill_9_of_the_pid_leaves_no_process_it_started(tmp_path, moment):
         time.sleep(0.02)
     started = _session(command.pid)
     assert len(started) > 1  # the command and what it started
+    if moment == "runs in flight":
+        assert _sandboxes(tmp_path / "var"), "the confined server's sandbox was not found: this test would see nothing of it"
     os.kill(command.pid, signal.SIGKILL)  # the pid alone, not its group
     command.wait()
     time.sleep(10)
     assert _session(command.pid) == []
+    assert _sandboxes(tmp_path / "var") == []
 
 
 FAKE_COMMAND = ("import os, subprocess, sys, time\n"

@@ -18,7 +18,11 @@ def _attempt(report: dict, name: str, action) -> None:
 
 
 def probe(folder: Path) -> dict:
-    targets = json.loads((folder / "targets.json").read_text())
+    return probe_targets(json.loads((folder / "targets.json").read_text()), folder)
+
+
+def probe_targets(targets: dict, folder: Path) -> dict:
+    """`folder`: the code the pipeline runs from (a project folder, or the harness's own tree)."""
     var = Path(targets["var"])
     report: dict = {}
     _attempt(report, "read the seal key", lambda: (var / "seal.key").read_bytes())
