@@ -188,7 +188,10 @@ def run_many(
     # One process more than the runs in flight: a spare, forked while the others run, takes the next run
     # the moment one finishes (each process runs one run and exits; its replacement forks meanwhile).
     spare = 1 if len(pending) > workers else 0
-    with _pool_open(), ProcessPoolExecutor(max_workers=workers + spare, mp_context=_context(), max_tasks_per_child=1) as pool:
+    # die_with_parent as each worker starts, not at its first run: a worker forked just before the command died
+    # waits for a run that never comes, holding the resource tracker open, unless it dies with the fork server.
+    with _pool_open(), ProcessPoolExecutor(max_workers=workers + spare, mp_context=_context(), max_tasks_per_child=1,
+                                           initializer=die_with_parent) as pool:
         in_flight: dict[Future, tuple[Any, float]] = {}
 
         def fill() -> None:

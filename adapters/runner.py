@@ -17,7 +17,8 @@ from adapters.endpoint import provider_from_env, scripted
 from adapters.gateway import GATEWAY_KEY, CallPolicy, CellFailed, EndpointStopped, ModelGateway, ProviderTaxonomy, Upstream
 from adapters.outcome import RunOutcome, infrastructure_errors
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
-from adapters.scripted.server import Latency, ScriptedModelServer
+from adapters.scripted.latency import Latency
+from adapters.scripted.server import ScriptedModelServer
 from adapters.confined_run import run_confined_pipeline
 from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served

@@ -101,7 +101,7 @@ def fork_server_start(registry: Registry) -> float:
 def bare_run(registry: Registry, spec: RunSpec) -> float:
     """The same pipeline on the same scripted server, called directly: no child process, run root,
     HOME, retry or record. Only what the pipeline needs to run is built."""
-    from adapters.scripted.server import Latency  # the knob; absent before it landed
+    from adapters.scripted.latency import Latency  # the knob; absent before it landed
 
     models = registry.doc("standard/models.v0.1.1.json")
     task, oracle = tasks.served(spec.task), tasks.oracle(spec.task)

@@ -15,10 +15,10 @@ registry check above still runs every time, so a registry edited since loading i
 import functools
 
 import dagster as dg
-from dagster._core.definitions.decorators.op_decorator import DecoratedOpFunction
 
 from sabot.registry import Registry, RegistryError
 from sabot.store.db import StoreLocked
+from sabot_assets.dagster_private import op_function, with_function
 from sabot_assets.resources import store_connection
 
 GUARDED = "__sabot_registry_guarded__"
@@ -45,8 +45,8 @@ def guard_assets(assets: list[dg.AssetsDefinition], registry: Registry, store) -
 
 def is_guarded(asset: dg.AssetsDefinition) -> bool:
     if isinstance(asset.node_def, dg.GraphDefinition):  # a graph-backed asset: every step checks for itself
-        return all(getattr(op.compute_fn.decorated_fn, GUARDED, False) for op in asset.node_def.iterate_op_defs())
-    return getattr(asset.op.compute_fn.decorated_fn, GUARDED, False)
+        return all(getattr(op_function(op), GUARDED, False) for op in asset.node_def.iterate_op_defs())
+    return getattr(op_function(asset.op), GUARDED, False)
 
 
 def _guarded(asset: dg.AssetsDefinition, registry: Registry, store) -> dg.AssetsDefinition:
@@ -56,11 +56,11 @@ def _guarded(asset: dg.AssetsDefinition, registry: Registry, store) -> dg.Assets
         if not is_guarded(asset):
             raise TypeError(f"graph-backed asset {asset.key.to_user_string()} has a step that does not check the registry (sabot_assets.guard)")
         return asset
-    # Dagster has no pre-step hook, so the op is rebuilt around a wrapper of its function. The
-    # wrapper keeps the function's signature (functools.wraps), which is how Dagster decides what
-    # to pass it (context, resources), so the asset behaves exactly as before after the check.
-    op = asset.op
-    compute = op.compute_fn.decorated_fn
+    # Dagster has no pre-step hook, so the op is rebuilt around a wrapper of its function (the only
+    # reach past Dagster's public API, isolated in sabot_assets.dagster_private). The wrapper keeps the
+    # function's signature (functools.wraps), which is how Dagster decides what to pass it (context,
+    # resources), so the asset behaves exactly as before after the check.
+    compute = op_function(asset.op)
 
     @functools.wraps(compute)
     def checked(*args, **kwargs):
@@ -68,11 +68,4 @@ def _guarded(asset: dg.AssetsDefinition, registry: Registry, store) -> dg.Assets
         return compute(*args, **kwargs)
 
     setattr(checked, GUARDED, True)
-    rebuilt = dg.OpDefinition.dagster_internal_init(
-        compute_fn=DecoratedOpFunction(checked), name=op.name,
-        ins={d.name: dg.In.from_definition(d) for d in op.input_defs},
-        outs={d.name: dg.Out.from_definition(d) for d in op.output_defs},
-        description=op.description, config_schema=op.config_schema, required_resource_keys=op.required_resource_keys,
-        tags=op.tags, version=None, retry_policy=op.retry_policy, code_version=op._version, pool=op.pool,  # as OpDefinition.with_replaced_properties copies it
-    )
-    return dg.AssetsDefinition.dagster_internal_init(**{**asset.get_attributes_dict(), "node_def": rebuilt})
+    return with_function(asset, checked)

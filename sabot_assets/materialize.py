@@ -218,12 +218,14 @@ class WaveRunner:
         if not result.success and not reported:
             self._fail(result, names, partition_range)
 
-    def verdicts(self, block: Block) -> None:
+    def verdicts(self, block: Block) -> str:
         """Judge verdicts, then hard-tier verdicts, of a block: a cell's record then shows the §2
-        outcome with the judge's ruling (two independent assets: one run would order them by name)."""
+        outcome with the judge's ruling (two independent assets: one run would order them by name).
+        Returns the last Dagster run's id."""
         for cell_range in block.cell_ranges(self.wave):
             self.run(["judge_verdicts"], cell_range)
-            self.run(["cell_verdicts"], cell_range)
+            last = self.run(["cell_verdicts"], cell_range).run_id
+        return last
 
     def kappa(self) -> bool:
         """The kappa audit; False when its blocking check failed (the soft tier is low-confidence)."""

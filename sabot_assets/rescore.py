@@ -2,15 +2,15 @@
 
 A rule change (a new ruleset file, or a change to the scorer's code) touches only the hard tier:
 run assets are never re-run and judge verdicts are not downstream of hard-tier rules. The cells
-are re-materialized through the asset graph in as few runs as the stored runs allow (one run for a
-complete wave), then the scoreboard and report; the verdicts before and after are compared.
+are re-materialized through the asset graph, one run per scoreboard row's stored cells, then the
+scoreboard and report; the verdicts before and after are compared.
 """
 
 from dataclasses import dataclass
 
 import dagster as dg
 
-from sabot.matrix import Cell, Probe
+from sabot.matrix import Probe
 from sabot.registry import Registry, RegistryError, WaveDef
 from sabot.store.db import connect
 from sabot.store.verdicts import read_verdicts
@@ -48,17 +48,16 @@ def _verdicts(store_path, wave: str, ruleset: str) -> dict:
 
 
 def _stored_cell_ranges(store_path, wave: WaveDef) -> list[tuple[str, str]]:
-    """Cell partition ranges covering the stored runs: one for a complete wave, else one per block."""
+    """Cell partition ranges covering the stored runs: one per (framework, config) row's contiguous
+    tasks, so a complete wave is one run per scoreboard row. Not one run for the whole wave: Dagster
+    writes a planned row per partition and check when a run starts, serializing the run's whole
+    range for each, so a run's check set-up grows with the square of its range (900 cells in one run:
+    5.2-5.8 s of CPU in Dagster alone; six runs of 150: 3.5 s; `bench/bench_dagster_floor.py`)."""
     with connect(store_path, read_only=True) as con:
         probes = [Probe.parse(p) for (p,) in con.execute("SELECT DISTINCT probe FROM runs WHERE wave = ?", [wave.name]).fetchall()]
     touched = {(p.framework, p.config, p.task) for p in probes}
     if not touched:
         raise RegistryError(f"wave {wave.name} has no stored runs to re-score (run or import it first)")
-    if touched == {(f, c, t) for f in wave.frameworks for c in wave.configs for t in wave.tasks}:
-        # Cell keys are framework-major with the seed last: the whole matrix is one rectangle.
-        first = Probe(wave.frameworks[0], wave.configs[0], wave.tasks[0], wave.seeds[0])
-        last = Probe(wave.frameworks[-1], wave.configs[-1], wave.tasks[-1], wave.seeds[-1])
-        return [(Cell(wave.operators[0], first).key, Cell(wave.operators[-1], last).key)]
     return [block.cell_range(wave) for block in blocks(wave, touched)]
 
 

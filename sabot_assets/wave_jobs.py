@@ -14,6 +14,7 @@ from sabot.registry import Registry, RegistryError, WaveDef
 from sabot_assets.constants import REPLAY_TAG, RERUN_TAG, RUNNER_VERSION, SCHEDULED_TAG
 from sabot_assets.materialize import Block, RunTally, WaveRunner
 from sabot_assets.settled import fingerprint, mark_settled, settled_by
+from sabot_assets.settled_blocks import block_fingerprints, is_settled, mark_block
 from sabot_assets.waves.budget import ceiling_tag
 from sabot_assets.waves.concurrency import free_slots_of_dead_runs, host_label
 from sabot_assets.waves.schedule import BASELINES, BlockCounter, Plan, new_run_id, ordered, recordings_for, run_schedule, spec_of, wait_for_foreign
@@ -136,7 +137,8 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     are reused, not run again, unless `rerun`. Cells ending in RUN_ERROR are scored (excluded,
     itemized) and returned in the tally; the caller decides the exit status. Once the spend breaker
     stops launching (project spend reached `spend_ceiling`, or the project cap), no further run is
-    launched: the board is made from what was stored, and the rest resumes later.
+    launched: the board is made from what was stored, and the rest resumes later. A block with nothing
+    stale since its last settling (sabot_assets.settled_blocks) is not materialized again.
     """
     from adapters.pool import start_fork_server
     from judges.stats.kappa import import_backends  # numpy: not imported by a command with nothing to run
@@ -162,10 +164,20 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     block_of = {(b.framework, b.config, b.first_task): b for b in blocks}
     counter = BlockCounter(blocks, lambda spec: block_of[(spec.framework, spec.config, spec.task)], plan.specs + plan.foreign)
 
-    def settle(landed) -> None:
-        for block in progress(_baselines_on_the_way(_as_blocks_land(landed, counter, plan), runner)):
+    assets, store_path = defs.assets, Path(defs.resources["store"].database)
+    slots_of = {b: [s for s in chosen.slots() if block_of[(s[1].framework, s[1].config, s[1].task)] == b] for b in blocks}
+    prints = {} if rerun or replay or not store_path.exists() else block_fingerprints(registry, assets, store_path, wave, slots_of, plan.identity)
+    fresh = {b for b, print_ in prints.items() if is_settled(instance, wave.name, print_)}
+    for block in fresh:  # counted as a settling would count them: every run reused, carved-out cells as such
+        runner.tally.reused += len(slots_of[block])
+        probes = [probe for operator, probe in slots_of[block] if operator is None]
+        runner.tally.carved_out += sum(wave.is_carved_out(Cell(op, p)) for p in probes for op in (chosen.operators or wave.operators))
+
+    def settle(landed) -> None:  # a block nothing of which is stale is left as its last settling left it
+        for block in progress(_baselines_on_the_way(_as_blocks_land(landed, counter, plan), runner, fresh)):
             runner.fault_runs(block)
-            runner.verdicts(block)
+            last = runner.verdicts(block)
+            mark_block(instance, last, block_fingerprints(registry, assets, store_path, wave, {block: slots_of[block]}, plan.identity)[block])
 
     # The kappa audit after the last run would wait seconds for its statistics' imports: made meanwhile.
     threading.Thread(target=import_backends, name="import-kappa-backends", daemon=True).start()
@@ -228,11 +240,13 @@ def _as_blocks_land(landed, counter: BlockCounter, plan: Plan):
     yield from counter.rest()  # blocks whose runs the breaker never launched settle as missing
 
 
-def _baselines_on_the_way(stages, runner: WaveRunner):
+def _baselines_on_the_way(stages, runner: WaveRunner, fresh: set):
     """Whole blocks, as they land; a block's baselines are settled as soon as they have landed. They run
     first, so this happens while the pool runs fault runs and leaves only fault runs and verdicts
-    to settle once a block's last run lands."""
+    to settle once a block's last run lands. `fresh` blocks have nothing stale: skipped."""
     for stage, block in stages:
+        if block in fresh:
+            continue
         if stage == BASELINES:
             runner.baselines(block)
         else:

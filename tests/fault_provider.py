@@ -32,7 +32,8 @@ import time
 
 import adapters.scripted.server as scripted_server
 from adapters.scripted.policy import ScriptedPolicy
-from adapters.scripted.server import Reply, ScriptedModelServer
+from adapters.scripted.reply import Reply
+from adapters.scripted.server import ScriptedModelServer
 
 MODES = ("401", "404-model", "400-echo", "escaped-echo", "retry-after", "quota", "hang", "dead", "large-usage", "slow", "max-usage")
 

@@ -304,7 +304,8 @@ def test_a_project_wave_verifies_and_exports_with_its_registration(example_wave,
     operators files, the store's pin of their registration and the pass criterion that judged the runs
     are evidence; the bundle verifies in a fresh directory with no store; an edited mapping, lock or
     pass criterion, in the folder or the bundle, is named."""
-    from sabot_assets.evidence import VerifyError, verify_bundle, verify_wave
+    from sabot_assets.evidence import VerifyError, verify_wave
+    from sabot_assets.evidence_bundle import verify_bundle
 
     project, _, runs, _, _, store_path = example_wave
     present = sum(r.status == "present" for r in runs.values())

@@ -14,7 +14,8 @@ from adapters.byo.check import check
 from adapters.byo.runner import as_reply, execute, importable, run_project
 from adapters.gateway import CallPolicy
 from adapters.runner import RunSpec
-from adapters.scripted.server import Reply, ScriptedModelServer
+from adapters.scripted.reply import Reply
+from adapters.scripted.server import ScriptedModelServer
 from sabot.plugins import resolve_path
 from sabot.projects import Project
 

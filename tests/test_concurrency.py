@@ -129,8 +129,6 @@ def test_slots_of_a_killed_in_process_run_are_freed_and_a_live_ones_kept(tmp_pat
     import socket
     import subprocess
 
-    from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
-
     from sabot_assets.constants import LAUNCHER_TAG
     from sabot_assets.waves.concurrency import free_slots_of_dead_runs
 
@@ -141,15 +139,15 @@ def test_slots_of_a_killed_in_process_run_are_freed_and_a_live_ones_kept(tmp_pat
         set_pool_limit(instance, 2)
         storage = instance.event_log_storage
         for run_id, pid in (("killed-run", gone.pid), ("live-run", os.getpid())):
-            instance.add_run(DagsterRun(job_name="__ASSET_JOB", run_id=run_id, status=DagsterRunStatus.STARTED,
+            instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id=run_id, status=dg.DagsterRunStatus.STARTED,
                                         tags={LAUNCHER_TAG: f"{host}:{pid}"}))
             assert storage.claim_concurrency_slot(LLM_POOL, run_id, "fault_runs").is_claimed
         assert not storage.claim_concurrency_slot(LLM_POOL, "new-run", "fault_runs").is_claimed  # the pool is full
         storage.free_concurrency_slot_for_step("new-run", "fault_runs")
 
         assert free_slots_of_dead_runs(instance) == ["killed-run"]
-        assert instance.get_run_by_id("killed-run").status == DagsterRunStatus.FAILURE
-        assert instance.get_run_by_id("live-run").status == DagsterRunStatus.STARTED
+        assert instance.get_run_by_id("killed-run").status == dg.DagsterRunStatus.FAILURE
+        assert instance.get_run_by_id("live-run").status == dg.DagsterRunStatus.STARTED
         assert storage.claim_concurrency_slot(LLM_POOL, "new-run", "fault_runs").is_claimed  # the freed slot
         assert storage.get_concurrency_run_ids() == {"live-run", "new-run"}
 

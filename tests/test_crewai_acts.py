@@ -19,7 +19,8 @@ from adapters import prompts
 from adapters.endpoint import scripted
 from adapters.scripted import crewai_guardrail, skills
 from adapters.scripted.policy import ScriptedPolicy
-from adapters.scripted.server import Reply, ScriptedModelServer
+from adapters.scripted.reply import Reply
+from adapters.scripted.server import ScriptedModelServer
 from adapters.tools import TaskTools
 from judges.hard.acts import mapping_acts
 from judges.hard.cell import score_cell

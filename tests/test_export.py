@@ -50,7 +50,8 @@ def test_an_imported_wave_verifies_from_its_landed_files_and_refuses_an_edited_o
 
     import pytest
 
-    from sabot_assets.evidence import VerifyError, export_bundle, verify_bundle, verify_wave
+    from sabot_assets.evidence import VerifyError, verify_wave
+    from sabot_assets.evidence_bundle import export_bundle, verify_bundle
 
     verified = verify_wave(registry, scored_wave2.store_path, "public_wave2")
     assert verified.runs == 163 and verified.cells == 150 * len(registry.wave("public_wave2").readings)

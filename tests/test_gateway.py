@@ -14,7 +14,9 @@ import pytest
 from adapters.gateway import CallPolicy, ModelGateway, RateLimit, Upstream
 from adapters.runner import RunSpec, run
 from adapters.scripted.policy import ScriptedPolicy
-from adapters.scripted.server import Latency, Reply, ScriptedModelServer
+from adapters.scripted.latency import Latency
+from adapters.scripted.reply import Reply
+from adapters.scripted.server import ScriptedModelServer
 from tests.conftest import PROJECT
 
 SECRET = "sk-live-DO-NOT-STORE-0123456789"

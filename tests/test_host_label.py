@@ -9,7 +9,6 @@ import socket
 import subprocess
 
 import dagster as dg
-from dagster._core.storage.dagster_run import DagsterRun, DagsterRunStatus
 
 from sabot_assets.constants import LAUNCHER_TAG, LLM_POOL
 from sabot_assets.waves.concurrency import free_slots_of_dead_runs, host_label, launcher_tag, set_pool_limit
@@ -33,16 +32,16 @@ def test_a_run_of_another_label_is_left_to_its_own_host_even_under_the_same_host
     pid = _free_pid()  # free here; on host w1 it is the live process running the run
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
         set_pool_limit(instance, 2)
-        instance.add_run(DagsterRun(job_name="__ASSET_JOB", run_id="run-on-w1", status=DagsterRunStatus.STARTED,
+        instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id="run-on-w1", status=dg.DagsterRunStatus.STARTED,
                                     tags={LAUNCHER_TAG: f"w1:{pid}"}))
         assert instance.event_log_storage.claim_concurrency_slot(LLM_POOL, "run-on-w1", "fault_runs").is_claimed
 
         monkeypatch.setenv("SABOT_HOST_LABEL", "w2")  # the same host name, another host
         assert free_slots_of_dead_runs(instance) == []
-        assert instance.get_run_by_id("run-on-w1").status == DagsterRunStatus.STARTED
+        assert instance.get_run_by_id("run-on-w1").status == dg.DagsterRunStatus.STARTED
         assert instance.event_log_storage.get_concurrency_run_ids() == {"run-on-w1"}
 
         monkeypatch.setenv("SABOT_HOST_LABEL", "w1")  # its own host, where the process is gone
         assert free_slots_of_dead_runs(instance) == ["run-on-w1"]
-        assert instance.get_run_by_id("run-on-w1").status == DagsterRunStatus.FAILURE
+        assert instance.get_run_by_id("run-on-w1").status == dg.DagsterRunStatus.FAILURE
         assert instance.event_log_storage.get_concurrency_run_ids() == set()

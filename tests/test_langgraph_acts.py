@@ -4,7 +4,8 @@ import pytest
 
 from adapters.endpoint import scripted
 from adapters.langgraph_pipeline import LangGraphPipeline
-from adapters.scripted.server import Reply, ScriptedModelServer
+from adapters.scripted.reply import Reply
+from adapters.scripted.server import ScriptedModelServer
 from adapters.tools import TaskTools
 from judges.hard.acts import flag_lines, mapping_acts
 from judges.hard.rulesets import load_ruleset

@@ -18,7 +18,8 @@ from adapters.agent_framework_pipeline import MANAGER, ORCHESTRATOR, AgentFramew
 from adapters.autogen_pipeline import MODEL_INFO, AutoGenPipeline
 from adapters.endpoint import scripted
 from adapters.scripted import magentic
-from adapters.scripted.server import Reply, ScriptedModelServer
+from adapters.scripted.reply import Reply
+from adapters.scripted.server import ScriptedModelServer
 from adapters.tools import TaskTools
 from operators import Fault
 from sabot import tasks

@@ -113,7 +113,8 @@ def test_a_misspelt_wave_name_is_refused_with_the_registered_near_name(args, tmp
 def test_an_unpriced_model_is_refused_under_a_budget_before_any_call_until_the_project_prices_it(tmp_path, monkeypatch):
     """The team's pipeline asks for `oncall-large` (its O4 target `oncall-mini`): neither is in the
     standard's price table, so a provider wave under --budget would count its calls at $0."""
-    from adapters.scripted.server import Reply, ScriptedModelServer
+    from adapters.scripted.reply import Reply
+    from adapters.scripted.server import ScriptedModelServer
     from sabot.pricing import PriceTable
     from sabot.projects import ProjectRegistry
 

@@ -22,7 +22,8 @@ from click.testing import CliRunner
 
 from adapters.byo.runner import as_reply, importable
 from adapters.gateway.exchange import usage_of
-from adapters.scripted.server import Reply, ScriptedModelServer
+from adapters.scripted.reply import Reply
+from adapters.scripted.server import ScriptedModelServer
 from sabot.plugins import resolve_path
 from sabot.pricing import PriceTable
 from sabot.projects import Project, ProjectRegistry

@@ -155,7 +155,8 @@ def test_a_long_retry_after_pauses_the_endpoint_for_every_caller_and_stops_namin
 
 def test_a_retry_after_under_the_ceiling_is_waited_out_by_another_caller_too(tmp_path):
     from adapters.gateway import CallPolicy, ModelGateway, Upstream
-    from adapters.scripted.server import Reply, ScriptedModelServer
+    from adapters.scripted.reply import Reply
+    from adapters.scripted.server import ScriptedModelServer
 
     import openai
 

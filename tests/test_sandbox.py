@@ -282,3 +282,13 @@ def test_a_t3_verdict_without_bubblewrap_raises_rather_than_fails(monkeypatch, t
     monkeypatch.setattr(sandbox, "BWRAP", "bwrap-not-installed-anywhere")
     with pytest.raises(SandboxUnavailable, match="bwrap-not-installed-anywhere"):
         tasks.passes("T3", tmp_path)
+
+
+def test_the_fork_exec_the_sandbox_replaces_is_the_one_subprocess_calls():
+    """sabot.sandbox_child replaces CPython's private `subprocess._fork_exec` (subprocess keeps its own
+    reference to `_posixsubprocess.fork_exec`): a Python that renames or drops it fails here, by name,
+    rather than leaving that reference unreplaced inside the sandbox."""
+    import _posixsubprocess
+    import subprocess
+
+    assert subprocess._fork_exec is _posixsubprocess.fork_exec

@@ -124,7 +124,8 @@ def test_a_circuit_opened_by_one_process_is_seen_by_another_and_a_new_key_is_a_n
 
 
 def test_a_retry_after_is_honoured_by_another_process_through_postgres(shared_env):
-    from adapters.scripted.server import Reply, ScriptedModelServer
+    from adapters.scripted.reply import Reply
+    from adapters.scripted.server import ScriptedModelServer
 
     stamps, answers = [], iter([Reply(status=429, error="slow down", headers=(("Retry-After", "3"),))])
 

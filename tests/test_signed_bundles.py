@@ -20,7 +20,7 @@ from dagster_duckdb import DuckDBResource
 from sabot import signing
 from sabot_assets.bundle_trust import MANIFEST, NotAuthenticated, authenticate
 from sabot_assets.definitions import build_definitions
-from sabot_assets.evidence import export_bundle, verify_bundle
+from sabot_assets.evidence_bundle import export_bundle, verify_bundle
 from sabot_assets.wave_jobs import Slice, run_wave
 from tests.conftest import PROJECT
 

@@ -47,7 +47,8 @@ from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV, provider_from_env
 from adapters.gateway import GATEWAY_KEY, CallPolicy, CellFailed, EndpointStopped, ModelGateway, ProviderTaxonomy, Upstream
 from adapters.gateway.policy import POLICY_DOC
 from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome
-from adapters.scripted.server import Reply, ScriptedModelServer, ToolCall
+from adapters.scripted.reply import Reply, ToolCall
+from adapters.scripted.server import ScriptedModelServer
 from sabot.budget import Margin
 from sabot.model_ids import served_as
 from sabot.plugins import resolve_path

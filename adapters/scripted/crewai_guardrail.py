@@ -17,7 +17,7 @@ import re
 
 from adapters import prompts
 from adapters.scripted import skills
-from adapters.scripted.server import Reply
+from adapters.scripted.reply import Reply
 from sabot import tasks
 
 SCHEMA_NAME = "LLMGuardrailResult"

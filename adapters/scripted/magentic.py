@@ -26,7 +26,7 @@ import re
 
 from adapters import prompts
 from adapters.scripted import skills
-from adapters.scripted.server import Reply
+from adapters.scripted.reply import Reply
 from sabot import tasks
 
 FACTS = "Before we begin addressing the request, please answer the following pre-survey"

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 
 from adapters.scripted import skills
-from adapters.scripted.server import Reply
+from adapters.scripted.reply import Reply
 
 ADDENDUM_MARK = "ANOMALY-FIRST PROTOCOL"
 # Framework-specific callers (CrewAI's LLM guardrail, Magentic-One's orchestrator) are answered by

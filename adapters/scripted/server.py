@@ -14,13 +14,14 @@ import bisect
 import copy
 import json
 import logging
-import os
-import random
 import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
+
+from adapters.scripted.latency import Latency
+from adapters.scripted.reply import Reply, Responder
 
 log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())  # quiet unless the application configures logging
@@ -38,64 +39,6 @@ ERROR_TYPES = {
     404: "not_found_error",
     429: "rate_limit_error",
 }
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    name: str
-    arguments: str  # a JSON string, passed through verbatim
-
-
-@dataclass(frozen=True)
-class Reply:
-    content: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    model: str | None = None  # the model id reported as serving the call; default: the request's "model"
-    status: int = 200  # non-200 -> an OpenAI-style error body
-    error: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()  # extra response headers (e.g. Retry-After on a 429)
-    body: bytes | None = None  # a non-200 body sent as these exact bytes (a provider escaping its JSON its own way)
-
-
-Responder = Callable[[dict], Reply]  # receives the parsed request body (plus "path")
-
-LATENCY_ENV = "SABOT_SCRIPTED_LATENCY"  # "FIXED" or "FIXED,JITTER", seconds per call
-
-
-@dataclass(frozen=True)
-class Latency:
-    """Seeded per-call latency: `fixed` seconds plus a uniform draw in [0, `jitter`).
-
-    The draw for call n depends only on (seed, n), so a run's delays are reproducible whatever
-    order concurrent calls arrive in; it lets provider timing be reproduced offline.
-    """
-
-    fixed: float = 0.0
-    jitter: float = 0.0
-    seed: str = ""
-
-    def __post_init__(self):
-        if self.fixed < 0 or self.jitter < 0:
-            raise ValueError(f"latency must be >= 0 seconds, got fixed={self.fixed} jitter={self.jitter}")
-
-    def delay(self, n: int) -> float:
-        if not self.jitter:
-            return self.fixed
-        return self.fixed + random.Random(f"{self.seed}:{n}").uniform(0.0, self.jitter)
-
-    @classmethod
-    def from_env(cls, seed: str = "", environ=os.environ) -> "Latency":
-        """The latency SABOT_SCRIPTED_LATENCY asks for ("1.0" or "1.0,0.2"); none when unset."""
-        raw = (environ.get(LATENCY_ENV) or "").strip()
-        if not raw:
-            return cls(seed=seed)
-        try:
-            parts = [float(p) for p in raw.split(",")]
-            if len(parts) not in (1, 2):
-                raise ValueError("expected one or two numbers")
-        except ValueError as exc:
-            raise ValueError(f"{LATENCY_ENV}={raw!r}: expected FIXED or FIXED,JITTER in seconds ({exc})") from None
-        return cls(parts[0], parts[1] if len(parts) == 2 else 0.0, seed)
 
 
 # ---------------------------------------------------------------------------

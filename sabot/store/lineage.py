@@ -7,6 +7,7 @@ the verdict's `fault_sha256` (the latest such, should two attempts be byte-ident
 import json
 
 from sabot.store.runs import attempt_history, record_sql
+from sabot.store.attempt_exchanges import kept_exchanges
 
 GROUP_COLUMNS = {
     "framework_config": ("framework", "config"),
@@ -86,8 +87,14 @@ def cell_detail(con, wave: str, ruleset: str, operator: str, probe: str) -> dict
     payloads = {e["seq"]: e["payload"] for e in doc.get("trace", {}).get("events", []) if e["seq"] in seqs}  # stored once: in the record
     return {
         "verdict": dict(zip(("status", "excluded", "detected_hard", "reacted", "recovered", "fault_run_id", "fault_sha256", "fault_attempt"), verdict)),
-        "attempts": attempt_history(con, wave, operator, probe) if _has_attempts(con) else [],
+        "attempts": _with_kept_exchanges(con, wave, operator, probe) if _has_attempts(con) else [],
         "acts": [dict(zip(("seq", "act", "component", "reason", "surface", "counted", "note"), a)) for a in acts],
         "events": [{"seq": s, "agent": a, "kind": k, "payload": payloads[s]} for s, a, k in events if s in seqs],
         "exchanges": exchanges,
     }
+
+
+def _with_kept_exchanges(con, wave: str, operator: str, probe: str) -> list[dict]:
+    """The slot's attempts, each that did not complete (killed, cut off, failed) with the exchanges it kept."""
+    kept = kept_exchanges(con, wave, operator, probe)
+    return [{**a, "exchanges": kept.get(a["attempt"], [])} for a in attempt_history(con, wave, operator, probe)]

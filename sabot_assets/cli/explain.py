@@ -70,6 +70,10 @@ def _echo_cell(cell_key: str, detail: dict, full: bool) -> None:
     for a in detail["attempts"]:
         click.echo(f"  attempt {a['attempt']}: {a['outcome']} at {a['finished_at']} against {a['endpoint']} ({a['runner_version']}), {a['source_path']}"
                    + (f": {a['error']}" if a["error"] else ""))
+        if a.get("exchanges"):  # an attempt that never completed (killed, cut off): the calls it was answered, all paid
+            click.echo(f"    model exchanges kept by attempt {a['attempt']}: {len(a['exchanges'])}")
+            for x in a["exchanges"]:
+                click.echo(f"      #{x.get('n')} {x.get('model')}: {clip((x.get('request') or {}).get('messages', [])[-1:], 200)} -> {clip(x.get('reply'), 200)}")
     for a in detail["acts"]:
         click.echo(f"  act seq {a['seq']}: {a['act']} by {a['component']} ({a['surface']}, {'counted' if a['counted'] else 'not counted: ' + a['note']}): {a['reason']}")
     for e in detail["events"]:

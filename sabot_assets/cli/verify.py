@@ -31,7 +31,8 @@ def _verify(target: str, key: Path | None, expect: str | None, strict: bool):
     from sabot_assets.bundle_trust import NotAuthenticated, authenticate
     from sabot_assets.cli.project import adopt_project, is_project
     from sabot_assets.constants import STORE_PATH
-    from sabot_assets.evidence import MANIFEST, VerifyError, verify_bundle, verify_wave
+    from sabot_assets.evidence import VerifyError, verify_wave
+    from sabot_assets.evidence_bundle import MANIFEST, verify_bundle
 
     ctx = Context()
     bundle = Path(target)

@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from sabot_assets.cli.common import Context, guarded, progress_bar, publish
+from sabot_assets.cli.leftovers import watch_for_leftovers
 from sabot_assets.cli.wave_stop import register_command, wave_stop
 
 
@@ -49,16 +50,17 @@ def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out
 
 def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False,
           concurrency: int | None = None, budget: float | None = None):
-    from sabot.budget import usd
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
     from sabot_assets.cli.project import adopt_project, project_lines, require_priced
+    from sabot_assets.cli.spend_stop import ceiling_stop_line, margined_spend, passed_ceiling
     from sabot_assets.wave_jobs import run_wave, settled_wave
 
     started = time.perf_counter()
     name = adopt_project(ctx, name, gate=not replay)  # a replay sends nothing to the team's code's model: no gate
     register_command(name)  # what `sabot wave stop` ends
+    watch_for_leftovers()  # killed without cleaning up (kill -9 of its pid), what it started is ended anyway
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
     offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
@@ -101,11 +103,13 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     if getattr(ctx.registry, "project", None) is not None:
         click.echo("\n".join(project_lines(STORE_PATH, wave_def, ctx.registry.project)))
     publish(doc, json_out, started)
+    spent = None if ceiling is None else margined_spend(STORE_PATH, endpoint.label if endpoint else offline, doc["spend_margin"] or 1.0)
     if tally.stopped:
         click.echo(stop_paragraph(ctx.registry, STORE_PATH, name, selection, tally, doc["label"]), err=True)
     elif tally.not_launched:
-        click.echo(f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {tally.not_launched} run(s) not launched stay missing, "
-                   f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them", err=True)
+        click.echo(ceiling_stop_line(name, ceiling, tally.not_launched, spent), err=True)
+    elif spent is not None and passed_ceiling(ceiling, spent):
+        click.echo(f"{name}: {passed_ceiling(ceiling, spent).removeprefix('. ')}", err=True)
     if tally.waiting:
         click.echo(f"{name}: the store stayed locked past the wait: {len(tally.waiting)} finished run(s) wait in the run root for ingest, "
                    f"not lost; `sabot wave run {name}` ingests them once the lock is free:", err=True)
@@ -183,7 +187,7 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
     spend ceiling its runs stop launching at."""
     from sabot_assets.constants import STORE_PATH
     from sabot.budget import usd
-    from sabot_assets.waves.budget import plan_spend
+    from sabot_assets.waves.budget import is_simulated, pilot_worst_case, plan_spend
     from sabot_assets.wave_jobs import runs_to_launch, select
 
     chosen = select(ctx.registry, name, selection)
@@ -198,6 +202,10 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
                    f"(the rest: {projection.line()}); the breaker alone stops launching at {usd(ceiling)}")
     else:
         click.echo(f"{name}: projected spend {projection.line()}, within {usd(ceiling - spent)} left of the ceiling {usd(ceiling)}")
+    if ceiling is not None and to_launch and not is_simulated(endpoint_label):
+        margin, worst = pilot_worst_case(ctx.registry)
+        click.echo(f"{name}: each run reserves its worst case ({usd(worst * margin.factor)} margined) until it settles, so launching "
+                   "stops once less than that is left of the ceiling")
     return ceiling
 
 
@@ -270,7 +278,7 @@ def _export(ctx: Context, name: str, directory: Path, ruleset: str | None, signi
     from sabot import signing
     from sabot_assets.cli.project import adopt_project
     from sabot_assets.constants import STORE_PATH, VAR_DIR
-    from sabot_assets.evidence import export_bundle
+    from sabot_assets.evidence_bundle import export_bundle
 
     key_path = signing.key_path(signing_key, VAR_DIR)
     signer = signing.load_or_create(key_path)  # before any file is written: a refused key leaves no unsigned bundle

@@ -85,7 +85,28 @@ class RecordPages:
         rows += [(k.replace("_", " "), html.escape(str(v))) for k, v in sorted(m.get("identity", {}).items())]
         usage = d.get("usage") or {}
         rows += [(f"usage {k.replace('_', ' ')}", html.escape(str(v))) for k, v in sorted(usage.items()) if isinstance(v, (int, float))]
-        return page(self._title("Run record"), self._nav() + self.seal + _table(rows))
+        return page(self._title("Run record"), self._nav() + self.seal + _table(rows) + self._other_attempts())
+
+    def _other_attempts(self) -> str:
+        """The cell's other finished attempts, each linked to its model exchanges: a run killed in flight
+        or cut off while looping kept every call it was answered, and those calls say why it never finished."""
+        rows = []
+        for other in sorted(self.directory.parent.glob("attempt-*"), key=lambda d: int(d.name.rsplit("-", 1)[-1])):
+            meta_file = other / runroot.META_FILE
+            if other == self.directory or not meta_file.is_file():
+                continue
+            try:
+                meta, doc = json.loads(meta_file.read_text()), json.loads((other / runroot.run_file_name(self.operator)).read_text())
+            except (OSError, ValueError) as exc:  # its own pages say what is wrong with it
+                meta, doc = {"outcome": "unreadable"}, {"error": str(exc)}
+            href = f"/runs/{self.relative.rsplit('/', 1)[0]}/{other.name}/exchanges"
+            rows.append(f"<tr><td>{html.escape(other.name)}</td><td>{html.escape(meta.get('outcome', '?'))}</td>"
+                        f"<td>{html.escape(doc.get('error') or '')}</td>"
+                        f"<td><a href='{html.escape(href)}'>model exchanges ({len(doc.get('exchanges', []))})</a></td></tr>")
+        if not rows:
+            return ""
+        return ("<h2>Other attempts of this cell</h2><table><thead><tr><th>attempt</th><th>outcome</th><th>error</th><th>calls</th></tr></thead>"
+                f"<tbody>{''.join(rows)}</tbody></table>")
 
     def events(self) -> str:
         planted = self.doc.get("injection_seq")

@@ -81,6 +81,10 @@ def plan_spend(store_path: Path, specs: list, seeds: tuple[int, ...], budget: fl
         raise BudgetError(f"a pilot run of {', '.join(projection.unknown)} (no recorded run at this endpoint) can cost up to "
                           f"{usd(pilot * margin.factor)} margined under the registered bounds ({margin.bounds_text()}), "
                           f"more than the {usd(left)} left of the ceiling {usd(ceiling)}; no run is launched")
+    if not simulated and pilot * margin.factor > left:
+        raise BudgetError(f"every provider run reserves its worst case before it launches, up to {usd(pilot * margin.factor)} margined "
+                          f"under the registered bounds ({margin.bounds_text()}), more than the {usd(left)} left of the ceiling "
+                          f"{usd(ceiling)}; no run is launched")
     return ceiling, projection, spent
 
 
@@ -103,14 +107,21 @@ def step_breaker(tags, store_path: Path, con, endpoint_label: str, replaying: bo
     """The breaker of one run step or schedule: the run's ceiling tag (else the project cap against
     a provider), reserving from the store-wide ledger, so concurrent commands and Dagster runs stop
     at the same figure between them. A run reserves its framework's recorded cost per run, a pilot
-    run its registered worst case. A replay spends nothing and is never stopped."""
+    run its registered worst case. A replay spends nothing and is never stopped.
+
+    A provider run reserves its registered worst case whatever its framework's recorded rate: the
+    gateway holds each call to that worst case (`sabot.budget.RunBound`), so what a run reserves is the
+    most an honest provider can bill it, and no number of commands on one store passes the ceiling.
+    A recorded rate would let every run in flight cost more than it reserved (a dearer provider, longer
+    conversations). Usage the scripted model reports costs nothing and has no per-run dollar bound:
+    there, a run reserves its framework's recorded rate."""
     simulated = is_simulated(endpoint_label)
     ceiling = _ceiling(tags, simulated)
     if replaying or ceiling is None:
         return Breaker(None)
     margin, pilot = pilot_worst_case(registry)
     ledger = synced_ledger(store_path, con)
-    expected = {fw: rate.cost for fw, rate in rates_of(con, simulated).items()}
+    expected = {fw: rate.cost for fw, rate in rates_of(con, simulated).items()} if simulated else {}
     return LedgerBreaker(ledger, kind(simulated), ceiling, margin.factor, expected, pilot)
 
 

@@ -9,12 +9,16 @@ before its judge ruled says so ("undecided: not judged yet"), and the scoreboard
 both, counts it then.
 """
 
+import json
+from pathlib import Path
+
 import dagster as dg
 
 from judges.hard.funnel import derived_counts, with_soft
 from judges.hard.tables import HEADLINE_COLUMN
+from sabot import runroot
 from sabot.registry import WaveDef
-from sabot_assets.file_server.addresses import record_url
+from sabot_assets.file_server.addresses import attempt_dir_of, record_url
 from sabot_assets.waves.ui_links import explain_cell_command, partition_url
 from sabot_assets.waves.ui_text import shortened
 
@@ -69,6 +73,24 @@ def run_links(wave: WaveDef, key: str, probe: str, fault_source: str | None) -> 
         }
     elif fault_source:
         links["fault run file"] = f"{fault_source} (imported corpus: `{explain_cell_command(wave.name, key)}` prints its events)"
+    return links
+
+
+def unfinished_attempt_links(run_root: Path, fault_source: str | None) -> dict:
+    """Links to the model exchanges of the cell's other attempts that did not complete (a run killed in flight,
+    one cut off looping on its fault, a RUN_ERROR): the calls that say why, every one of them paid."""
+    if not fault_source:
+        return {}
+    current = Path(run_root) / attempt_dir_of(fault_source)
+    links = {}
+    for other in sorted(current.parent.glob("attempt-*"), key=lambda d: int(d.name.rsplit("-", 1)[-1])):
+        try:
+            outcome = json.loads((other / runroot.META_FILE).read_text()).get("outcome")
+        except (OSError, ValueError):
+            continue  # unfinished (or unreadable): nothing sealed to link yet
+        if other != current and outcome != "complete":
+            source = other.relative_to(run_root).as_posix() + "/" + Path(fault_source).name
+            links[f"{other.name.replace('-', ' ')} ({outcome}) model exchanges"] = dg.MetadataValue.url(record_url(source, "exchanges"))
     return links
 
 

@@ -11,7 +11,6 @@ import os
 
 import dagster as dg
 
-from adapters.pool import DEFAULT_CONCURRENCY, run_many
 from sabot.runroot import holder_gone
 # One host label for launcher tags, claims and ledger holders alike (SABOT_HOST_LABEL, else the host name).
 from sabot.shared_state import host_label
@@ -75,6 +74,8 @@ def width_of(context) -> int:
     tagged = context.run.tags.get(CONCURRENCY_TAG)
     if tagged:
         return max(1, int(tagged))
+    from adapters.pool import DEFAULT_CONCURRENCY  # the run path: imported where runs run, not when definitions load
+
     return pool_limit(context.instance) or DEFAULT_CONCURRENCY
 
 
@@ -142,6 +143,7 @@ def run_in_processes(context, fn, specs: list, on_crash, may_launch=lambda spec:
     """(spec, result, seconds) as each run finishes: `fn(spec)` in a process of its own, up to the
     step's width at once, each launch holding a pool slot (and passing `may_launch`, the breaker).
     A step outside the pool (`holds_own_slot=False`, the wave's schedule) hands slots over."""
+    from adapters.pool import run_many  # the run path: imported where runs run, not when definitions load
     slots = PoolSlots(context, holds_own_slot, hand_over=not holds_own_slot)
     launched = 0
 

@@ -36,13 +36,11 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from adapters.pool import crashed_attempt
-from adapters.run_attempt import current_identity, is_replay, provider_circuit, run_attempt
-from adapters.runner import Recording, RunSpec
 from sabot import runroot
 from sabot.exchange_journal import finish_killed
 from sabot.matrix import Cell, Probe
@@ -65,6 +63,8 @@ from sabot_assets.waves.concurrency import host_label, run_in_processes
 from sabot_assets.waves.cell_metadata import RUN_ERROR_KEY, attempt_metadata, carved_out_metadata, log_line, run_error_observation
 from sabot_assets.waves.sealed_reads import read_verified
 
+if TYPE_CHECKING:  # the run path (adapters: the pool, the gateway) is imported where a step runs, not when definitions load
+    from adapters.runner import Recording, RunSpec
 
 
 def run_root_of(store: DuckDBResource) -> Path:
@@ -107,6 +107,7 @@ def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str, r
 def reusable_attempts(run_root: Path, wave: str, slots, identity, refused: dict | None = None) -> dict:
     """slot -> its stored run (latest complete sealed attempt) where that run was made with `identity`.
     Read from the run root, so a held store lock cannot force a paid run to be repeated."""
+    from adapters.run_attempt import is_replay
     out = {}
     for operator, probe in slots:
         for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
@@ -125,6 +126,7 @@ def reusable_attempts(run_root: Path, wave: str, slots, identity, refused: dict 
 def rerun_reasons(run_root: Path, wave: str, slots, identity) -> dict[str, int]:
     """Why stored runs will not be reused: reason -> how many slots, for each slot whose latest
     complete attempt was made with another identity (e.g. "pass criterion my_checks.py changed")."""
+    from adapters.run_attempt import is_replay
     reasons: dict[str, int] = {}
     for operator, probe in slots:
         for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
@@ -307,6 +309,8 @@ def _target(asset: str, key: str):
 
 def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, asset: str, keys: list[str]) -> StepPlan:
     """Read what the store and the run root say about these cells; decide what runs. Launches nothing."""
+    from adapters.run_attempt import current_identity
+    from adapters.runner import RunSpec
     run_root = run_root_of(store)
     targets = [_target(asset, k) for k in keys]
     identity = current_identity(registry, RUNNER_VERSION, wave.protocol)
@@ -412,13 +416,13 @@ class _Claims:
     def _over(self, record: dict) -> bool:
         return claim_over(self.instance, record, self.owner)
 
-    def take(self, spec: RunSpec) -> bool:
+    def take(self, spec: "RunSpec") -> bool:
         return runroot.claim(self.run_root, spec.wave, _probe_of(spec), spec.operator, self.holder, host_label(), self.owner, self._over)
 
-    def release(self, spec: RunSpec) -> None:
+    def release(self, spec: "RunSpec") -> None:
         runroot.release_claim(self.run_root, spec.wave, _probe_of(spec), spec.operator, self.holder)
 
-    def live_elsewhere(self, spec: RunSpec) -> bool:
+    def live_elsewhere(self, spec: "RunSpec") -> bool:
         record = runroot.claim_record(self.run_root, spec.wave, _probe_of(spec), spec.operator)
         return (record is not None and record["holder"] != self.holder and not self._over(record)
                 and runroot.live_claim(self.run_root, spec.wave, _probe_of(spec), spec.operator, host_label()) is not None)
@@ -434,12 +438,14 @@ def claim_over(instance: dg.DagsterInstance, record: dict, owner: str) -> bool:
     return run is not None and run.is_finished
 
 
-def _probe_of(spec: RunSpec) -> Probe:
+def _probe_of(spec: "RunSpec") -> Probe:
     return Probe(spec.framework, spec.config, spec.task, spec.seed)
 
 
 def execute(context, store: DuckDBResource, registry: Registry, plan: StepPlan) -> StepResults:
     """Run the plan's runs, each claimed first, up to the pool's bound; touches the run root only."""
+    from adapters.pool import crashed_attempt
+    from adapters.run_attempt import provider_circuit, run_attempt
     run_root, store_path = run_root_of(store), Path(store.database)  # paths only: the store is never opened here
     results = StepResults()
     run = context.instance.get_run_by_id(context.run_id)
@@ -579,7 +585,8 @@ def _report_unlaunched(context, asset_key: dg.AssetKey, asset: str, unlaunched: 
             NOT_LAUNCHED_KEY: unlaunched, "spent (USD)": round(results.spent, 6), "ceiling (USD)": results.cap}))
 
 
-def _recording(store: DuckDBResource, wave: WaveDef, spec: RunSpec, probe: Probe) -> Recording:
+def _recording(store: DuckDBResource, wave: WaveDef, spec: "RunSpec", probe: Probe) -> "Recording":
+    from adapters.runner import Recording
     with store_connection(store) as con:
         stored = read_recording(con, wave.name, spec.operator, probe.key, spec.run_id, run_root_of(store))
     return Recording(stored.exchanges, stored.endpoint_label, stored.intent, stored.source)

@@ -27,7 +27,7 @@ from sabot_assets.resources import store_connection
 from sabot.store.judging import read_judgements
 from sabot_assets.waves.cell_checks import SEAL_CHECK, VERDICT_CHECK, check_outputs, check_specs, seal_evaluation, verdict_evaluation
 from sabot_assets.waves.cell_metadata import add_partition_metadata, verdict_metadata
-from sabot_assets.waves.cell_record import cell_record
+from sabot_assets.waves.cell_record import cell_record, unfinished_attempt_links
 from sabot_assets.waves.judging import located_from_runs
 from sabot_assets.waves.live_runs import run_root_beside
 
@@ -133,6 +133,7 @@ def _per_cell_metadata(context, wave: WaveDef, cells: list[Cell], rows: list[dic
         verdict = verdict_metadata(wave, cell.key, by_cell[slot], acts_by_cell.get(slot, []), read.get(slot))
         head = next(r for r in by_cell[slot] if r["ruleset"] == wave.headline_ruleset)
         record = cell_record(wave, cell.key, head, judged.get(slot), sources.get(slot))
+        record |= unfinished_attempt_links(run_root, sources.get(slot)) if wave.source == "live" else {}
         word = verdict.pop("verdict")
         metadata[cell.key] = {"verdict": word, **record, "dagster/row_count": len(by_cell[slot]), **verdict, "rulesets": rulesets}
         if VERDICT_CHECK in selected:

@@ -1,0 +1,88 @@
+"""Which blocks of a wave run have nothing stale: only the others, and what lies downstream of them
+(the kappa audit, the board), are materialized again.
+
+A block (one framework, config and task; its baselines, fault runs, judge and cell verdicts) is
+settled by a wave run once its verdicts are materialized; the Dagster run that made its cell verdicts
+is then tagged with the block's fingerprint (`sabot_assets.settled.fingerprint`, over the block's
+own slots): the wave's code versions and the registry, the sealed attempt answering each of its
+slots at the current identity, and every row of its cells and baselines in the store (by key and
+the Dagster run that wrote it). The next wave run of a slice where something is stale (a run
+missing, a verdict lost, another block's rule) computes each block's fingerprint before launching
+anything; a block whose fingerprint a successful run carries is left as it is, since settling it
+again would write the same rows from the same runs under the same rules.
+"""
+
+import contextlib
+from pathlib import Path
+
+import dagster as dg
+
+from sabot.registry import Registry
+from sabot.store.db import StoreLocked, connect
+from sabot_assets.settled import code_versions
+
+BLOCK_TAG = "sabot/block-settled"  # on a block's cell-verdicts run: the fingerprint of what it settled
+
+# The tables a block's materializations write, with the columns that name a row.
+_BLOCK_ROWS = {
+    "runs": "operator, probe, status, coalesce(source_sha256, '')",
+    "cell_verdicts": "ruleset, ruleset_hash, operator, probe",
+    "judge_verdicts": "operator, probe, CAST(prompt_variant AS VARCHAR)",
+}
+
+
+def _stored_rows(con, wave: str, probes: list[str]) -> dict[str, str]:
+    marks = ", ".join("?" for _ in probes)
+    return {
+        table: con.execute(
+            f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}, dagster_run_id), ',' "
+            f"ORDER BY concat_ws('|', {columns}, dagster_run_id))), '') FROM {table} WHERE wave = ? AND probe IN ({marks})",
+            [wave, *probes],
+        ).fetchone()[0]
+        for table, columns in _BLOCK_ROWS.items()
+    }
+
+
+def block_fingerprints(registry: Registry, assets, store_path: Path, wave, slots_by_block: dict, identity) -> dict:
+    """block -> the fingerprint of its settling, or None when a slot of it has no reusable stored
+    run (the block has runs to make, so it is stale). One store connection for every block."""
+    import hashlib
+    import json
+
+    from sabot_assets.waves.live_runs import reusable_attempts, run_root_beside  # the run path: imported where a wave runs
+
+    code = code_versions(assets, wave)
+    out = dict.fromkeys(slots_by_block)
+    with contextlib.ExitStack() as held:
+        try:
+            con = held.enter_context(connect(store_path, read_only=True))
+        except StoreLocked:  # another command holds the store: every block counts as stale, which is only slower
+            return out
+        for block, slots in slots_by_block.items():
+            answers = reusable_attempts(run_root_beside(store_path), wave.name, slots, identity)
+            if len(answers) < len(slots) or not slots:
+                out[block] = None
+                continue
+            doc = {
+                "registry": registry.content_hash,
+                "code": code,
+                "identity": repr(identity),
+                "slots": sorted(f"{op or ''}|{probe.key}|{answers[(op, probe)].sha256}" for op, probe in slots),
+                "stored": _stored_rows(con, wave.name, sorted({probe.key for _, probe in slots})),
+            }
+            out[block] = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+    return out
+
+
+def is_settled(instance: dg.DagsterInstance, wave_name: str, print_: str | None) -> bool:
+    if print_ is None:
+        return False
+    runs = instance.get_run_records(
+        dg.RunsFilter(tags={"sabot/wave": wave_name, BLOCK_TAG: print_}, statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1
+    )
+    return bool(runs)
+
+
+def mark_block(instance: dg.DagsterInstance, run_id: str, print_: str | None) -> None:
+    if print_ is not None:
+        instance.add_run_tags(run_id, {BLOCK_TAG: print_})
