@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.byo import agent_framework_run, autogen_run, crewai_run, langgraph_run
+from adapters.byo.answer import run_answer
 from adapters.confinement import ConfinementUnavailable
 from adapters.byo.confine import ChildDied, ChildFailed, WallLimitExceeded, run_confined
 from adapters.byo.errors import TeamCodeError, team_code_error
@@ -259,7 +260,9 @@ def _in_pipeline_process(project: Project, operator: str | None, spec: dict | No
             recorder.record(where.node, EventKind.PIPELINE_ERROR, error=str(team_code_error("the pipeline", exc, project.root))[:2000])
             output = {"error": f"{type(exc).__name__}: {exc}"}
         result = apply_pass_criterion(project, output, run_dir)
-    return {"events": recorder.stamped(), "fault": fault.state(), "tools_seen": set(tools.seen), "tools_wrapped": sorted(tools.names), "pass": result}
+    # Handed back as JSON (adapters.byo.confine), read back by adapters.byo.answer.run_answer.
+    return {"events": recorder.stamped(), "fault": fault.state(), "tools_seen": sorted(tools.seen), "tools_wrapped": sorted(tools.names),
+            "pass": {"passed": bool(result.passed), "output": result.output}}
 
 
 def _source_of(project: Project, target: str) -> str:
@@ -268,11 +271,12 @@ def _source_of(project: Project, target: str) -> str:
     return found.relative_to(project.root).as_posix() if found else target
 
 
-def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...], run_dir: Path) -> dict:
-    """The pipeline process's result; its failures as the errors the runner classifies."""
+def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...], run_dir: Path, read=run_answer):
+    """The pipeline process's result, checked by `read` (adapters.byo.answer); its failures, a
+    malformed answer included, as the errors the runner classifies."""
     wall = policy.run_wall_limit_seconds
     try:
-        return run_confined(work, wall, project.root, secrets, scratch=run_dir)
+        return read(run_confined(work, wall, project.root, secrets, scratch=run_dir))
     except WallLimitExceeded as exc:
         where = f"; it was at {exc.where}" if exc.where else ""
         raise TeamCodeError(f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}) ran past the run's "
@@ -339,7 +343,7 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         exchanges = [{**x, "agent": (x.get("headers") or {}).get(AGENT_HEADER.lower(), UNATTRIBUTED)} for x in gateway.exchanges]
     if fault.seam == "tool":  # the tool seam is in the pipeline's process: what it did comes back as data
         fault.adopt(child["fault"])
-    result = child["pass"]
+    result = PassResult(**child["pass"])
     events = merged(recorder.stamped(), child["events"])
     events.record("emit", "verdict", task_passed=result.passed)
     injection = {**fault.summary(), "why_not": fault.why_not(child["tools_seen"], layer.agents_seen),
