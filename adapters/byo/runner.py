@@ -3,7 +3,7 @@
 One run path, the built-in runs' (adapters/runner.py): the pipeline's model calls go pipeline ->
 fault layer (adapters/byo/proxy.py: agent attribution, the model-seam fault) -> the run's model
 gateway (adapters/gateway: call policy, rate limiter, usage and spend, record and replay, the key)
--> upstream: the project's test double on 127.0.0.1, or the provider from SABOT_MODEL_BASE_URL +
+-> upstream: the project's test double on 127.0.0.1 (in a sandbox of its own, adapters/byo/double.py), or the provider from SABOT_MODEL_BASE_URL +
 SABOT_MODEL_API_KEY. An O4 swap lands when the endpoint reports serving the target's model family
 (the id or a dated snapshot of it, data/standard/model_ids.v1.json).
 
@@ -37,6 +37,8 @@ from pathlib import Path
 
 from adapters.byo import agent_framework_run, autogen_run, crewai_run, langgraph_run
 from adapters.byo.answer import run_answer
+from adapters.byo.double import ConfinedDouble
+from adapters.byo.double import as_reply as as_reply  # where the tests and older callers import it from
 from adapters.confinement import ConfinementUnavailable
 from adapters.byo.confine import ChildDied, ChildFailed, WallLimitExceeded, run_confined
 from adapters.byo.errors import TeamCodeError, team_code_error
@@ -48,8 +50,6 @@ from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV, provider_from_env
 from adapters.gateway import GATEWAY_KEY, CallPolicy, CellFailed, EndpointStopped, ModelGateway, ProviderTaxonomy, Upstream
 from adapters.gateway.policy import POLICY_DOC
 from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome
-from adapters.scripted.reply import Reply, ToolCall
-from adapters.scripted.server import ScriptedModelServer
 from sabot.budget import Margin
 from sabot.model_ids import served_as
 from sabot.plugins import resolve_path
@@ -71,17 +71,6 @@ class _Where:
     """The component currently running (tool calls are attributed to it)."""
 
     node = "pipeline"
-
-
-def as_reply(answer) -> Reply:
-    """A test double's answer (text, or {"content"|"tool_calls"|"model"}) as the scripted server's Reply."""
-    if isinstance(answer, str):
-        return Reply(content=answer)
-    if isinstance(answer, dict):
-        calls = tuple(ToolCall(c["name"], c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]))
-                      for c in answer.get("tool_calls", ()))
-        return Reply(content=answer.get("content"), tool_calls=calls, model=answer.get("model"))
-    raise TypeError(f"a test double answers with text or a dict, not {type(answer).__name__}")
 
 
 @contextlib.contextmanager
@@ -162,30 +151,6 @@ def _apply_function(project: Project, check: str, output, run_dir: Path) -> Pass
     passed, message = (value[0], str(value[1])) if isinstance(value, tuple) and len(value) == 2 else (value, "")
     said = "\n".join(x for x in (message, printed.getvalue().strip()) if x)
     return PassResult(bool(passed), (said or f"returned {value!r}")[-SHOWN_OUTPUT:])
-
-
-class _Double:
-    """The project's test double behind the scripted server: an exception in it is the team's to fix,
-    kept to fail the run with (the pipeline only ever sees the server's 500 for it)."""
-
-    def __init__(self, project: Project, seed: int):
-        what = f"test double {project.doc['responder']}"
-        self.project, self.what, self.error = project, what, None
-        try:
-            self.respond = resolve_path(project.doc["responder"], f"{project.name}: responder")(seed)
-        except Exception as exc:
-            raise team_code_error(what, exc, project.root) from None
-
-    def __call__(self, request: dict) -> Reply:
-        try:
-            return as_reply(self.respond(request))
-        except Exception as exc:
-            self.error = self.error or team_code_error(self.what, exc, self.project.root)
-            return Reply(status=500, error=str(self.error))
-
-    def raise_if_failed(self) -> None:
-        if self.error is not None:
-            raise self.error
 
 
 def build(project: Project):
@@ -308,16 +273,14 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
     layer = FaultLayer(project.doc["agents"], fault, recorder)
     provider = None if offline or replay is not None else provider_from_env("", "")
     double = None
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(importable(project))  # the test double is the team's module too
+    with contextlib.ExitStack() as stack:  # no team code is imported here: it runs in sandboxes (confine, double)
         if replay is not None:
             upstream, label = None, replay.endpoint_label
         elif provider is not None:
             upstream, label = Upstream(provider.base_url, provider.api_key, provider.label, scripted=False, local_model=provider.local_model), provider.label
         elif "responder" in project.doc:
-            double = _Double(project, seed)
-            server = stack.enter_context(ScriptedModelServer(double))
-            upstream, label = Upstream(server.base_url, DOUBLE_KEY, SIMULATION, scripted=True), SIMULATION
+            double = stack.enter_context(ConfinedDouble(project, seed, policy.run_wall_limit_seconds))
+            upstream, label = Upstream(double.base_url, DOUBLE_KEY, SIMULATION, scripted=True), SIMULATION
         else:
             raise ProjectError(f"{project.name}: no test double (project.json: responder) and no provider "
                                f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls")
