@@ -9,6 +9,10 @@ It dies with this fork server (bwrap's `--die-with-parent`), which dies with the
 import json
 import os
 
+from adapters.confinement import ConfinementUnavailable
 from adapters.confined_server import CONFINED_PRELOAD_ENV, start
 
-start(json.loads(os.environ.get(CONFINED_PRELOAD_ENV) or "[]"))
+try:
+    start(json.loads(os.environ.get(CONFINED_PRELOAD_ENV) or "[]"))
+except ConfinementUnavailable:
+    pass  # no bubblewrap: each run asks again and fails naming the missing tool, never runs unconfined

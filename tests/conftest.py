@@ -3,6 +3,7 @@
 import atexit
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -76,6 +77,8 @@ def audited_sockets():
         if not state["on"]:
             return
         if event == "socket.connect":
+            if getattr(args[0], "family", None) == socket.AF_UNIX:
+                return  # a Unix-domain socket (the confined pipeline server's) is a local file, never a request
             address = args[1]
             seen.append(address[0] if isinstance(address, tuple) else address)
         elif event == "socket.getaddrinfo":
