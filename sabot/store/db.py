@@ -41,8 +41,25 @@ def _lock_wait() -> float:
     return float(os.environ.get(LOCK_WAIT_ENV, "100"))
 
 
+def _create_whole(path: Path, config: dict) -> None:
+    """Create a new store beside its path and link it into place: two commands starting on a fresh
+    store at once would otherwise race, one opening the file the other has created but not yet
+    written a header to ("not a valid DuckDB database file"). The link fails if the path exists, so
+    the store any opener sees is always a whole database."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.creating")
+    try:
+        prepare(duckdb.connect(str(draft), config=config)).close()  # closing checkpoints: no WAL is left beside it
+        with contextlib.suppress(FileExistsError):
+            os.link(draft, path)
+    finally:
+        draft.unlink(missing_ok=True)
+
+
 def open_store(path: str | Path, read_only: bool = False, config: dict | None = None) -> duckdb.DuckDBPyConnection:
     """duckdb.connect, waiting out a held lock for a bounded time (tenacity), then StoreLocked."""
+    if not read_only and str(path) != ":memory:" and not Path(path).exists():
+        _create_whole(Path(path), config or {})
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception(lambda e: isinstance(e, duckdb.IOException) and lock_holder(e) is not None),
         wait=tenacity.wait_exponential(multiplier=0.1, max=10),
