@@ -12,18 +12,19 @@ failures are). Nothing it sends is unpickled.
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import shutil
 from pathlib import Path
 
 from adapters.byo.confine import scrubbed_environment
 from adapters.byo.errors import TeamCodeError, team_code_error
 from adapters.confinement import ConfinementUnavailable, confined_command, confined_environment
+from adapters.endpoint import API_KEY_ENV
 from adapters.scripted.reply import Reply, ToolCall
 from sabot.projects import Project, ProjectError
 
@@ -73,7 +74,8 @@ class ConfinedDouble:
                 str(self.seed), *map(str, fds)]
         try:
             command = confined_command(argv, self._scratch, [self.project.root])
-            environment = {**confined_environment(scrubbed_environment(dict(os.environ), ())), "HOME": str(self._scratch)}
+            provider_key = os.environ.get(API_KEY_ENV, "")  # set even offline (a check): no variable holding it goes in
+            environment = {**confined_environment(scrubbed_environment(dict(os.environ), (provider_key,))), "HOME": str(self._scratch)}
             self.child = subprocess.Popen(command, env=environment, stdin=subprocess.DEVNULL, close_fds=True, pass_fds=fds,
                                           start_new_session=True, cwd=self._scratch)
         except ConfinementUnavailable as exc:  # never run unconfined: the run is refused, naming the missing tool
