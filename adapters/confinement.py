@@ -17,15 +17,17 @@ scratch, the breakers' state), the store's directory, the seal key and signing k
 environment it starts with has no SABOT_* or DAGSTER_* setting and no value holding a secret; the
 provider key lives only in the gateway's process, which the pipeline reaches over its loopback port.
 
-Where it applies: a team's pipeline (adapters/byo: a fresh interpreter per run) and the built-in
+Where it applies: a team's pipeline (adapters/byo: a fresh interpreter per run), a team's test
+double (adapters/byo/double.py: a sandbox of its own per run, serving on a loopback socket the
+harness bound and handed in) and the built-in
 rows (adapters/confined_server.py: one sandboxed fork server per command, preloading the
 frameworks, forking one child per run; each child also enters a user and mount namespace of its
 own that hides the other runs' scratch, drops every capability and is not dumpable, so runs in
 flight cannot read each other's /proc). A built-in row's child sees the system, the Python
 environment and the harness's code (read-only), its own scratch directory and a private /tmp; the
 run's gateway, scripted model, exchange journal, run root and sealing stay in the harness's run
-process, which takes back the pipeline's events as JSON (never unpickled). Not yet: a team's
-test double (team code that serves the model from the run's own process, offline only).
+process, which takes back the pipeline's events as JSON (never unpickled); a team's pipeline and
+test double answer as JSON too.
 
 What this is not: a network boundary. The pipeline shares the host's network namespace (its model
 endpoint is the gateway on 127.0.0.1), so a loopback service that trusts any local caller is

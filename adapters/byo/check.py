@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from adapters.byo.answer import built_answer
 from adapters.byo.errors import TeamCodeError
 from adapters.byo.models import requested_models
 from adapters.byo.runner import FRAMEWORKS, build, confined_result, execute, importable, pipeline_process, project_registry
@@ -119,7 +120,7 @@ def _built_names(project: Project, build_dir: Path) -> tuple[list[str], str, set
     the models its clients ask for."""
     with importable(project), pipeline_process(project, build_dir, UNREACHABLE):
         pipeline, module = build(project)
-        return (*unknown_names(project, pipeline, module), requested_models(pipeline))
+        return [*unknown_names(project, pipeline, module), sorted(requested_models(pipeline))]  # as JSON: adapters.byo.answer.built_answer
 
 
 def static_check(project: Project, tmp: Path) -> Static:
@@ -129,7 +130,8 @@ def static_check(project: Project, tmp: Path) -> Static:
     o4 = {project.operators["O4"]["model"]} if "O4" in project.operators else set()
     try:
         policy = CallPolicy.load(project_registry(project))
-        problems, built, models = confined_result(project, functools.partial(_built_names, project, tmp / "build"), policy, (), tmp / "build")
+        problems, built, models = confined_result(project, functools.partial(_built_names, project, tmp / "build"), policy, (), tmp / "build",
+                                                  read=built_answer)
         return Static(problems, built, models | o4)
     except TeamCodeError as exc:
         return Static([str(exc)], None, o4)

@@ -7,8 +7,9 @@ seeing only the system, the Python environment, its project folder (read-only) a
 scratch directory, never the store, the run root, SABOT_VAR or the seal key, nor any other
 process's /proc. Its environment has the credentials and the harness's settings removed and the
 OpenAI SDK pointed at the fault layer with a placeholder key. The work reaches it as pickled data
-(module, function, arguments), never as inherited memory, and its result comes back as data over a
-pipe. Past the wall limit the sandbox is killed (its PID namespace with it: whatever the pipeline
+(module, function, arguments), never as inherited memory, and its result comes back over a
+pipe as JSON, parsed as data: never unpickled, since the bytes come from the scored party's process
+and unpickling them would run whatever it chose, in the harness. Past the wall limit the sandbox is killed (its PID namespace with it: whatever the pipeline
 started ends too); its Python stack, dumped by faulthandler just before, names where in the
 project's code it was.
 
@@ -18,6 +19,7 @@ process that never shared memory with the harness.
 
 import contextlib
 import faulthandler
+import json
 import os
 import pickle
 import re
@@ -35,6 +37,7 @@ from adapters.confinement import confined_command, confined_environment, confine
 from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV
 
 STACK_GRACE_SECONDS = 0.5  # for faulthandler to write the hung child's stack before it is killed
+ANSWER_LIMIT_BYTES = 64 << 20  # far above any run's events and output; a larger answer is refused, not parsed
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<name>\S+)')
 
 
@@ -50,6 +53,11 @@ class ChildDied(RuntimeError):
     """The child ended without handing back a result (killed by a signal, or os._exit from its code)."""
 
 
+class AnswerRefused(ChildDied):
+    """What the child handed back is not an answer of the expected form (not JSON, too large, or a
+    field of the wrong shape): read as data only, refused, nothing in it run."""
+
+
 def scrubbed_environment(environ: dict, secrets: tuple[str, ...]) -> dict:
     """The environment without the provider's settings or any entry whose value holds a secret."""
     return {k: v for k, v in environ.items()
@@ -59,7 +67,8 @@ def scrubbed_environment(environ: dict, secrets: tuple[str, ...]) -> dict:
 def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, secrets: tuple[str, ...] = (), scratch: Path | None = None):
     """`work()` (picklable) in a confined fresh interpreter that sees `root` read-only and `scratch`
     (default: a temporary directory) read-write, with the secrets gone from its environment; its
-    (picklable) return value, or its exception re-raised here as `ChildFailed` text. Past
+    return value (as JSON: lists for tuples and sets), or its exception re-raised here as
+    `ChildFailed` text; anything else it sends is `AnswerRefused`. Past
     `wall_seconds`: WallLimitExceeded, naming the innermost frame of the child inside `root`."""
     read_end, write_end = os.pipe()
     stack = tempfile.TemporaryFile()
@@ -76,7 +85,7 @@ def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, se
         finally:
             os.close(write_end)
         received = bytearray()
-        reader = threading.Thread(target=_drain, args=(read_end, received), daemon=True)
+        reader = threading.Thread(target=_drain, args=(read_end, received, ANSWER_LIMIT_BYTES), daemon=True)
         reader.start()
         try:
             reader.join(wall_seconds)
@@ -94,10 +103,25 @@ def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, se
             stack.close()
     if not received:
         raise ChildDied("the pipeline's process ended without a result (killed, or it exited on its own)")
-    status, value = pickle.loads(bytes(received))
-    if status == "error":
-        raise ChildFailed(value)
-    return value
+    return answer_of(bytes(received))
+
+
+def answer_of(data: bytes):
+    """The child's answer, parsed as JSON and nothing else: {"ok": value} gives the value,
+    {"error": [type, message, traceback]} raises ChildFailed, anything else AnswerRefused."""
+    if len(data) > ANSWER_LIMIT_BYTES:
+        raise AnswerRefused(f"the pipeline's process handed back more than {ANSWER_LIMIT_BYTES} bytes: refused unread")
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested past the parser's depth
+        raise AnswerRefused(f"the pipeline's process handed back {len(data)} bytes that are not a JSON answer "
+                            f"({type(exc).__name__}: {str(exc)[:200]}); nothing in them was run") from None
+    if isinstance(doc, dict) and list(doc) == ["ok"]:
+        return doc["ok"]
+    error = doc.get("error") if isinstance(doc, dict) and list(doc) == ["error"] else None
+    if isinstance(error, list) and len(error) == 3 and all(isinstance(part, str) for part in error):
+        raise ChildFailed(tuple(error))
+    raise AnswerRefused("the pipeline's process handed back JSON that is neither {\"ok\": value} nor {\"error\": [type, message, traceback]}")
 
 
 class ChildFailed(Exception):
@@ -148,13 +172,13 @@ def _serve(work: Callable[[], object], write_end: int, stack_fd: int) -> None:
     try:
         faulthandler.register(signal.SIGUSR1, file=stack_fd, all_threads=True)
         try:
-            payload = ("ok", work())
+            payload = {"ok": work()}
         except BaseException as exc:  # handed back as text: a live exception does not cross processes
-            payload = ("error", (type(exc).__name__, str(exc), "".join(traceback.format_exception(exc))[-8000:]))
+            payload = {"error": [type(exc).__name__, str(exc), "".join(traceback.format_exception(exc))[-8000:]]}
         try:
-            data = pickle.dumps(payload)
-        except Exception as exc:
-            data = pickle.dumps(("error", ("PicklingError", f"the run's result could not be handed back: {exc}", "")))
+            data = json.dumps(payload, default=_plain).encode()
+        except Exception as exc:  # a circular value, or a number JSON cannot carry
+            data = json.dumps({"error": ["EncodingError", f"the run's result could not be handed back as JSON: {exc}", ""]}).encode()
         with os.fdopen(write_end, "wb") as out:
             out.write(data)
     except BaseException:
@@ -163,10 +187,19 @@ def _serve(work: Callable[[], object], write_end: int, stack_fd: int) -> None:
         os._exit(code)  # no atexit handlers, no flushing of the parent's buffers a second time
 
 
-def _drain(fd: int, into: bytearray) -> None:
+def _plain(value):
+    """JSON for what it has no form of: a set as a list, anything else (an event's odd payload) as its text."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=str)
+    return str(value)
+
+
+def _drain(fd: int, into: bytearray, limit: int) -> None:
     with os.fdopen(fd, "rb") as source:
         while chunk := source.read(1 << 16):
             into.extend(chunk)
+            if len(into) > limit:  # kept bounded: the child is killed once this returns
+                return
 
 
 def _stack_of(pid: int, stack, root: Path) -> str | None:

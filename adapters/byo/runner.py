@@ -3,7 +3,7 @@
 One run path, the built-in runs' (adapters/runner.py): the pipeline's model calls go pipeline ->
 fault layer (adapters/byo/proxy.py: agent attribution, the model-seam fault) -> the run's model
 gateway (adapters/gateway: call policy, rate limiter, usage and spend, record and replay, the key)
--> upstream: the project's test double on 127.0.0.1, or the provider from SABOT_MODEL_BASE_URL +
+-> upstream: the project's test double on 127.0.0.1 (in a sandbox of its own, adapters/byo/double.py), or the provider from SABOT_MODEL_BASE_URL +
 SABOT_MODEL_API_KEY. An O4 swap lands when the endpoint reports serving the target's model family
 (the id or a dated snapshot of it, data/standard/model_ids.v1.json).
 
@@ -36,6 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.byo import agent_framework_run, autogen_run, crewai_run, langgraph_run
+from adapters.byo.answer import run_answer
+from adapters.byo.double import ConfinedDouble
+from adapters.byo.double import as_reply as as_reply  # where the tests and older callers import it from
 from adapters.confinement import ConfinementUnavailable
 from adapters.byo.confine import ChildDied, ChildFailed, WallLimitExceeded, run_confined
 from adapters.byo.errors import TeamCodeError, team_code_error
@@ -47,8 +50,6 @@ from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV, provider_from_env
 from adapters.gateway import GATEWAY_KEY, CallPolicy, CellFailed, EndpointStopped, ModelGateway, ProviderTaxonomy, Upstream
 from adapters.gateway.policy import POLICY_DOC
 from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome
-from adapters.scripted.reply import Reply, ToolCall
-from adapters.scripted.server import ScriptedModelServer
 from sabot.budget import Margin
 from sabot.model_ids import served_as
 from sabot.plugins import resolve_path
@@ -70,17 +71,6 @@ class _Where:
     """The component currently running (tool calls are attributed to it)."""
 
     node = "pipeline"
-
-
-def as_reply(answer) -> Reply:
-    """A test double's answer (text, or {"content"|"tool_calls"|"model"}) as the scripted server's Reply."""
-    if isinstance(answer, str):
-        return Reply(content=answer)
-    if isinstance(answer, dict):
-        calls = tuple(ToolCall(c["name"], c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]))
-                      for c in answer.get("tool_calls", ()))
-        return Reply(content=answer.get("content"), tool_calls=calls, model=answer.get("model"))
-    raise TypeError(f"a test double answers with text or a dict, not {type(answer).__name__}")
 
 
 @contextlib.contextmanager
@@ -163,30 +153,6 @@ def _apply_function(project: Project, check: str, output, run_dir: Path) -> Pass
     return PassResult(bool(passed), (said or f"returned {value!r}")[-SHOWN_OUTPUT:])
 
 
-class _Double:
-    """The project's test double behind the scripted server: an exception in it is the team's to fix,
-    kept to fail the run with (the pipeline only ever sees the server's 500 for it)."""
-
-    def __init__(self, project: Project, seed: int):
-        what = f"test double {project.doc['responder']}"
-        self.project, self.what, self.error = project, what, None
-        try:
-            self.respond = resolve_path(project.doc["responder"], f"{project.name}: responder")(seed)
-        except Exception as exc:
-            raise team_code_error(what, exc, project.root) from None
-
-    def __call__(self, request: dict) -> Reply:
-        try:
-            return as_reply(self.respond(request))
-        except Exception as exc:
-            self.error = self.error or team_code_error(self.what, exc, self.project.root)
-            return Reply(status=500, error=str(self.error))
-
-    def raise_if_failed(self) -> None:
-        if self.error is not None:
-            raise self.error
-
-
 def build(project: Project):
     """(pipeline, factory module): the team's factory called as the run calls it."""
     what = f"pipeline factory {project.doc['pipeline']}"
@@ -259,7 +225,9 @@ def _in_pipeline_process(project: Project, operator: str | None, spec: dict | No
             recorder.record(where.node, EventKind.PIPELINE_ERROR, error=str(team_code_error("the pipeline", exc, project.root))[:2000])
             output = {"error": f"{type(exc).__name__}: {exc}"}
         result = apply_pass_criterion(project, output, run_dir)
-    return {"events": recorder.stamped(), "fault": fault.state(), "tools_seen": set(tools.seen), "tools_wrapped": sorted(tools.names), "pass": result}
+    # Handed back as JSON (adapters.byo.confine), read back by adapters.byo.answer.run_answer.
+    return {"events": recorder.stamped(), "fault": fault.state(), "tools_seen": sorted(tools.seen), "tools_wrapped": sorted(tools.names),
+            "pass": {"passed": bool(result.passed), "output": result.output}}
 
 
 def _source_of(project: Project, target: str) -> str:
@@ -268,11 +236,12 @@ def _source_of(project: Project, target: str) -> str:
     return found.relative_to(project.root).as_posix() if found else target
 
 
-def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...], run_dir: Path) -> dict:
-    """The pipeline process's result; its failures as the errors the runner classifies."""
+def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...], run_dir: Path, read=run_answer):
+    """The pipeline process's result, checked by `read` (adapters.byo.answer); its failures, a
+    malformed answer included, as the errors the runner classifies."""
     wall = policy.run_wall_limit_seconds
     try:
-        return run_confined(work, wall, project.root, secrets, scratch=run_dir)
+        return read(run_confined(work, wall, project.root, secrets, scratch=run_dir))
     except WallLimitExceeded as exc:
         where = f"; it was at {exc.where}" if exc.where else ""
         raise TeamCodeError(f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}) ran past the run's "
@@ -304,16 +273,14 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
     layer = FaultLayer(project.doc["agents"], fault, recorder)
     provider = None if offline or replay is not None else provider_from_env("", "")
     double = None
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(importable(project))  # the test double is the team's module too
+    with contextlib.ExitStack() as stack:  # no team code is imported here: it runs in sandboxes (confine, double)
         if replay is not None:
             upstream, label = None, replay.endpoint_label
         elif provider is not None:
             upstream, label = Upstream(provider.base_url, provider.api_key, provider.label, scripted=False, local_model=provider.local_model), provider.label
         elif "responder" in project.doc:
-            double = _Double(project, seed)
-            server = stack.enter_context(ScriptedModelServer(double))
-            upstream, label = Upstream(server.base_url, DOUBLE_KEY, SIMULATION, scripted=True), SIMULATION
+            double = stack.enter_context(ConfinedDouble(project, seed, policy.run_wall_limit_seconds))
+            upstream, label = Upstream(double.base_url, DOUBLE_KEY, SIMULATION, scripted=True), SIMULATION
         else:
             raise ProjectError(f"{project.name}: no test double (project.json: responder) and no provider "
                                f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls")
@@ -339,7 +306,7 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         exchanges = [{**x, "agent": (x.get("headers") or {}).get(AGENT_HEADER.lower(), UNATTRIBUTED)} for x in gateway.exchanges]
     if fault.seam == "tool":  # the tool seam is in the pipeline's process: what it did comes back as data
         fault.adopt(child["fault"])
-    result = child["pass"]
+    result = PassResult(**child["pass"])
     events = merged(recorder.stamped(), child["events"])
     events.record("emit", "verdict", task_passed=result.passed)
     injection = {**fault.summary(), "why_not": fault.why_not(child["tools_seen"], layer.agents_seen),

@@ -14,6 +14,7 @@ import bisect
 import copy
 import json
 import logging
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -273,9 +274,12 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True  # an in-flight request never blocks interpreter exit or stop()
 
-    def __init__(self, address: tuple[str, int], owner: "ScriptedModelServer"):
+    def __init__(self, address: tuple[str, int], owner: "ScriptedModelServer", listening: socket.socket | None = None):
         self.owner = owner
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, bind_and_activate=listening is None)
+        if listening is not None:  # bound and listening already, by the process that chose the port (adapters.byo.double)
+            self.socket.close()
+            self.socket, self.server_address = listening, listening.getsockname()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # socketserver prints tracebacks to stderr; keep them in logging instead.
@@ -291,8 +295,10 @@ class ScriptedModelServer:
     """An OpenAI-compatible HTTP server whose answers come from a responder callable."""
 
     def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0,
-                 models: tuple[str, ...] = (), latency: Latency | None = None, dated: str | None = None):
+                 models: tuple[str, ...] = (), latency: Latency | None = None, dated: str | None = None,
+                 listening: socket.socket | None = None):
         self.responder = responder
+        self.listening = listening  # a socket to serve on, already listening (its port then is its own)
         # `dated` ("2026-07-01"): report each served id as that dated snapshot, as providers do
         # (gpt-5.6-luna served as gpt-5.6-luna-2026-07-01).
         self.dated = dated
@@ -312,7 +318,7 @@ class ScriptedModelServer:
     def start(self) -> "ScriptedModelServer":
         if self._httpd is not None:
             raise RuntimeError("ScriptedModelServer already started")
-        self._httpd = _HTTPServer((self.host, self.port), self)
+        self._httpd = _HTTPServer((self.host, self.port), self, self.listening)
         self.port = self._httpd.server_address[1]  # the real port when 0 asked for a free one
         # A short poll interval so stop() returns promptly instead of after up to 0.5 s.
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
