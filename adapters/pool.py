@@ -7,7 +7,7 @@ of a run once (multiprocessing's "forkserver" start method with the runner prelo
 server that fork server starts (adapters/confined_server.py: inside bubblewrap, where the agent
 frameworks are imported once). A run then pays two forks, not the ~5 s import of three agent
 frameworks, and leaves nothing behind for the next one. The fork server is still stopped with
-CPython's own private `forkserver._forkserver._stop()` (the confined server dies with it).
+CPython's private stop, kept alone in adapters/forkserver_stop.py (the confined server dies with it).
 
 `run_many` keeps up to `concurrency` runs in flight and asks `may_launch(item)` before starting
 each one, so a budget breaker or a pool of slots stops launching while the runs already in flight
@@ -28,6 +28,7 @@ from typing import Any
 
 from adapters.confined_run import pipeline_modules
 from adapters.confined_server import CONFINED_PRELOAD_ENV
+from adapters.forkserver_stop import stop_forkserver
 from adapters.parent_watch import STARTER_ENV, die_with_parent
 from adapters.runner import PIPELINES, RunOutcome, RunSpec, run
 from sabot.trace import RunRecord
@@ -74,7 +75,7 @@ def start_fork_server(frameworks: Iterable[str] | None = None) -> None:
         if _Server.frameworks is not None:
             if wanted <= _Server.frameworks or _Server.pools_open:
                 return
-            forkserver._forkserver._stop()  # CPython's own way to stop it (its tests'); no run is in flight
+            stop_forkserver()  # no run is in flight
             wanted |= _Server.frameworks
         _Server.frameworks = wanted
         _context()
@@ -83,12 +84,10 @@ def start_fork_server(frameworks: Iterable[str] | None = None) -> None:
 
 def stop_fork_server() -> bool:
     """Stop the fork server if no pool uses it (it starts again on demand); whether it was stopped."""
-    from multiprocessing import forkserver
-
     with _Server.lock:
         if _Server.pools_open:
             return False
-        forkserver._forkserver._stop()
+        stop_forkserver()
         _Server.frameworks = None
         return True
 
