@@ -33,7 +33,7 @@ from sabot.store.runs import read_baselines, read_runs, record_sql
 from sabot.store.verdicts import read_verdicts
 from sabot.trace import parse_runresult
 from sabot_assets.waves.scoreboard_assets import conformance_label, expected_rows, footnotes, with_cell_links
-from sabot_assets.waves.live_runs import run_root_beside
+from sabot_assets.waves.attempts import run_root_beside
 from sabot_assets.waves.judging import located_from_runs
 from sabot_assets.waves.verdicts import verdict_rows
 

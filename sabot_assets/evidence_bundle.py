@@ -46,7 +46,7 @@ from sabot_assets.evidence import (
     Published, Verified, VerifyError, check_pass_criterion, check_registration, published_in_store,
     registered_wave, rederive, sealed_meta,
 )
-from sabot_assets.waves.live_runs import run_root_beside
+from sabot_assets.waves.attempts import run_root_beside
 from sabot_assets.waves.judging import located_from_runs
 
 MANIFEST, BUNDLE_FORMAT = "manifest.json", "sabot-bundle/1"

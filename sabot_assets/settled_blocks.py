@@ -49,7 +49,7 @@ def block_fingerprints(registry: Registry, assets, store_path: Path, wave, slots
     import hashlib
     import json
 
-    from sabot_assets.waves.live_runs import reusable_attempts, run_root_beside  # the run path: imported where a wave runs
+    from sabot_assets.waves.attempts import reusable_attempts, run_root_beside  # the run path: imported where a wave runs
 
     code = code_versions(assets, wave)
     out = dict.fromkeys(slots_by_block)

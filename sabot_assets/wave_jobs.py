@@ -96,7 +96,7 @@ def runs_to_launch(registry: Registry, store_path: Path, chosen: Selected, rerun
     """The probe of every run the slice will launch: its slots less those a matching complete run
     in the run root answers (all of them with `rerun`). What the budget projection counts."""
     from adapters.run_attempt import current_identity
-    from sabot_assets.waves.live_runs import reusable_attempts, run_root_beside
+    from sabot_assets.waves.attempts import reusable_attempts, run_root_beside
 
     slots = chosen.slots()
     if rerun:
@@ -109,7 +109,7 @@ def runs_to_launch(registry: Registry, store_path: Path, chosen: Selected, rerun
 def rerun_reasons(registry: Registry, store_path: Path, chosen: Selected) -> dict[str, int]:
     """Why the slice's stored complete runs will run again rather than be reused: reason -> slots."""
     from adapters.run_attempt import current_identity
-    from sabot_assets.waves.live_runs import rerun_reasons as reasons_in, run_root_beside
+    from sabot_assets.waves.attempts import rerun_reasons as reasons_in, run_root_beside
 
     identity = current_identity(registry, RUNNER_VERSION, chosen.wave.protocol)
     return reasons_in(run_root_beside(store_path), chosen.wave.name, chosen.slots(), identity)
@@ -219,7 +219,7 @@ def settled_wave(registry: Registry, instance: dg.DagsterInstance, store_path: P
 def _fingerprint(registry: Registry, assets, store_path: Path, chosen: Selected) -> str | None:
     """The slice's fingerprint (sabot_assets.settled); None when a slot has no reusable stored run."""
     from adapters.run_attempt import current_identity
-    from sabot_assets.waves.live_runs import reusable_attempts, run_root_beside
+    from sabot_assets.waves.attempts import reusable_attempts, run_root_beside
 
     slots = chosen.slots()
     identity = current_identity(registry, RUNNER_VERSION, chosen.wave.protocol)
@@ -260,7 +260,7 @@ def _plan(registry: Registry, store, chosen: Selected, tags: dict, rerun: bool, 
     from sabot_assets.resources import store_connection
     from sabot.store.recordings import read_recording
     from sabot_assets.waves.budget import step_breaker
-    from sabot_assets.waves.live_runs import reusable_attempts, run_root_beside
+    from sabot_assets.waves.attempts import reusable_attempts, run_root_beside
 
     store_path = Path(store.database)
     wave, run_root = chosen.wave, run_root_beside(store_path)

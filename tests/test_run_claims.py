@@ -1,5 +1,5 @@
 """A run asset never runs a cell another live process has claimed, and takes over a claim whose
-Dagster run has ended (sabot_assets/waves/live_runs.py: prepare, execute, settle).
+Dagster run has ended (sabot_assets/waves/live_prepare.py, live_execute.py, live_settle.py).
 
 Real Dagster (in-process), a real DuckDB store and the scripted model; the claims are the run
 root's files, written as another host's step would write them.

@@ -19,7 +19,7 @@ from sabot_assets.definitions import build_definitions
 from sabot_assets.evidence import VerifyError, verify_wave
 from sabot_assets.materialize import MaterializationError
 from sabot_assets.wave_jobs import Slice, run_wave
-from sabot_assets.waves.live_runs import ingest_pending, reusable_attempts
+from sabot_assets.waves.attempts import ingest_pending, reusable_attempts
 
 SLICE = Slice(frameworks=("langgraph",), configs=("default",), tasks=("T1",), operators=("O1",))
 PROBE = Probe("langgraph", "default", "T1", 11)

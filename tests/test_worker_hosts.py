@@ -97,7 +97,7 @@ def test_the_queue_tag_is_dagster_celery_s_and_run_steps_go_where_the_store_is()
 def test_a_cell_claim_is_taken_over_only_from_a_gone_process_or_an_ended_run(tmp_path):
     from sabot import runroot
     from sabot.matrix import Probe
-    from sabot_assets.waves.live_runs import claim_over
+    from sabot_assets.waves.live_execute import claim_over
 
     @dg.op
     def noop():

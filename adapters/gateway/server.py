@@ -30,6 +30,11 @@ and in an error body any Authorization value, is replaced before a reply is reco
 in the raw bytes in every escaped spelling (JSON `\\uXXXX` and `\\/`, URL `%XX`), and again in the
 decoded reply and in the provider's message where a failure is built from it, so no decoding step
 downstream (store, run root, breaker state, logs, terminal) can restore it.
+
+This module holds the run's gateway (its lifecycle, forwarding and the HTTP server); beside it:
+admission.py (may a call be sent: breaker, wall limit, the run's bound, rate limit), recording.py
+(the exchange record, the answer a client gets, replay), provider_errors.py (an error answer by the
+taxonomy, the scrubbed reply) and failures.py (what a run raises and the error body).
 """
 
 from __future__ import annotations
@@ -42,66 +47,29 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import tenacity
 
-from adapters.gateway.exchange import (completion_cap, estimate_tokens, parse_sse, prompt_token_bound, redact_headers, render_sse,
-                                       request_key, route_of, served_model, strip_usage_chunks, usage_of, with_completion_limit)
-from adapters.gateway.limiter import (PROBE_WAIT, CircuitState, EndpointLimiter, RateLimited, endpoint_circuit, endpoint_config,
-                                      endpoint_limiter, limiter_dir)
+from adapters.gateway.admission import admit, budget_spent, wait_for_endpoint
+from adapters.gateway.exchange import estimate_tokens, redact_headers, request_key, route_of, with_completion_limit
+# Defined here before the split, so still importable from here (adapters.gateway re-exports the failures).
+from adapters.gateway.failures import (RUN_BOUND, CallBudgetSpent, CellFailed, EndpointStopped, ReplayMiss, _Retryable, _Stop,  # noqa: F401
+                                       error_body)
+from adapters.gateway.limiter import CircuitState, EndpointLimiter, endpoint_circuit, endpoint_config, endpoint_limiter, limiter_dir
 from adapters.gateway.policy import CallPolicy
+from adapters.gateway.provider_errors import infrastructure_failed, judge_error, reply_of, retry_after_seconds  # noqa: F401
+from adapters.gateway.recording import asking_for_usage, deliver, give_up, record, replay, stopped
 from adapters.gateway.transfer import CappedSender, CallSlots, NoSlot, TotalTimeout, fetch
-from adapters.gateway.taxonomy import (CELL_FATAL, ENDPOINT_FATAL, RETRYABLE, ProviderFailure, ProviderTaxonomy, Scrubber,
-                                       provider_message)
+from adapters.gateway.taxonomy import ProviderFailure, ProviderTaxonomy, Scrubber
 from adapters.http_reply import send_reply
 
 log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())
 
 GATEWAY_KEY = "sk-gateway-local"  # what the pipelines' clients hold; the real key stays in Upstream
-RUN_BOUND = "run_bound"  # a call the run's registered bound (sabot.budget.RunBound) does not let through
-
-
-class CallBudgetSpent(ConnectionError):
-    """A model call failed after the policy's whole budget: the run failed for infrastructure."""
-
-    def __init__(self, message: str, exchanges: list[dict]):
-        super().__init__(message)
-        self.exchanges = exchanges
-
-
-class EndpointStopped(RuntimeError):
-    """The endpoint may not be called (key refused, quota spent, breaker open, Retry-After past the
-    ceiling): the run stops, its cell stays missing for resume, never RUN_ERROR. Plain data: it
-    crosses process boundaries whole."""
-
-    def __init__(self, failure: ProviderFailure, exchanges: list[dict] | None = None):
-        super().__init__(failure.message)
-        self.failure, self.exchanges = failure, list(exchanges or [])
-
-    def __reduce__(self):
-        return type(self), (self.failure, self.exchanges)
-
-
-class CellFailed(RuntimeError):
-    """The provider refused this run's request for good (a model it lacks, a body it rejects): the run
-    is RUN_ERROR naming the model and the provider's message, never retried; its neighbours go on."""
-
-    def __init__(self, failure: ProviderFailure, exchanges: list[dict] | None = None):
-        super().__init__(failure.message)
-        self.failure, self.exchanges = failure, list(exchanges or [])
-
-    def __reduce__(self):
-        return type(self), (self.failure, self.exchanges)
-
-
-class ReplayMiss(RuntimeError):
-    """A replayed run asked for an exchange its recording does not hold (never an infrastructure error:
-    it must stop the replay, not be retried or stored as RUN_ERROR)."""
 
 
 @dataclass(frozen=True)
@@ -118,19 +86,6 @@ class Upstream:
         return "scripted" if self.scripted else self.base_url.rstrip("/")
 
 
-class _Stop(Exception):
-    def __init__(self, failure: ProviderFailure, response=None):
-        super().__init__(failure.message)
-        self.failure, self.response = failure, response
-
-
-class _Retryable(Exception):
-    def __init__(self, detail: str, status: int | None = None, retry_after: float | None = None, response=None, final: bool = False):
-        super().__init__(detail)
-        self.detail, self.status, self.retry_after, self.response = detail, status, retry_after, response
-        self.final = final  # the policy says not to send this call again (a timed-out call the server is still answering)
-
-
 def circuit_of(upstream: Upstream, policy: CallPolicy) -> CircuitState:
     """The breaker of a provider endpoint (host-wide, or deployment-wide with SABOT_SHARED_STATE_URL),
     under the policy's threshold and open time, keyed to this base URL and key; a probe after the
@@ -140,41 +95,12 @@ def circuit_of(upstream: Upstream, policy: CallPolicy) -> CircuitState:
                             probe_seconds=policy.max_total_seconds + policy.call_timeout_seconds)
 
 
-def retry_after_seconds(value: str | None) -> float | None:
-    """Retry-After as seconds: a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
-
-
-def error_body(message: str, kind: str = "gateway_error") -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}}).encode()
-
-
 @functools.cache
 def loopback_tls() -> ssl.SSLContext:
     """One verifying TLS context per process for the 127.0.0.1 upstreams: a new client would load the
     CA bundle again (~25 ms of CPU, paid by every client, several a run). Made in the fork
     server before it forks (adapters.fork_ready), so a run inherits it."""
     return httpx.create_ssl_context()
-
-
-def _asking_for_usage(body: Any) -> tuple[Any, bool]:
-    """(the body to send, whether the client asked for usage): a stream is asked for its usage chunk, so
-    spend is recorded; the chunk is stripped again when the client did not ask for it."""
-    if not (isinstance(body, dict) and body.get("stream")):
-        return body, True
-    options = body.get("stream_options") or {}
-    if options.get("include_usage"):
-        return body, True
-    return {**body, "stream_options": {**options, "include_usage": True}}, False
 
 
 class ModelGateway:
@@ -289,50 +215,28 @@ class ModelGateway:
         if self.failure:
             return 503, "application/json", error_body(f"not sent: {self.failure}")
         if self.replaying:
-            return self._replay(n, method, path, key, body)
+            return replay(self, n, method, path, key, body)
         started = time.monotonic()
         exchange = {"n": n, "method": method, "path": path, "key": key, "request": body, "headers": self.scrub.headers(redact_headers(headers))}
         status, ctype, payload = self._forward(n, method, path, body, exchange)
         exchange["seconds"] = round(time.monotonic() - started, 3)
-        self._record(exchange)
+        record(self, exchange)
         return status, ctype, payload
-
-    def _replay(self, n: int, method: str, path: str, key: str, body: Any) -> tuple[int, str, bytes]:
-        with self._lock:
-            queue = self._book.get(key)
-            recorded = queue.popleft() if queue else None
-        if recorded is None:
-            model = body.get("model") if isinstance(body, dict) else None
-            miss = (f"replay of {self.cell}: call {n} ({method} {route_of(path)}, model {model}, request key {key[:16]}) "
-                    f"is not in the recording; nothing was sent")
-            with self._lock:
-                self.misses.append(miss)
-            return 400, "application/json", error_body(miss, "replay_miss")
-        exchange = {**recorded, "n": n}
-        self._record(exchange)
-        if exchange["status"] != 200:  # a failed exchange replays as the same failure, never a success
-            self._fail(exchange.get("error") or f"recorded call {n} failed with status {exchange['status']}")
-        reply = exchange["reply"]
-        if isinstance(reply, list):
-            return exchange["status"], "text/event-stream; charset=utf-8", render_sse(reply)
-        if isinstance(reply, str):
-            return exchange["status"], "text/plain", reply.encode()
-        return exchange["status"], "application/json", json.dumps(reply).encode()
 
     def _forward(self, n: int, method: str, path: str, body: Any, exchange: dict) -> tuple[int, str, bytes]:
         url = self.upstream.base_url.rstrip("/") + route_of(path)
         where = f"{self.upstream.label} ({method} {url})"
         model = body.get("model") if isinstance(body, dict) else None
-        sent, asked_usage = _asking_for_usage(body)
+        sent, asked_usage = asking_for_usage(body)
         sent, limit = with_completion_limit(sent, self.policy.max_completion_tokens)
         exchange.update(attempts=[], model=None, usage=None, reply=None, error=None)
         if limit is not None:
             exchange["completion_limit"] = limit
         tokens = estimate_tokens(sent)  # what is sent: the completion limit counts against a token window
         try:
-            budget, held, refused = self._admit(exchange, where, model, sent, tokens)  # as sent: its completion limit bounds its worst case
+            budget, held, refused = admit(self, exchange, where, model, sent, tokens)  # as sent: its completion limit bounds its worst case
         except _Stop as stop:
-            return self._stopped(exchange, stop.failure)
+            return stopped(self, exchange, stop.failure)
         if refused is not None:
             return refused
         response, sending = None, time.monotonic()
@@ -340,41 +244,19 @@ class ModelGateway:
             response = self._send(method, url, where, model, sent, exchange["attempts"], budget)
         except _Stop as stop:
             if stop.response is not None:
-                exchange["upstream_reply"] = self._reply_of(stop.response)[0]
-            return self._stopped(exchange, stop.failure)
+                exchange["upstream_reply"] = reply_of(self.scrub, stop.response)[0]
+            return stopped(self, exchange, stop.failure)
         except _Retryable as exc:
             if exc.response is not None:
-                exchange["upstream_reply"] = self._reply_of(exc.response)[0]
+                exchange["upstream_reply"] = reply_of(self.scrub, exc.response)[0]
             status = exc.status or (504 if "timed out" in exc.detail else 502)
-            return self._give_up(exchange, status, f"{where} {exc.detail} on call {n}; call budget spent after "
-                                 f"{len(exchange['attempts'])} attempt(s) in {time.monotonic() - sending:.1f} s")
+            return give_up(self, exchange, status, f"{where} {exc.detail} on call {n}; call budget spent after "
+                           f"{len(exchange['attempts'])} attempt(s) in {time.monotonic() - sending:.1f} s")
         else:
-            return self._deliver(response, exchange, asked_usage)
+            return deliver(self, response, exchange, asked_usage)
         finally:
             if held is not None:  # what the call cost (nothing, unanswered) replaces its hold on the run's bound
                 self.bound.settle(held, exchange["model"] or model, exchange["usage"], response is not None and response.status_code < 400, tokens)
-
-    def _admit(self, exchange: dict, where: str, model: str | None, body: Any, tokens: int):
-        """(seconds the call may take, its hold on the run's bound, None) when it may be sent; else the
-        answer the client gets instead. _Stop when the endpoint may not be called."""
-        self._wait_for_endpoint(where, model)
-        budget = min(self.policy.max_total_seconds, self._deadline - time.monotonic())
-        if budget <= 0:
-            return None, None, self._give_up(exchange, 504, f"{where}: the run's wall limit of {self.policy.run_wall_limit_seconds:g} s is spent")
-        held = None
-        if self.bound is not None:  # held at no less than the call's own worst case: its counted prompt plus its completion cap
-            worst = self.bound.call_worst_case(model, prompt_token_bound(body), completion_cap(body)) if self.bound.prices.prices else 0.0
-            held, why = self.bound.admit(tokens, worst)
-            if why is not None:
-                return None, None, self._over_bound(exchange, where, model, why)
-        if self.limiter is not None:
-            try:
-                self.limiter.admit(tokens, timeout=budget)
-            except RateLimited as exc:
-                if held is not None:
-                    self.bound.settle(held, model, None, answered=False)
-                return None, None, self._give_up(exchange, 429, f"{where}: {exc}")
-        return budget, held, None
 
     def _send(self, method: str, url: str, where: str, model: str | None, sent: Any, attempts: list, budget: float) -> httpx.Response:
         """The call under the policy: retried with backoff within its budget (Retry-After pauses not counted)."""
@@ -385,7 +267,7 @@ class ModelGateway:
         paused = [0.0]  # seconds spent sitting out Retry-After pauses: the provider's ask, not this call's budget
 
         def attempt() -> httpx.Response:
-            paused[0] += self._wait_for_endpoint(where, model)  # another process may have opened or paused it meanwhile
+            paused[0] += wait_for_endpoint(self, where, model)  # another process may have opened or paused it meanwhile
             slot, waited = self._take_slot(where)
             paused[0] += waited  # waiting for the server to be free is not this call's budget either
             timeout = self.policy.http_timeout(call_started + budget + paused[0] - time.monotonic())
@@ -398,7 +280,7 @@ class ModelGateway:
         return tenacity.Retrying(
             retry=tenacity.retry_if_exception(lambda exc: isinstance(exc, _Retryable) and not exc.final),
             wait=self._wait,
-            stop=tenacity.stop_after_attempt(self.policy.max_attempts) | (lambda state: self._budget_spent(state, budget + paused[0])),
+            stop=tenacity.stop_after_attempt(self.policy.max_attempts) | (lambda state: budget_spent(state, budget + paused[0])),
             sleep=time.sleep,
             reraise=True,
         )(attempt)
@@ -428,14 +310,14 @@ class ModelGateway:
             phase, limit = _timeout_phase(exc, timeout, total)
             detail = f"timed out after {limit:.1f} s {phase} ({type(exc).__name__})"
             attempts.append({"status": None, "error": f"timeout after {limit:.1f} s {phase}", "seconds": round(time.monotonic() - t0, 3)})
-            self._infrastructure_failed(where, model, None, detail)
+            infrastructure_failed(self, where, model, None, detail)
             if not self.policy.retry_timeouts:
                 detail += "; not sent again: the server may still be answering it (call policy retry_timeouts)"
             raise _Retryable(detail, final=not self.policy.retry_timeouts) from exc
         except httpx.TransportError as exc:
             detail = self.scrub.text(f"connection failed ({type(exc).__name__}: {exc})")
             attempts.append({"status": None, "error": self.scrub.text(f"{type(exc).__name__}: {exc}"), "seconds": round(time.monotonic() - t0, 3)})
-            self._infrastructure_failed(where, model, None, detail)
+            infrastructure_failed(self, where, model, None, detail)
             raise _Retryable(detail) from exc
         entry = {"status": response.status_code, "error": None, "seconds": round(time.monotonic() - t0, 3)}
         attempts.append(entry)
@@ -443,130 +325,7 @@ class ModelGateway:
             if self.circuit is not None:
                 self.circuit.succeeded()
             return response
-        return self._judge_error(response, entry, where, model)
-
-    def _deliver(self, response: httpx.Response, exchange: dict, asked_usage: bool) -> tuple[int, str, bytes]:
-        """The answer as recorded and as the client gets it (a stream without the usage chunk it never asked for)."""
-        reply, ctype, payload = self._reply_of(response)
-        exchange["usage"] = usage_of(reply)
-        if isinstance(reply, list) and not asked_usage:
-            reply = strip_usage_chunks(reply)
-        exchange.update(status=response.status_code, reply=reply, model=served_model(reply))
-        if response.status_code >= 400:  # cell-fatal: the client sees the provider's (scrubbed) answer
-            exchange["error"] = self.cell_failure.message if self.cell_failure else None
-        if isinstance(reply, list):
-            return response.status_code, ctype, render_sse(reply)
-        return response.status_code, ctype, payload
-
-    def _over_bound(self, exchange: dict, where: str, model: str | None, why: str) -> tuple[int, str, bytes]:
-        """The call would pass the run's registered bound: not sent; the run is RUN_ERROR (no retry-once), its paid calls kept."""
-        failure = ProviderFailure(RUN_BOUND, None, self.upstream.label, model, f"{where}: call not sent: {why}")
-        payload = error_body(failure.message, RUN_BOUND)
-        exchange.update(status=403, error=failure.message, reply=json.loads(payload))
-        with self._lock:
-            if self.cell_failure is None:
-                self.cell_failure = failure
-                log.warning("%s: %s", self.cell, failure.message)
-        return 403, "application/json", payload  # a 4xx no client retries
-
-    @staticmethod
-    def _budget_spent(state: tenacity.RetryCallState, budget: float) -> bool:
-        """The call's budget is spent before the next attempt, unless that attempt waits on a Retry-After
-        (at most the ceiling: a longer one has stopped the wave already)."""
-        if getattr(state.outcome.exception() if state.outcome else None, "retry_after", None) is not None:
-            return False
-        return state.seconds_since_start + state.upcoming_sleep >= budget
-
-    def _judge_error(self, response: httpx.Response, entry: dict, where: str, model: str | None) -> httpx.Response:
-        """An error answer, by the registered taxonomy: retry it, stop the endpoint, or fail the cell."""
-        status = response.status_code
-        text = self.scrub.data(response.content).decode("utf-8", errors="replace")
-        said = self.scrub.text(provider_message(text))  # decoding may spell out what the raw text escaped
-        kind = self.taxonomy.kind_of(status, text)
-        if kind == ENDPOINT_FATAL:
-            failure = ProviderFailure(ENDPOINT_FATAL, status, self.upstream.label, model, f"{where} answered {status}: {said}")
-            raise _Stop(self._trip(failure), response)
-        if kind == RETRYABLE:
-            header = response.headers.get("retry-after")
-            wait = retry_after_seconds(header)
-            entry["retry_after"] = wait
-            if wait is not None and self.circuit is not None:
-                self.circuit.pause(wait, header)  # every process on the host waits it out, not only this call
-            if wait is not None and wait > self.policy.max_retry_after_seconds:
-                failure = ProviderFailure("retry_after", status, self.upstream.label, model,
-                                          f"{where} answered {status} with Retry-After: {header}, past the ceiling of "
-                                          f"{self.policy.max_retry_after_seconds:g} s (call_policy max_retry_after_seconds)")
-                raise _Stop(self._trip(failure), response)
-            if status != 429:  # throttling is the provider working as asked; anything else is failure
-                self._infrastructure_failed(where, model, status, f"answered {status}: {said}")
-            raise _Retryable(f"answered {status}", status, wait, response)
-        failure = ProviderFailure(CELL_FATAL, status, self.upstream.label, model,
-                                  f"{where} answered {status} for model {model}: {said}")
-        if self.circuit is not None:
-            self.circuit.succeeded()  # the endpoint is up and took the key: a half-open breaker's probe is answered
-        with self._lock:
-            self.cell_failure = self.cell_failure or failure
-        log.warning("%s: %s", self.cell, failure.message)
-        return response
-
-    def _infrastructure_failed(self, where: str, model: str | None, status: int | None, detail: str) -> None:
-        """Count one failed attempt on the endpoint's breaker; once it opens, this call stops too."""
-        if self.circuit is None:
-            return
-        opened = self.circuit.failed(ProviderFailure(RETRYABLE, status, self.upstream.label, model, f"{where} {detail}").as_dict())
-        if opened:
-            raise _Stop(ProviderFailure.from_dict(opened))
-
-    def _wait_for_endpoint(self, where: str, model: str | None) -> float:
-        """Refuse at once while the endpoint is open; sit out a pause a Retry-After asked for (never an
-        immediate resend), or a half-open breaker's probe by another process, looking again after
-        each wait (the endpoint may have opened, or the pause grown, meanwhile); stop when a pause is
-        past the ceiling or the run's wall limit."""
-        waited = 0.0
-        while self.circuit is not None:
-            opened = self.circuit.opened()
-            if opened:
-                raise _Stop(ProviderFailure.from_dict(opened))
-            wait, header = self.circuit.paused_for()
-            if wait <= 0:
-                break
-            if wait > self.policy.max_retry_after_seconds or time.monotonic() + wait > self._deadline:
-                failure = ProviderFailure("retry_after", 429, self.upstream.label, model,
-                                          f"{where} asked for quiet with Retry-After: {header} ({wait:.0f} s left), past the ceiling of "
-                                          f"{self.policy.max_retry_after_seconds:g} s or the run's wall limit")
-                raise _Stop(failure if header == PROBE_WAIT else self._trip(failure))  # a probe's wait opens nothing
-            time.sleep(wait)
-            waited += wait
-        return waited
-
-    def _trip(self, failure: ProviderFailure) -> ProviderFailure:
-        return ProviderFailure.from_dict(self.circuit.trip(failure.as_dict())) if self.circuit is not None else failure
-
-    def _stopped(self, exchange: dict, failure: ProviderFailure) -> tuple[int, str, bytes]:
-        """The endpoint may not be called: this run stops (never RUN_ERROR) and sends nothing more."""
-        payload = error_body(f"not sent: {failure.message}", "endpoint_stopped")
-        exchange.update(status=failure.status if failure.kind == ENDPOINT_FATAL else 503, error=failure.message, reply=json.loads(payload))
-        with self._lock:
-            if self.stop is None:
-                self.stop = failure
-                log.warning("%s: %s", self.cell, failure.message)
-        # A 4xx the clients never retry: every framework gives up on the call at once.
-        return (failure.status if failure.kind == ENDPOINT_FATAL and failure.status else 403), "application/json", payload
-
-    def _reply_of(self, response: httpx.Response) -> tuple[Any, str, bytes]:
-        """The reply as recorded (JSON object, SSE chunk list or text), its content type and the bytes
-        the client gets: the key (and, in an error body, any Authorization value) replaced first."""
-        raw = self.scrub.data(response.content, patterns=response.status_code >= 400)  # every escaped spelling too
-        ctype = response.headers.get("content-type", "application/json")
-        errors = response.status_code >= 400
-        if "event-stream" in ctype:
-            chunks = parse_sse(raw)
-            if chunks is not None:
-                return self.scrub.decoded(chunks, errors), ctype, raw
-        try:
-            return self.scrub.decoded(json.loads(raw), errors), ctype, raw
-        except ValueError:
-            return raw.decode("utf-8", errors="replace"), ctype, raw
+        return judge_error(self, response, entry, where, model)
 
     def _wait(self, retry_state: tenacity.RetryCallState) -> float:
         """Exponential backoff with jitter; never shorter than the server's Retry-After."""
@@ -576,26 +335,6 @@ class ModelGateway:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         retry_after = getattr(exc, "retry_after", None)
         return max(backoff, retry_after) if retry_after is not None else backoff
-
-    def _give_up(self, exchange: dict, status: int, message: str) -> tuple[int, str, bytes]:
-        message = self.scrub.text(message)
-        payload = error_body(message)
-        exchange.update(status=status, error=message, reply=json.loads(payload))
-        self._fail(message)
-        return status, "application/json", payload
-
-    def _fail(self, message: str) -> None:
-        with self._lock:
-            if self.failure is None:
-                self.failure = message
-                log.warning("%s: %s", self.cell, message)
-
-    def _record(self, exchange: dict) -> None:
-        if self.journal is not None:  # durably, before the client gets the answer: a kill now loses no paid call
-            self.journal.write(exchange)
-        with self._lock:
-            self.exchanges.append(exchange)
-            self.exchanges.sort(key=lambda e: e["n"])
 
 
 def _timeout_phase(exc: httpx.TimeoutException, timeout: httpx.Timeout, total: float) -> tuple[str, float]:

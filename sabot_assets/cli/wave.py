@@ -128,7 +128,7 @@ def _live(ctx: Context, name: str, simulated: bool):
     from sabot.pricing import PriceTable
     from sabot_assets.cli.wave_progress import live_progress
     from sabot_assets.constants import STORE_PATH
-    from sabot_assets.waves.live_runs import run_root_beside
+    from sabot_assets.waves.attempts import run_root_beside
 
     return live_progress(run_root_beside(STORE_PATH), name, PriceTable.from_registry(ctx.registry), getattr(ctx, "runs_to_launch", None), simulated)
 

@@ -35,7 +35,7 @@ from sabot.registry import Registry
 from sabot_assets.constants import LLM_POOL
 from sabot_assets.materialize import quiet
 from sabot_assets.waves.concurrency import run_in_processes
-from sabot_assets.waves.live_runs import settle_cost
+from sabot_assets.waves.attempts import settle_cost
 
 SLOT_WAIT_SECONDS = 0.5  # poll for a pool slot when every one is held elsewhere
 DONE = object()  # the pool's last message: nothing more will land

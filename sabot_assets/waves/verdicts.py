@@ -29,7 +29,7 @@ from sabot_assets.waves.cell_checks import SEAL_CHECK, VERDICT_CHECK, check_outp
 from sabot_assets.waves.cell_metadata import add_partition_metadata, verdict_metadata
 from sabot_assets.waves.cell_record import cell_record, unfinished_attempt_links
 from sabot_assets.waves.judging import located_from_runs
-from sabot_assets.waves.live_runs import run_root_beside
+from sabot_assets.waves.attempts import run_root_beside
 
 
 def verdict_rows(wave: WaveDef, ruleset, cell: Cell, fault, baseline, dagster_run_id: str) -> tuple[dict, list[dict]]:
