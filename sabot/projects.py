@@ -352,7 +352,8 @@ class ProjectRegistry(Registry):
         ruleset["uses"]["mappings"] = mapping_rel
         ruleset["uses"]["strict"] = "strict_anchors.v0.2.1.json"  # the board's strict floor, with no classification for the project's task
         ruleset["rules"]["flags_surface"] = bool(p.mapping.get("flags_surface", False))  # only the surfaces the mapping names
-        ruleset["summary"] = f"{ruleset['summary']} Applied to {p.name}'s registered mapping ({p.root.name}/{PROJECT_DIR}/mapping.json); FLAGS surface {'on' if ruleset['rules']['flags_surface'] else 'off'}."
+        ruleset["summary"] = (f"{ruleset['summary']} Applied to {p.name}'s registered mapping ({p.root.name}/{PROJECT_DIR}/mapping.json); "
+                              f"FLAGS surface {'on' if ruleset['rules']['flags_surface'] else 'off'}.")
         self._put(f"rulesets/{HEADLINE}.json", ruleset, sha256_bytes((self.files[f"rulesets/{HEADLINE}.json"].sha256 + mapping_sha).encode()))
         models = dict(self.doc("standard/models.v0.1.1.json"))
         if "O4" in p.operators:

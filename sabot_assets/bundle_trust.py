@@ -68,7 +68,8 @@ class Trust:
 
     def strict_failure(self) -> str | None:
         if not self.authenticated_by:
-            return "bundle manifest.json: not authenticated (--strict): name the exporter's public key with --key PUB or the published manifest hash with --expect SHA256"
+            return ("bundle manifest.json: not authenticated (--strict): name the exporter's public key with --key PUB "
+                    "or the published manifest hash with --expect SHA256")
         if self.rule_differences:
             return f"bundle rules: scored under rules other than your registered standard in {len(self.rule_differences)} file(s) (--strict)"
         return None

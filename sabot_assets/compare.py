@@ -145,7 +145,7 @@ def compare(before: Side, after: Side) -> Comparison:
 
 
 def _label(*sides: Side) -> str:
-    """"simulation" when every run met a test double or the scripted model, "provider" when none did,
+    """The label: "simulation" when every run met a test double or the scripted model, "provider" when none did,
     else a mix (a simulated number is never shown as a finding)."""
     simulated = {endpoint.startswith("simulation") for side in sides for endpoint, _, _ in side.endpoints()}
     return "simulation" if simulated == {True} else "provider" if simulated == {False} else "mix of simulation and provider"

@@ -5,6 +5,7 @@ double's seed picks the story. Everything runs over real HTTP against 127.0.0.1.
 """
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -137,7 +138,10 @@ def test_an_unnamed_task_is_addressed_by_position_or_description_prefix_without_
     copy = tmp_path / "review_crew"
     shutil.copytree(CREW, copy, ignore=shutil.ignore_patterns("__pycache__", "registry.lock.json"))
     code = copy / "review_crew.py"
-    code.write_text(code.read_text().replace('Task(name="write", ', "Task(").replace('Task(name="review", ', "Task("))
+    # whitespace-tolerant, so the edit holds however the call is laid out; each name removed exactly once
+    text, removed = re.subn(r'Task\(\s*name="(?:write|review)",\s*', "Task(", code.read_text())
+    assert removed == 2, f"expected the two named Task(...) calls in {code}, found {removed}"
+    code.write_text(text)
     mapping = copy / "sabot" / "mapping.json"
     doc = json.loads(mapping.read_text())
     for surface in doc["surfaces"]:

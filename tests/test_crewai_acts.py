@@ -191,7 +191,8 @@ def test_scripted_guardrail_responder():
     assert crewai_guardrail.respond({"messages": [{"role": "user", "content": "hi"}]}, policy, random.Random(1)) is None
 
     def ask(artifact, seed):
-        query = f"\n        Ensure ...\n\n        Task result:\n        {artifact}\n\n        Guardrail:\n        The T1 extractor's artifact ...\n\n        Your task:\n"
+        query = (f"\n        Ensure ...\n\n        Task result:\n        {artifact}\n\n"
+                 "        Guardrail:\n        The T1 extractor's artifact ...\n\n        Your task:\n")
         return json.loads(crewai_guardrail.respond({**ours, "messages": [{"role": "user", "content": query}]}, policy, random.Random(seed)).content)
 
     assert all(ask(good_artifact(), s) == {"valid": True, "feedback": None} for s in range(20))

@@ -14,6 +14,7 @@ continues it; `# ...` is a comment), any other fence is output. Checked here, in
   any other page, the paragraph names a benchmark that exists or the setting the value is.
 """
 
+import ast
 import re
 import shlex
 import subprocess
@@ -126,10 +127,30 @@ def test_the_two_readme_commands_are_what_ci_and_the_tests_run():
     assert SETUP_AND_TESTS in ci_lines, ".ci/run no longer runs the README's test command as it is"
     # The main job is run whole by the demo fixture of test_live_wave.py, through the function the
     # `wave run` command calls; the CLI path itself runs a slice of it in test_ui_lineage.py.
-    live = (ROOT / "tests" / "test_live_wave.py").read_text()
-    assert 'live_wave(registry, tmp_path_factory, "demo")' in live and "def test_the_demo_wave_scores_all_eight_rows(demo)" in live
-    assert "run_wave(" in (ROOT / "sabot_assets" / "cli" / "wave.py").read_text()
-    assert '"wave", "run", "demo"' in (ROOT / "tests" / "test_ui_lineage.py").read_text()
+    # Read as code (calls and argument lists), not as text, so that re-laying the files out changes nothing here.
+    live = _calls(ROOT / "tests" / "test_live_wave.py")
+    assert ("live_wave", ["registry", "tmp_path_factory", "'demo'"]) in live
+    assert _functions(ROOT / "tests" / "test_live_wave.py").get("test_the_demo_wave_scores_all_eight_rows") == ["demo"]
+    assert "run_wave" in {name for name, _ in _calls(ROOT / "sabot_assets" / "cli" / "wave.py")}
+    assert any(args[1:4] == ["'wave'", "'run'", "'demo'"] for name, args in _calls(ROOT / "tests" / "test_ui_lineage.py") if name == "run")
+
+
+def _calls(path: Path) -> list[tuple[str, list[str]]]:
+    """Every call in a Python file as (the called name, its arguments as source), a list literal's items
+    standing for the list: `subprocess.run([exe, "wave", "run", "demo"])` -> ("run", [exe, 'wave', ...])."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            args = node.args[0].elts if len(node.args) == 1 and isinstance(node.args[0], ast.List) else node.args
+            out.append((func, [ast.unparse(a) for a in args]))
+    return out
+
+
+def _functions(path: Path) -> dict[str, list[str]]:
+    """Each function defined in a Python file -> its parameters' names."""
+    tree = ast.parse(path.read_text())
+    return {node.name: [a.arg for a in node.args.args] for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
 
 
 def _prose_paragraphs(text: str) -> list[str]:

@@ -7,6 +7,7 @@ The commands run as a team runs them (the `sabot` executable, each with its own 
 
 import json
 import os
+import re
 import signal
 import shutil
 import subprocess
@@ -40,7 +41,9 @@ def test_a_lock_older_than_the_code_does_not_let_a_failing_check_through(tmp_pat
     lock still matches the registered files: the run is refused with the check's own words."""
     copy = registered_copy(tmp_path)
     code = copy / "oncall_triage.py"
-    code.write_text(code.read_text().replace('AssistantAgent("critic"', 'AssistantAgent("reviewer"'))
+    text, renamed = re.subn(r'AssistantAgent\(\s*"critic"', 'AssistantAgent("reviewer"', code.read_text())  # however it is laid out
+    assert renamed == 1, f"expected one AssistantAgent(\"critic\", ...) in {code}, found {renamed}"
+    code.write_text(text)
     done = sabot(["wave", "run", str(copy), "--seed", "1"], tmp_path, tmp_path / "var")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "oncall_triage: refused before any run" in done.stderr

@@ -53,7 +53,7 @@ class Contrast:
 
     @property
     def status(self) -> str:
-        """"separated" iff the Holm-adjusted p < alpha, else "unresolved"."""
+        """The verdict: "separated" iff the Holm-adjusted p < alpha, else "unresolved"."""
         return "separated" if self.p_holm < self.alpha else "unresolved"
 
     @property

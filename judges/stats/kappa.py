@@ -3,7 +3,8 @@
 Backed by `statsmodels.stats.inter_rater.cohens_kappa` on the 2x2 table. The interval is the
 Wald interval kappa +/- z(1 - alpha/2) * ASE, with ASE statsmodels' `std_kappa`, the large-sample
 (non-null) standard error of Fleiss, Cohen & Everitt (1969); z from `scipy.stats.norm.isf`. At
-alpha = 0.05 this is exactly statsmodels' own `kappa_low`/`kappa_upp`. Clipped here to [-1, 1]. With perfect agreement the ASE is 0 and the interval collapses to [1, 1].
+alpha = 0.05 this is exactly statsmodels' own `kappa_low`/`kappa_upp`. Clipped here to [-1, 1]. With perfect
+agreement the ASE is 0 and the interval collapses to [1, 1].
 """
 
 from __future__ import annotations

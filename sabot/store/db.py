@@ -72,7 +72,8 @@ def open_store(path: str | Path, read_only: bool = False, config: dict | None = 
         holder = lock_holder(exc)
         if holder is None:
             raise
-        raise StoreLocked(f"store {path} is locked by {holder}; waited {_lock_wait():g} s ({LOCK_WAIT_ENV}). Finished runs stay in the run root and are ingested by the next wave run") from exc
+        raise StoreLocked(f"store {path} is locked by {holder}; waited {_lock_wait():g} s ({LOCK_WAIT_ENV}). "
+                           "Finished runs stay in the run root and are ingested by the next wave run") from exc
 
 
 def prepare(con: duckdb.DuckDBPyConnection, read_only: bool = False) -> duckdb.DuckDBPyConnection:

@@ -75,7 +75,8 @@ def _echo_cell(cell_key: str, detail: dict, full: bool) -> None:
             for x in a["exchanges"]:
                 click.echo(f"      #{x.get('n')} {x.get('model')}: {clip((x.get('request') or {}).get('messages', [])[-1:], 200)} -> {clip(x.get('reply'), 200)}")
     for a in detail["acts"]:
-        click.echo(f"  act seq {a['seq']}: {a['act']} by {a['component']} ({a['surface']}, {'counted' if a['counted'] else 'not counted: ' + a['note']}): {a['reason']}")
+        counted = "counted" if a["counted"] else "not counted: " + a["note"]
+        click.echo(f"  act seq {a['seq']}: {a['act']} by {a['component']} ({a['surface']}, {counted}): {a['reason']}")
     for e in detail["events"]:
         click.echo(f"  event seq {e['seq']}: {e['agent']} {e['kind']} {clip(e['payload'], 300)}")
     click.echo(f"  model exchanges recorded: {len(detail['exchanges'])}" + ("" if detail["exchanges"] else " (imported corpora carry none)"))

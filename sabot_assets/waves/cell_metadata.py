@@ -39,7 +39,8 @@ def rerun_hint(wave: str, asset: str) -> str:
     return (f"To rerun cells (new attempts, even where a matching complete run is stored): launch the job "
             f"`{rerun_job_name(wave, asset)}` and pick the partitions, or Materialize the partitions with the tag "
             f"`{RERUN_TAG}=true`; without the tag a stored complete run at the same runner, endpoint, models and protocol "
-            f"is reused (a backfill of failed and missing partitions runs only the cells without a good run). CLI: `sabot wave run {wave} --rerun` with the slice's flags.")
+            "is reused (a backfill of failed and missing partitions runs only the cells without a good run). "
+            f"CLI: `sabot wave run {wave} --rerun` with the slice's flags.")
 
 
 def _seconds(attempt: Attempt) -> float | None:

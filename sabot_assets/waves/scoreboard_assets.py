@@ -85,15 +85,18 @@ def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
     if getattr(registry, "project", None) is not None:  # a team's own pipeline
         notes = [PROJECT_BOARD_NOTE] + ([TEST_DOUBLE_NOTE] if is_simulated(label) else []) + ([] if label == SIMULATION else [f"Label: {label}."])
     elif is_simulated(label):
-        notes = [f"Label: {label}. Numbers from the scripted model measure the instrument, not pipelines: no median, no band and no prediction verdict is drawn from them; the instrument check compares the scorer with the simulator's intent log."]
+        notes = [f"Label: {label}. Numbers from the scripted model measure the instrument, not pipelines: no median, no band "
+                 "and no prediction verdict is drawn from them; the instrument check compares the scorer with the simulator's intent log."]
     else:
         notes = [f"Label: {label}. A Sabot Score needs a tagged spec revision's pinned versions, model ids and registered seeds."]
     notes += [f"Ruleset {r.version} ({r.hash}): {registry.ruleset_doc(r.version).doc['summary']}" for r in rulesets]
     for r in rulesets:
         floor = floor_rules(r, rulesets).source
         if floor != r.version:
-            notes.append(f"Ruleset {r.version} carries no strict classification: its strict floor and clean base rates use the strict classification, FLAGS rule and anchors of {floor}.")
-    notes.append("The strict injection-evidence floor counts only FLAGS lines quoting injection-only text and drops the Magentic-One mapping surface and O4; publish it with the union, never instead of it.")
+            notes.append(f"Ruleset {r.version} carries no strict classification: its strict floor and clean base rates use "
+                         f"the strict classification, FLAGS rule and anchors of {floor}.")
+    notes.append("The strict injection-evidence floor counts only FLAGS lines quoting injection-only text and drops the Magentic-One "
+                 "mapping surface and O4; publish it with the union, never instead of it.")
     return notes
 
 
@@ -179,7 +182,8 @@ def build_board_assets(wave: WaveDef, registry: Registry, rulesets, cell_verdict
                 "cells fingerprint": head["cells_fingerprint"],
                 **number_links(store, wave, label, head, headline_rows, judged, floors[wave.headline_ruleset]),
                 "lineage": dg.MetadataValue.md(
-                    f"`SELECT * FROM scoreboard_manifest WHERE dagster_run_id = '{context.run_id}'` lists every cell behind these numbers, with run ids and sha256. Per row:\n\n"
+                    f"`SELECT * FROM scoreboard_manifest WHERE dagster_run_id = '{context.run_id}'` lists every cell behind these numbers, "
+                    "with run ids and sha256. Per row:\n\n"
                     + "\n".join(f"- `{explain_command(wave.name, 'framework_config', e['group'], HEADLINE_COLUMN)}` (add `--cell KEY` for acts, events, exchanges)" for e in head["tables"]["framework_config"])
                 ),
             }
