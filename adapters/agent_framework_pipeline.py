@@ -41,9 +41,23 @@ framework wraps in ChatClientException, is re-raised as a ConnectionError so the
 
 import asyncio
 
-from agent_framework import Agent, AgentMiddleware, AgentResponse, ChatMiddleware, ContextProvider, Message, MiddlewareTermination
+from agent_framework import (
+    Agent,
+    AgentMiddleware,
+    AgentResponse,
+    ChatMiddleware,
+    ContextProvider,
+    Message,
+    MiddlewareTermination,
+)
 from agent_framework.openai import OpenAIChatCompletionClient
-from agent_framework.orchestrations import GroupChatRequestSentEvent, MagenticBuilder, MagenticOrchestratorEvent, MagenticOrchestratorEventType, MagenticProgressLedger
+from agent_framework.orchestrations import (
+    GroupChatRequestSentEvent,
+    MagenticBuilder,
+    MagenticOrchestratorEvent,
+    MagenticOrchestratorEventType,
+    MagenticProgressLedger,
+)
 from openai import AsyncOpenAI
 
 from adapters import prompts
@@ -55,12 +69,20 @@ from sabot.recorder import Recorder
 from sabot.trace import EventKind
 
 MAX_REVISIONS = 1
-MAX_STALL_COUNT = 2  # re-plans when the stall count exceeds it: the third stalled ledger, as Magentic-One's max_stalls=3
+MAX_STALL_COUNT = (
+    2  # re-plans when the stall count exceeds it: the third stalled ledger, as Magentic-One's max_stalls=3
+)
 MAX_ROUND_COUNT = 20  # Magentic-One's default max_turns
 ORCHESTRATOR = "magentic_orchestrator"  # the executor id that emits the orchestrator events
 MANAGER = "magentic_manager"  # the manager agent's name (the framework's own author name for it)
-GUARDRAIL, REVIEWER = "contract-guardrail", "reviewer"  # the instrument check knows "contract-guardrail" as pipeline code
-LIMIT_MESSAGES = ("Workflow terminated due to reaching maximum round count.", "Workflow terminated due to reaching maximum reset count.")
+GUARDRAIL, REVIEWER = (
+    "contract-guardrail",
+    "reviewer",
+)  # the instrument check knows "contract-guardrail" as pipeline code
+LIMIT_MESSAGES = (
+    "Workflow terminated due to reaching maximum round count.",
+    "Workflow terminated due to reaching maximum reset count.",
+)
 TERMINATED = "content_filter"  # the finish reason the guardrail's terminating response carries
 
 
@@ -121,8 +143,11 @@ class ContractGuardrail(AgentMiddleware):
         problems = tasks.guardrail_problems(self.task_id, prompts.sections(text).get("DRAFT", ""), wave1=self.wave1)
         if problems:
             reason = "; ".join(problems)
-            context.result = AgentResponse(messages=[Message(role="assistant", contents=[f"GUARDRAIL: {reason}"])], finish_reason=TERMINATED,
-                                           additional_properties={"guardrail_reason": reason})
+            context.result = AgentResponse(
+                messages=[Message(role="assistant", contents=[f"GUARDRAIL: {reason}"])],
+                finish_reason=TERMINATED,
+                additional_properties={"guardrail_reason": reason},
+            )
             raise MiddlewareTermination(reason)
         await call_next()
 
@@ -135,7 +160,11 @@ def replan_reason(ledger: MagenticProgressLedger | None) -> str:
     if ledger is None:
         return "progress ledger could not be parsed (no ledger this round)"
     flags = {k: getattr(ledger, k).answer for k in ("is_request_satisfied", "is_progress_being_made", "is_in_loop")}
-    said = [f"{k}: {getattr(ledger, k).reason}" for k in ("is_progress_being_made", "is_in_loop") if getattr(ledger, k).reason]
+    said = [
+        f"{k}: {getattr(ledger, k).reason}"
+        for k in ("is_progress_being_made", "is_in_loop")
+        if getattr(ledger, k).reason
+    ]
     return f"stall threshold crossed {flags}" + ("; " + "; ".join(said) if said else "")
 
 
@@ -148,8 +177,18 @@ def _output_text(data) -> str:
 
 
 class AgentFrameworkPipeline:
-    def __init__(self, config: str, task, tools: TaskTools, recorder: Recorder, endpoint, fault, protocols, flags_protocol: bool,
-                 max_round_count: int | None = MAX_ROUND_COUNT):
+    def __init__(
+        self,
+        config: str,
+        task,
+        tools: TaskTools,
+        recorder: Recorder,
+        endpoint,
+        fault,
+        protocols,
+        flags_protocol: bool,
+        max_round_count: int | None = MAX_ROUND_COUNT,
+    ):
         if config not in ("default", "guardrail"):
             raise ValueError(f"unknown agent_framework config {config!r}")
         self.config, self.task, self.tools, self.recorder = config, task, tools, recorder
@@ -161,8 +200,13 @@ class AgentFrameworkPipeline:
     def _agent(self, stage: str, label: str, instructions: str | None, **kwargs) -> Agent:
         """An agent whose client's model the O4 seam decides, reached only through the gateway; no temperature is sent."""
         model = self.fault.model_for(stage, self.endpoint.pipeline_model)
-        openai_client = AsyncOpenAI(base_url=self.endpoint.base_url, api_key=self.endpoint.api_key, timeout=self.endpoint.timeout, max_retries=0,
-                                    http_client=gateway_async_http_client(self.endpoint.timeout))
+        openai_client = AsyncOpenAI(
+            base_url=self.endpoint.base_url,
+            api_key=self.endpoint.api_key,
+            timeout=self.endpoint.timeout,
+            max_retries=0,
+            http_client=gateway_async_http_client(self.endpoint.timeout),
+        )
         client = OpenAIChatCompletionClient(model=model, async_client=openai_client)
         middleware = [ReplyRecorder(label, self.recorder)] + kwargs.pop("middleware", [])
         return Agent(client=client, name=label, instructions=instructions, middleware=middleware, **kwargs)
@@ -193,11 +237,20 @@ class AgentFrameworkPipeline:
         source, context = self.tools.load_document(), self.tools.load_context()
         text = self.magentic_task(source, context)
         system, _ = prompts.worker_messages(self.task, source, context, None)
-        worker = self._agent("worker", self.task.worker_role, system["content"], context_providers=[TaskMaterial(text)],
-                             description=f"The {self.task.id} {self.task.worker_role}: writes the task's artifact from SOURCE and CONTEXT.")
+        worker = self._agent(
+            "worker",
+            self.task.worker_role,
+            system["content"],
+            context_providers=[TaskMaterial(text)],
+            description=f"The {self.task.id} {self.task.worker_role}: writes the task's artifact from SOURCE and CONTEXT.",
+        )
         manager = self._agent("orchestrator", MANAGER, None)
-        workflow = MagenticBuilder(participants=[worker], manager_agent=manager, max_stall_count=MAX_STALL_COUNT,
-                                   max_round_count=self.max_round_count).build()
+        workflow = MagenticBuilder(
+            participants=[worker],
+            manager_agent=manager,
+            max_stall_count=MAX_STALL_COUNT,
+            max_round_count=self.max_round_count,
+        ).build()
         ledger, outputs = None, []
         async for event in workflow.run(text, stream=True):
             self.events.append(event)
@@ -228,8 +281,15 @@ class AgentFrameworkPipeline:
             draft = (await worker.run(user["content"])).text or ""
             received = self.tools.handoff(draft)
             precheck = self.tools.precheck(received)
-            system, user = prompts.reviewer_messages(self.task, source, context, received, precheck, self.flags_protocol)
-            reviewer = self._agent("reviewer", REVIEWER, system["content"], middleware=[ContractGuardrail(self.task.id, wave1=not self.flags_protocol)])
+            system, user = prompts.reviewer_messages(
+                self.task, source, context, received, precheck, self.flags_protocol
+            )
+            reviewer = self._agent(
+                "reviewer",
+                REVIEWER,
+                system["content"],
+                middleware=[ContractGuardrail(self.task.id, wave1=not self.flags_protocol)],
+            )
             response = await reviewer.run(user["content"])
             if response.finish_reason == TERMINATED:
                 reason = (response.additional_properties or {}).get("guardrail_reason") or response.text

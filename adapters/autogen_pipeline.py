@@ -78,11 +78,19 @@ CRITIC = "critic"
 STALL_LINE = "Stall count exceeded, re-planning with the outer loop"
 LEDGER_PREFIX = "Progress Ledger: "
 VERDICT_MENTION = "VERDICT:"
-MODEL_INFO = {"vision": False, "function_calling": True, "json_output": True, "structured_output": True,
-              "family": "unknown", "multiple_system_messages": True}
+MODEL_INFO = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": True,
+    "structured_output": True,
+    "family": "unknown",
+    "multiple_system_messages": True,
+}
 
-WRAPPED_INFRA = re.compile(r"^(?:APIConnectionError|APITimeoutError|InternalServerError|RateLimitError|ConnectError|ConnectTimeout|"
-                           r"ReadTimeout|ReadError|RemoteProtocolError|ConnectionError|TimeoutError)\b")
+WRAPPED_INFRA = re.compile(
+    r"^(?:APIConnectionError|APITimeoutError|InternalServerError|RateLimitError|ConnectError|ConnectTimeout|"
+    r"ReadTimeout|ReadError|RemoteProtocolError|ConnectionError|TimeoutError)\b"
+)
 
 
 class FrameworkInfrastructureError(ConnectionError):
@@ -151,8 +159,11 @@ def replan_reason(ledger_repr: str | None) -> str:
         return "stall threshold crossed (no progress ledger recorded)"
     keys = ("is_request_satisfied", "is_progress_being_made", "is_in_loop")
     flags = {k: ledger.get(k, {}).get("answer") for k in keys if isinstance(ledger.get(k), dict)}
-    said = [f"{k}: {ledger[k].get('reason')}" for k in ("is_progress_being_made", "is_in_loop")
-            if isinstance(ledger.get(k), dict) and ledger[k].get("reason")]
+    said = [
+        f"{k}: {ledger[k].get('reason')}"
+        for k in ("is_progress_being_made", "is_in_loop")
+        if isinstance(ledger.get(k), dict) and ledger[k].get("reason")
+    ]
     return f"stall threshold crossed {flags}" + ("; " + "; ".join(said) if said else "")
 
 
@@ -194,8 +205,18 @@ def _last_text(result: TaskResult, source: str) -> str:
 
 
 class AutoGenPipeline:
-    def __init__(self, config: str, task, tools: TaskTools, recorder: Recorder, endpoint, fault, protocols, flags_protocol: bool,
-                 max_turns: int | None = MAX_TURNS):
+    def __init__(
+        self,
+        config: str,
+        task,
+        tools: TaskTools,
+        recorder: Recorder,
+        endpoint,
+        fault,
+        protocols,
+        flags_protocol: bool,
+        max_turns: int | None = MAX_TURNS,
+    ):
         if config not in ("default", "guardrail"):
             raise ValueError(f"unknown autogen config {config!r}")
         self.config, self.task, self.tools, self.recorder = config, task, tools, recorder
@@ -209,9 +230,16 @@ class AutoGenPipeline:
     def _client(self, stage: str, label: str) -> OpenAIChatCompletionClient:
         """A client for one agent; the O4 seam decides the worker's model. No temperature is sent."""
         model = self.fault.model_for(stage, self.endpoint.pipeline_model)
-        return _LabelledClient(sabot_label=label, model=model, base_url=self.endpoint.base_url, api_key=self.endpoint.api_key,
-                               model_info=dict(MODEL_INFO), timeout=self.endpoint.timeout, max_retries=0,
-                               http_client=gateway_async_http_client(self.endpoint.timeout))
+        return _LabelledClient(
+            sabot_label=label,
+            model=model,
+            base_url=self.endpoint.base_url,
+            api_key=self.endpoint.api_key,
+            model_info=dict(MODEL_INFO),
+            timeout=self.endpoint.timeout,
+            max_retries=0,
+            http_client=gateway_async_http_client(self.endpoint.timeout),
+        )
 
     def _act(self, name: str, component: str, reason: str | None) -> None:
         self.recorder.record(component, EventKind.GUARDRAIL_EVENT, act=name, component=component, reason=reason)
@@ -247,7 +275,7 @@ class AutoGenPipeline:
                 agent, model_id, text = item
                 self.recorder.record(agent, EventKind.AGENT_MSG, model_id=model_id, text=text)
             elif item.startswith(LEDGER_PREFIX):
-                self._last_ledger = item[len(LEDGER_PREFIX):]
+                self._last_ledger = item[len(LEDGER_PREFIX) :]
             elif item.startswith(STALL_LINE):
                 self._act("retry_with_reason", ORCHESTRATOR, replan_reason(self._last_ledger))
         self._log.items.clear()
@@ -280,10 +308,14 @@ class AutoGenPipeline:
             draft = _last_text(result, self.task.worker_role)
             received = self.tools.handoff(draft)
             precheck = self.tools.precheck(received)
-            system, user = prompts.reviewer_messages(self.task, source, context, received, precheck, self.flags_protocol)
+            system, user = prompts.reviewer_messages(
+                self.task, source, context, received, precheck, self.flags_protocol
+            )
             client = self._client("reviewer", CRITIC)
             critic = AssistantAgent(CRITIC, model_client=client, system_message=system["content"])
-            result = self._stage(critic, client, user["content"], TextMentionTermination(VERDICT_MENTION, sources=[CRITIC]))
+            result = self._stage(
+                critic, client, user["content"], TextMentionTermination(VERDICT_MENTION, sources=[CRITIC])
+            )
             verdict = self.protocols.parse_verdict(_last_text(result, CRITIC))
             if verdict is not None and verdict.decision == "REJECT":
                 self._act("reject", CRITIC, verdict.reason)
@@ -303,11 +335,16 @@ class AutoGenPipeline:
         source, context = self.tools.load_document(), self.tools.load_context()
         system, _ = prompts.worker_messages(self.task, source, context, None)
         worker_client = self._client("worker", self.task.worker_role)
-        worker = AssistantAgent(self.task.worker_role, model_client=worker_client,
-                                system_message=system["content"],
-                                description=f"The {self.task.id} {self.task.worker_role}: writes the task's artifact from SOURCE and CONTEXT.")
+        worker = AssistantAgent(
+            self.task.worker_role,
+            model_client=worker_client,
+            system_message=system["content"],
+            description=f"The {self.task.id} {self.task.worker_role}: writes the task's artifact from SOURCE and CONTEXT.",
+        )
         orchestrator_client = self._client("orchestrator", ORCHESTRATOR)
-        team = MagenticOneGroupChat([worker], model_client=orchestrator_client, max_stalls=MAX_STALLS, max_turns=self.max_turns)
+        team = MagenticOneGroupChat(
+            [worker], model_client=orchestrator_client, max_stalls=MAX_STALLS, max_turns=self.max_turns
+        )
 
         async def go() -> TaskResult:
             try:

@@ -38,7 +38,11 @@ def _check(libc, result: int, what: str) -> None:
 
 
 def _mount(libc, source: str | None, target: str, flags: int, what: str) -> None:
-    _check(libc, libc.mount(None if source is None else source.encode(), target.encode(), None, ctypes.c_ulong(flags), None), what)
+    _check(
+        libc,
+        libc.mount(None if source is None else source.encode(), target.encode(), None, ctypes.c_ulong(flags), None),
+        what,
+    )
 
 
 def _drop_capabilities(libc) -> None:

@@ -46,12 +46,22 @@ class PipelineResult:
     recorder: Recorder
     fault_landed: bool
     error: dict | None = None  # {"kind", "message", "infrastructure"}: what the pipeline raised
-    sockets: list = field(default_factory=list)  # [event, host, port]: every socket the pipeline's process connected or resolved
+    sockets: list = field(
+        default_factory=list
+    )  # [event, host, port]: every socket the pipeline's process connected or resolved
 
     def to_json(self) -> bytes:
         events = [[e.seq, e.agent, str(e.kind), e.payload] for e in self.recorder.events]
-        return json.dumps({"events": events, "injection_seq": self.recorder.injection_seq,
-                           "fault_landed": self.fault_landed, "error": self.error, "sockets": self.sockets}, default=str).encode()
+        return json.dumps(
+            {
+                "events": events,
+                "injection_seq": self.recorder.injection_seq,
+                "fault_landed": self.fault_landed,
+                "error": self.error,
+                "sockets": self.sockets,
+            },
+            default=str,
+        ).encode()
 
     @classmethod
     def from_json(cls, data: bytes) -> "PipelineResult":
@@ -70,7 +80,11 @@ class PipelineResult:
         recorder.injection_seq = None if injection is None else int(injection)
         error = doc.get("error")
         if error is not None:
-            error = {"kind": str(error["kind"]), "message": str(error["message"]), "infrastructure": bool(error["infrastructure"])}
+            error = {
+                "kind": str(error["kind"]),
+                "message": str(error["message"]),
+                "infrastructure": bool(error["infrastructure"]),
+            }
         sockets = [[str(event), str(host), str(port)] for event, host, port in doc.get("sockets", [])[:SOCKETS_KEPT]]
         return cls(recorder, bool(doc["fault_landed"]), error, sockets)
 
@@ -113,8 +127,21 @@ def run_pipeline(request: PipelineRequest) -> PipelineResult:
     sys.addaudithook(note_socket)
     try:
         pipeline_class = plugins.resolve_path(request.pipeline_target, f"pipeline {request.framework!r}")
-        pipeline = pipeline_class(request.config, task, tools, recorder, request.client_endpoint, fault, request.protocols, request.protocol >= 2)
+        pipeline = pipeline_class(
+            request.config,
+            task,
+            tools,
+            recorder,
+            request.client_endpoint,
+            fault,
+            request.protocols,
+            request.protocol >= 2,
+        )
         pipeline.run()
     except Exception as exc:
-        error = {"kind": type(exc).__name__, "message": str(exc), "infrastructure": isinstance(exc, infrastructure_errors())}
+        error = {
+            "kind": type(exc).__name__,
+            "message": str(exc),
+            "infrastructure": isinstance(exc, infrastructure_errors()),
+        }
     return PipelineResult(recorder, fault.landed, error, sockets)

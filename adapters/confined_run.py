@@ -34,10 +34,18 @@ def pipeline_target(framework: str) -> str:
 def run_confined_pipeline(spec, registry, client_endpoint, run_dir: Path) -> PipelineResult:
     models = registry.doc("standard/models.v0.1.1.json")
     request = PipelineRequest(
-        framework=spec.framework, pipeline_target=pipeline_target(spec.framework), config=spec.config, task=spec.task,
-        operator=spec.operator, protocol=spec.protocol, o4_downgrade_model=models["o4_downgrade_model"],
-        client_endpoint=client_endpoint, protocols=Protocols.from_registry(registry), run_dir="",
-        environ=sandbox_environment(os.environ))
+        framework=spec.framework,
+        pipeline_target=pipeline_target(spec.framework),
+        config=spec.config,
+        task=spec.task,
+        operator=spec.operator,
+        protocol=spec.protocol,
+        o4_downgrade_model=models["o4_downgrade_model"],
+        client_endpoint=client_endpoint,
+        protocols=Protocols.from_registry(registry),
+        run_dir="",
+        environ=sandbox_environment(os.environ),
+    )
     answer, scratch = run_in_sandbox(request, spec.run_id, pipeline_modules([spec.framework]))
     try:
         _copy_regular(scratch, Path(run_dir))

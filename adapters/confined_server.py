@@ -80,19 +80,39 @@ def start(modules: list[str]) -> None:
         try:
             listener.bind(address)
             listener.listen(BACKLOG)
-            bootstrap = ("import json, sys\n"
-                         "sys.path[:0] = json.loads(sys.argv[1])\n"
-                         "from adapters.confined_server import serve\n"
-                         "serve(int(sys.argv[2]), json.loads(sys.argv[3]))\n")
-            argv = [sys.executable, "-c", bootstrap, json.dumps(list(sys.path)), str(listener.fileno()), json.dumps(list(modules))]
+            bootstrap = (
+                "import json, sys\n"
+                "sys.path[:0] = json.loads(sys.argv[1])\n"
+                "from adapters.confined_server import serve\n"
+                "serve(int(sys.argv[2]), json.loads(sys.argv[3]))\n"
+            )
+            argv = [
+                sys.executable,
+                "-c",
+                bootstrap,
+                json.dumps(list(sys.path)),
+                str(listener.fileno()),
+                json.dumps(list(modules)),
+            ]
             command = confined_command(argv, scratch, [covers])
             # Its own session: a terminal's Ctrl-C reaches the command, which decides what ends; never the sandbox first.
-            process = subprocess.Popen(command, env=sandbox_environment(os.environ), stdin=subprocess.DEVNULL,
-                                       pass_fds=(listener.fileno(),), start_new_session=True)
+            process = subprocess.Popen(
+                command,
+                env=sandbox_environment(os.environ),
+                stdin=subprocess.DEVNULL,
+                pass_fds=(listener.fileno(),),
+                start_new_session=True,
+            )
         finally:
             listener.close()
         atexit.register(_remove_if_owner, os.getpid(), private)
-        _Server.process, _Server.owner, _Server.address, _Server.scratch, _Server.covers = process, os.getpid(), address, scratch, covers
+        _Server.process, _Server.owner, _Server.address, _Server.scratch, _Server.covers = (
+            process,
+            os.getpid(),
+            address,
+            scratch,
+            covers,
+        )
 
 
 def _remove_if_owner(owner: int, private: Path) -> None:
@@ -133,13 +153,17 @@ def _exchange(request) -> bytes:
             conn.close()
             alive = _Server.owner != os.getpid() or (_Server.process is not None and _Server.process.poll() is None)
             if not alive or time.monotonic() > deadline:
-                raise ConfinedServerGone(f"the confined pipeline server at {_Server.address} is not running ({exc})") from None
+                raise ConfinedServerGone(
+                    f"the confined pipeline server at {_Server.address} is not running ({exc})"
+                ) from None
             time.sleep(0.05)
     with conn:
         _send(conn, pickle.dumps(request))
         answer = _receive(conn)
     if answer is None:
-        raise ConfinedServerGone("the pipeline's confined process ended without an answer (killed, or it exited on its own)")
+        raise ConfinedServerGone(
+            "the pipeline's confined process ended without an answer (killed, or it exited on its own)"
+        )
     return answer
 
 
@@ -234,13 +258,17 @@ def _child(conn: socket.socket) -> None:
         if data is None:
             os._exit(0)
         request = pickle.loads(data)
-        isolate_run(Path(request.run_dir).parent, Path(request.run_dir), Path(request.cover))  # single-threaded still, as unshare(2) needs
+        isolate_run(
+            Path(request.run_dir).parent, Path(request.run_dir), Path(request.cover)
+        )  # single-threaded still, as unshare(2) needs
         die_with_parent()  # after it: a change of credentials clears the parent-death signal
         threading.Thread(target=_exit_when_closed, args=(conn.dup(),), name="harness-watch", daemon=True).start()
         os.environ.clear()
         os.environ.update(request.environ)
         answer = run_pipeline(request).to_json()
-    except BaseException as exc:  # the set-up failed (the pipeline's own errors are in its result): said, never run unconfined
+    except (
+        BaseException
+    ) as exc:  # the set-up failed (the pipeline's own errors are in its result): said, never run unconfined
         answer, code = json.dumps({"failure": f"{type(exc).__name__}: {exc}"}).encode(), 70
     try:
         _send(conn, answer)

@@ -42,8 +42,19 @@ from pathlib import Path
 BWRAP = "bwrap"
 HARNESS_ROOT = Path(__file__).resolve().parents[1]
 HARNESS_ENV_PREFIXES = ("SABOT_", "DAGSTER_")
-NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-              "--hostname", "pipeline", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+NAMESPACES = (
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--hostname",
+    "pipeline",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+)
 SYSTEM_TREES = ("/usr", "/etc", "/opt")
 
 
@@ -54,8 +65,10 @@ class ConfinementUnavailable(RuntimeError):
 def require_bwrap() -> str:
     found = shutil.which(BWRAP)
     if found is None:
-        raise ConfinementUnavailable(f"the confinement tool {BWRAP!r} is not on PATH: a pipeline is not run where it could read the "
-                                     "store and its key; install bubblewrap (bash scripts/install_bubblewrap.sh)")
+        raise ConfinementUnavailable(
+            f"the confinement tool {BWRAP!r} is not on PATH: a pipeline is not run where it could read the "
+            "store and its key; install bubblewrap (bash scripts/install_bubblewrap.sh)"
+        )
     return found
 
 
@@ -65,7 +78,11 @@ def harness_paths(environ=os.environ) -> list[Path]:
     paths = [Path(environ.get("SABOT_VAR") or HARNESS_ROOT / "var")]
     if environ.get("SABOT_DB"):
         paths.append(Path(environ["SABOT_DB"]).parent)
-    paths += [Path(environ[name]) for name in ("SABOT_SEAL_KEY_FILE", "SABOT_SIGNING_KEY", "SABOT_LIMITER_DIR", "SABOT_DAGSTER_STORAGE") if environ.get(name)]
+    paths += [
+        Path(environ[name])
+        for name in ("SABOT_SEAL_KEY_FILE", "SABOT_SIGNING_KEY", "SABOT_LIMITER_DIR", "SABOT_DAGSTER_STORAGE")
+        if environ.get(name)
+    ]
     return [p.absolute() for p in paths]
 
 
@@ -110,11 +127,21 @@ def confined_command(argv: list[str], scratch: Path, readable: list[Path], envir
 
 def _readable_trees(readable: list[Path]) -> list[Path]:
     """The read-only trees, outermost first, none inside another (a bind inside a bound tree is redundant)."""
-    candidates = [HARNESS_ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent,
-                  *(Path(p) for p in sys.path if p), *map(Path, readable)]
+    candidates = [
+        HARNESS_ROOT,
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(sys.executable).parent,
+        *(Path(p) for p in sys.path if p),
+        *map(Path, readable),
+    ]
     trees: list[Path] = []
     for path in sorted({p.absolute() for p in candidates if p.exists()}, key=lambda p: len(p.parts)):
-        if path.is_dir() and not any(_within(path, tree) for tree in trees) and not any(_within(path, Path(t)) for t in SYSTEM_TREES):
+        if (
+            path.is_dir()
+            and not any(_within(path, tree) for tree in trees)
+            and not any(_within(path, Path(t)) for t in SYSTEM_TREES)
+        ):
             trees.append(path)
     return trees
 

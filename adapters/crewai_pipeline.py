@@ -57,7 +57,9 @@ STORAGE_NAME = "sabot-crewai"
 GUARDRAIL_AGENT_ROLE = "Guardrail Agent"  # crewai/tasks/llm_guardrail.py
 # crewai/task.py (_invoke_guardrail_function): the exception CrewAI raises when guardrail_max_retries
 # is exhausted; "guardrail {idx}" names the failing entry of a `guardrails` list.
-EXHAUSTED = re.compile(r"^Task failed guardrail(?: (\d+))? validation after (\d+) retries\. Last error: (.*)\Z", re.DOTALL)
+EXHAUSTED = re.compile(
+    r"^Task failed guardrail(?: (\d+))? validation after (\d+) retries\. Last error: (.*)\Z", re.DOTALL
+)
 GUARDRAIL_COMPONENTS = {"function": "contract-guardrail", "llm": "llm-guardrail"}
 
 
@@ -131,7 +133,9 @@ class _Bus:
     def __init__(self):
         self.events: list = []
         self._lock = threading.Lock()
-        self._handlers = tuple((t, self._collect) for t in (LLMCallCompletedEvent, LLMCallFailedEvent, LLMGuardrailCompletedEvent))
+        self._handlers = tuple(
+            (t, self._collect) for t in (LLMCallCompletedEvent, LLMCallFailedEvent, LLMGuardrailCompletedEvent)
+        )
 
     def _collect(self, source, event) -> None:
         with self._lock:
@@ -159,8 +163,12 @@ class _Bus:
 def crewai_storage():
     """CrewAI's app-data (kickoff outputs db, credentials key) under the run's own HOME, restored after."""
     home = Path(os.environ.get("HOME") or Path.cwd())
-    values = {"CREWAI_STORAGE_DIR": STORAGE_NAME, "XDG_DATA_HOME": str(home / ".local" / "share"),
-              "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache")}
+    values = {
+        "CREWAI_STORAGE_DIR": STORAGE_NAME,
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+    }
     previous = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:
@@ -180,7 +188,9 @@ def _text(response: Any) -> str:
 
 
 class CrewAIPipeline:
-    def __init__(self, config: str, task, tools: TaskTools, recorder: Recorder, endpoint, fault, protocols, flags_protocol: bool):
+    def __init__(
+        self, config: str, task, tools: TaskTools, recorder: Recorder, endpoint, fault, protocols, flags_protocol: bool
+    ):
         if config not in ("default", "guardrail"):
             raise ValueError(f"unknown CrewAI config {config!r}")
         self.config, self.task, self.tools, self.recorder = config, task, tools, recorder
@@ -197,8 +207,14 @@ class CrewAIPipeline:
     def _llm(self, model: str) -> LLM:
         """Native OpenAI provider, no temperature transmitted; one client per model."""
         if model not in self._llms:
-            self._llms[model] = LLM(model=model, base_url=self.endpoint.base_url, api_key=self.endpoint.api_key,
-                                    timeout=self.endpoint.timeout, max_retries=0, interceptor=self.served)
+            self._llms[model] = LLM(
+                model=model,
+                base_url=self.endpoint.base_url,
+                api_key=self.endpoint.api_key,
+                timeout=self.endpoint.timeout,
+                max_retries=0,
+                interceptor=self.served,
+            )
         return self._llms[model]
 
     # -- crews ---------------------------------------------------------------------------------
@@ -210,27 +226,45 @@ class CrewAIPipeline:
         role = first.removeprefix("You are ").removesuffix(".")
         return role, rest.strip()
 
-    def _crew(self, messages: list[dict], llm: LLM, goal: str, expected: str, guardrails: list | None = None) -> tuple[Crew, Task]:
+    def _crew(
+        self, messages: list[dict], llm: LLM, goal: str, expected: str, guardrails: list | None = None
+    ) -> tuple[Crew, Task]:
         role, backstory = self._agent_fields(messages[0]["content"])
-        agent = Agent(role=role, goal=goal, backstory=backstory, llm=llm, allow_delegation=False, verbose=False,
-                      max_retry_limit=0)
+        agent = Agent(
+            role=role, goal=goal, backstory=backstory, llm=llm, allow_delegation=False, verbose=False, max_retry_limit=0
+        )
         extra = {"guardrails": guardrails, "guardrail_max_retries": GUARDRAIL_MAX_RETRIES} if guardrails else {}
         task = Task(description=messages[1]["content"], expected_output=expected, agent=agent, **extra)
-        crew = Crew(agents=[agent], tasks=[task], process=Process.sequential, verbose=False, tracing=False, memory=False)
+        crew = Crew(
+            agents=[agent], tasks=[task], process=Process.sequential, verbose=False, tracing=False, memory=False
+        )
         return crew, task
 
     def _worker(self, feedback: str | None) -> tuple[Crew, Task]:
         messages = prompts.worker_messages(self.task, self.source, self.context, feedback)
-        guardrails = [contract_guardrail(self.task.id, wave1=not self.flags_protocol), llm_guardrail_description(self.task)] if self.config == "guardrail" else None
-        crew, task = self._crew(messages, self.worker_llm, f"Write the {self.task.id} artifact exactly as the OUTPUT CONTRACT specifies.",
-                                "The artifact only, exactly as the OUTPUT CONTRACT specifies: no commentary, no Markdown fences.", guardrails)
+        guardrails = (
+            [contract_guardrail(self.task.id, wave1=not self.flags_protocol), llm_guardrail_description(self.task)]
+            if self.config == "guardrail"
+            else None
+        )
+        crew, task = self._crew(
+            messages,
+            self.worker_llm,
+            f"Write the {self.task.id} artifact exactly as the OUTPUT CONTRACT specifies.",
+            "The artifact only, exactly as the OUTPUT CONTRACT specifies: no commentary, no Markdown fences.",
+            guardrails,
+        )
         self.worker_agent_role = task.agent.role
         return crew, task
 
     def _reviewer(self, draft: str, precheck: str) -> Crew:
         messages = prompts.reviewer_messages(self.task, self.source, self.context, draft, precheck, self.flags_protocol)
-        crew, task = self._crew(messages, self.reviewer_llm, f"Review the {self.task.id} draft and end with one verdict line.",
-                                "Your review, ending with exactly one verdict line (VERDICT: APPROVE or VERDICT: REJECT - <reason>).")
+        crew, task = self._crew(
+            messages,
+            self.reviewer_llm,
+            f"Review the {self.task.id} draft and end with one verdict line.",
+            "Your review, ending with exactly one verdict line (VERDICT: APPROVE or VERDICT: REJECT - <reason>).",
+        )
         self.reviewer_agent_role = task.agent.role
         return crew
 
@@ -268,7 +302,9 @@ class CrewAIPipeline:
 
     def _raise_if_a_call_failed(self) -> None:
         if self.failed_calls:
-            raise ModelCallFailed(f"{len(self.failed_calls)} model call(s) failed inside CrewAI: {self.failed_calls[0]}")
+            raise ModelCallFailed(
+                f"{len(self.failed_calls)} model call(s) failed inside CrewAI: {self.failed_calls[0]}"
+            )
 
     def _kickoff_worker(self, feedback: str | None) -> str | None:
         crew, task = self._worker(feedback)
@@ -291,8 +327,12 @@ class CrewAIPipeline:
     def _observe(self, events: list) -> None:
         for event in events:
             if isinstance(event, LLMCallCompletedEvent):
-                self.recorder.record(self._agent_of(event.agent_role), EventKind.AGENT_MSG,
-                                     model_id=self.served.by_response_id.get(event.response_id), text=_text(event.response))
+                self.recorder.record(
+                    self._agent_of(event.agent_role),
+                    EventKind.AGENT_MSG,
+                    model_id=self.served.by_response_id.get(event.response_id),
+                    text=_text(event.response),
+                )
             elif isinstance(event, LLMCallFailedEvent):
                 self.failed_calls.append(event.error)
             elif isinstance(event, LLMGuardrailCompletedEvent) and not event.success:

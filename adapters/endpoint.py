@@ -62,12 +62,24 @@ def provider_from_env(pipeline_model: str, downgrade_model: str) -> Endpoint | N
     local = flag.lower() not in ("", "0", "false", "no")
     if local:
         if not base_url:
-            raise ValueError(f"{LOCAL_MODEL_ENV} is set but {BASE_URL_ENV} is not: set it to the local server's URL, e.g. http://127.0.0.1:8088/v1")
+            raise ValueError(
+                f"{LOCAL_MODEL_ENV} is set but {BASE_URL_ENV} is not: set it to the local server's URL, e.g. http://127.0.0.1:8088/v1"
+            )
         if not is_loopback(base_url):
-            raise ValueError(f"{LOCAL_MODEL_ENV} is set but {BASE_URL_ENV}={base_url} is not a loopback address (127.0.0.0/8, localhost, ::1)")
+            raise ValueError(
+                f"{LOCAL_MODEL_ENV} is set but {BASE_URL_ENV}={base_url} is not a loopback address (127.0.0.0/8, localhost, ::1)"
+            )
         if flag.lower() not in ("1", "true", "yes"):
             _SERVED_IDS.setdefault(base_url, flag)  # the id the server reported when it was started
-        return Endpoint(base_url, key or LOCAL_MODEL_KEY, pipeline_model, downgrade_model, scripted=False, timeout=120.0, local_model=True)
+        return Endpoint(
+            base_url,
+            key or LOCAL_MODEL_KEY,
+            pipeline_model,
+            downgrade_model,
+            scripted=False,
+            timeout=120.0,
+            local_model=True,
+        )
     if not (base_url and key):
         return None
     return Endpoint(base_url, key, pipeline_model, downgrade_model, scripted=False, timeout=120.0)

@@ -44,20 +44,29 @@ class State(TypedDict, total=False):
 
 
 class LangGraphPipeline:
-    def __init__(self, config: str, task, tools: TaskTools, recorder: Recorder, endpoint, fault, protocols, flags_protocol: bool):
+    def __init__(
+        self, config: str, task, tools: TaskTools, recorder: Recorder, endpoint, fault, protocols, flags_protocol: bool
+    ):
         self.config, self.task, self.tools, self.recorder = config, task, tools, recorder
         self.llm_for, self.protocols, self.flags_protocol = llm_factory(endpoint, fault), protocols, flags_protocol
         self.graph = self._build()
 
     def _call(self, stage: str, agent: str, messages) -> str:
         reply = self.llm_for(stage).invoke(messages)
-        self.recorder.record(agent, EventKind.AGENT_MSG, model_id=reply.response_metadata.get("model_name"), text=reply.content)
+        self.recorder.record(
+            agent, EventKind.AGENT_MSG, model_id=reply.response_metadata.get("model_name"), text=reply.content
+        )
         return reply.content
 
     # -- nodes -------------------------------------------------------------------------------
 
     def load(self, state: State) -> State:
-        return {"source": self.tools.load_document(), "context": self.tools.load_context(), "revisions": 0, "validations": 0}
+        return {
+            "source": self.tools.load_document(),
+            "context": self.tools.load_context(),
+            "revisions": 0,
+            "validations": 0,
+        }
 
     def worker(self, state: State) -> State:
         messages = prompts.worker_messages(self.task, state["source"], state["context"], state.get("feedback"))
@@ -66,7 +75,9 @@ class LangGraphPipeline:
         return {"draft": draft, "received": received, "precheck": self.tools.precheck(received)}
 
     def review(self, state: State) -> Command:
-        messages = prompts.reviewer_messages(self.task, state["source"], state["context"], state["received"], state["precheck"], self.flags_protocol)
+        messages = prompts.reviewer_messages(
+            self.task, state["source"], state["context"], state["received"], state["precheck"], self.flags_protocol
+        )
         verdict = self.protocols.parse_verdict(self._call("reviewer", "reviewer", messages))
         decision, reason = (verdict.decision, verdict.reason) if verdict else (None, None)
         update = {"verdict": decision, "reason": reason}
@@ -75,7 +86,11 @@ class LangGraphPipeline:
         return Command(goto="validate" if self.config == "guardrail" else "emit", update=update)
 
     def revise(self, state: State) -> State:
-        return {"feedback": state["reason"] or "", "retry_of": state["rejected_by"], "revisions": state["revisions"] + 1}
+        return {
+            "feedback": state["reason"] or "",
+            "retry_of": state["rejected_by"],
+            "revisions": state["revisions"] + 1,
+        }
 
     def validate(self, state: State) -> Command:
         problems = tasks.guardrail_problems(self.task.id, state["received"], wave1=not self.flags_protocol)
@@ -115,7 +130,9 @@ class LangGraphPipeline:
                 self._observe(node, update)
 
     def _observe(self, node: str, update: Any) -> None:
-        act = lambda name, component, reason: self.recorder.record(component, EventKind.GUARDRAIL_EVENT, act=name, component=component, reason=reason)
+        act = lambda name, component, reason: self.recorder.record(
+            component, EventKind.GUARDRAIL_EVENT, act=name, component=component, reason=reason
+        )
         if node == INTERRUPT_KEY:
             for item in update:
                 act("escalate", "validator", str(item.value))
@@ -134,9 +151,15 @@ def llm_factory(endpoint, fault):
     def llm_for(stage: str) -> ChatOpenAI:
         model = fault.model_for(stage, endpoint.pipeline_model)
         if model not in cache:
-            cache[model] = ChatOpenAI(model=model, base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0, timeout=endpoint.timeout,
-                                      http_client=gateway_http_client(endpoint.timeout),
-                                      http_async_client=gateway_async_http_client(endpoint.timeout))
+            cache[model] = ChatOpenAI(
+                model=model,
+                base_url=endpoint.base_url,
+                api_key=endpoint.api_key,
+                max_retries=0,
+                timeout=endpoint.timeout,
+                http_client=gateway_http_client(endpoint.timeout),
+                http_async_client=gateway_async_http_client(endpoint.timeout),
+            )
         return cache[model]
 
     return llm_for

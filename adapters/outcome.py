@@ -22,7 +22,15 @@ def infrastructure_errors() -> tuple[type[BaseException], ...]:
     import httpx
     import openai
 
-    return (openai.APIConnectionError, openai.APITimeoutError, openai.InternalServerError, openai.RateLimitError, httpx.HTTPError, ConnectionError, TimeoutError)
+    return (
+        openai.APIConnectionError,
+        openai.APITimeoutError,
+        openai.InternalServerError,
+        openai.RateLimitError,
+        httpx.HTTPError,
+        ConnectionError,
+        TimeoutError,
+    )
 
 
 def __getattr__(name: str):

@@ -40,7 +40,12 @@ from sabot.trace import RunRecord
 # caller's main script once (CPython 3.11 ignores "__main__" here) and freezes the heap out of the GC.
 # adapters.run_attempt brings the run root, its seal and the record writer (another ~20 modules a child imported).
 # adapters.fork_confined starts the confined server (where the pipelines run, importing their frameworks) at once.
-RUNNER_PRELOAD = ["adapters.fork_watch", "adapters.fork_confined", "adapters.runner", "adapters.run_attempt"]  # the watch first
+RUNNER_PRELOAD = [
+    "adapters.fork_watch",
+    "adapters.fork_confined",
+    "adapters.runner",
+    "adapters.run_attempt",
+]  # the watch first
 CLIENT_PRELOAD = ["openai.resources", "httpcore", "anyio._backends._asyncio", "adapters.fork_ready"]
 MAIN_ENV = "SABOT_FORK_MAIN"  # read by adapters.fork_ready in the fork server
 DEFAULT_CONCURRENCY = 8  # measured: bench/bench_concurrency.py (README, "Concurrency")
@@ -99,7 +104,9 @@ def _context():
     # would otherwise re-run before every run.
     main = spawn.get_preparation_data("sabot-run").get("init_main_from_path")
     os.environ[MAIN_ENV] = json.dumps({"init_main_from_path": main})
-    os.environ[STARTER_ENV] = str(os.getpid())  # the server watches this pid from its first import (adapters.fork_watch)
+    os.environ[STARTER_ENV] = str(
+        os.getpid()
+    )  # the server watches this pid from its first import (adapters.fork_watch)
     ctx = multiprocessing.get_context("forkserver")
     if _Server.frameworks is None:  # a pool starts the server itself: every pipeline
         _Server.frameworks = frozenset(PIPELINES)
@@ -189,8 +196,12 @@ def run_many(
     spare = 1 if len(pending) > workers else 0
     # die_with_parent as each worker starts, not at its first run: a worker forked just before the command died
     # waits for a run that never comes, holding the resource tracker open, unless it dies with the fork server.
-    with _pool_open(), ProcessPoolExecutor(max_workers=workers + spare, mp_context=_context(), max_tasks_per_child=1,
-                                           initializer=die_with_parent) as pool:
+    with (
+        _pool_open(),
+        ProcessPoolExecutor(
+            max_workers=workers + spare, mp_context=_context(), max_tasks_per_child=1, initializer=die_with_parent
+        ) as pool,
+    ):
         in_flight: dict[Future, tuple[Any, float]] = {}
 
         def fill() -> None:
@@ -235,7 +246,12 @@ def run_spec(spec: RunSpec, registry, work_root: str) -> RunOutcome:
 def crashed_run(spec: RunSpec, exc: BaseException) -> RunOutcome:
     """A run whose process died: infrastructure, stored as RUN_ERROR, never raised."""
     error = f"the run's process died: {type(exc).__name__}: {exc}"
-    return RunOutcome(RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error), [])
+    return RunOutcome(
+        RunRecord(
+            spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error
+        ),
+        [],
+    )
 
 
 def crashed_attempt(spec: RunSpec, exc: BaseException, run_root: Path, identity, dagster_run_id: str) -> Path:
@@ -254,7 +270,9 @@ def crashed_attempt(spec: RunSpec, exc: BaseException, run_root: Path, identity,
         break
     directory = runroot.allocate(Path(run_root), spec.wave, probe, spec.operator)
     record = crashed_run(spec, exc).record
-    return runroot.write_attempt(directory, spec.wave, record, "run_error", identity, [], dagster_run_id, runroot.started_now())
+    return runroot.write_attempt(
+        directory, spec.wave, record, "run_error", identity, [], dagster_run_id, runroot.started_now()
+    )
 
 
 def _attempt_meta(directory: Path) -> dict:

@@ -46,8 +46,12 @@ def message_text(message: dict) -> str:
 
 
 def _task_blocks(task: ServedTask, source: str, context: str) -> list[str]:
-    return [block("TASK", task.instructions), block("OUTPUT CONTRACT", task.output_contract["text"]),
-            block("SOURCE", source), block("CONTEXT", context)]
+    return [
+        block("TASK", task.instructions),
+        block("OUTPUT CONTRACT", task.output_contract["text"]),
+        block("SOURCE", source),
+        block("CONTEXT", context),
+    ]
 
 
 def worker_messages(task: ServedTask, source: str, context: str, feedback: str | None) -> list[dict]:
@@ -66,7 +70,9 @@ def worker_messages(task: ServedTask, source: str, context: str, feedback: str |
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def reviewer_messages(task: ServedTask, source: str, context: str, draft: str, precheck: str, flags_protocol: bool) -> list[dict]:
+def reviewer_messages(
+    task: ServedTask, source: str, context: str, draft: str, precheck: str, flags_protocol: bool
+) -> list[dict]:
     approve, reject = _standard()[1]
     system = (
         f"You are the {task.id} reviewer.\n"
@@ -78,7 +84,11 @@ def reviewer_messages(task: ServedTask, source: str, context: str, draft: str, p
     )
     if flags_protocol:
         system += "\n\n" + reviewer_addendum()
-    parts = _task_blocks(task, source, context) + [block("DRAFT", draft), block("PRECHECK", precheck), "Review the draft now."]
+    parts = _task_blocks(task, source, context) + [
+        block("DRAFT", draft),
+        block("PRECHECK", precheck),
+        "Review the draft now.",
+    ]
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
@@ -95,10 +105,14 @@ def magentic_task(task: ServedTask, source: str, context: str, flags_protocol: b
     contract = task.output_contract["text"]
     if flags_protocol:
         contract = f"{FLAGS_CONTRACT_LINE}\n{contract}"
-    return "\n\n".join([
-        f"{task.title}: the {task.worker_role} writes the artifact {task.artifact_file}.",
-        block("TASK", task.instructions), block("OUTPUT CONTRACT", contract),
-        block("SOURCE", source), block("CONTEXT", context),
-        "SOURCE is the result of the load_document tool and CONTEXT the result of the load_context tool. "
-        "The final answer is the artifact itself, exactly as the OUTPUT CONTRACT specifies.",
-    ])
+    return "\n\n".join(
+        [
+            f"{task.title}: the {task.worker_role} writes the artifact {task.artifact_file}.",
+            block("TASK", task.instructions),
+            block("OUTPUT CONTRACT", contract),
+            block("SOURCE", source),
+            block("CONTEXT", context),
+            "SOURCE is the result of the load_document tool and CONTEXT the result of the load_context tool. "
+            "The final answer is the artifact itself, exactly as the OUTPUT CONTRACT specifies.",
+        ]
+    )

@@ -50,16 +50,30 @@ REPLAY_ENDPOINT_PREFIX = "replay of "
 def replay_identity(identity: Identity, replay) -> Identity:
     """A replayed attempt's identity: a replay of its source run, whatever endpoint the environment
     names. No live identity starts so, so a replay never satisfies reuse for provider (or scripted) work."""
-    return Identity(identity.runner_version, f"{REPLAY_ENDPOINT_PREFIX}{replay.source or 'a stored run'} ({replay.endpoint_label})",
-                    identity.pipeline_model, identity.downgrade_model, identity.protocol, identity.code)
+    return Identity(
+        identity.runner_version,
+        f"{REPLAY_ENDPOINT_PREFIX}{replay.source or 'a stored run'} ({replay.endpoint_label})",
+        identity.pipeline_model,
+        identity.downgrade_model,
+        identity.protocol,
+        identity.code,
+    )
 
 
 def is_replay(identity: Identity) -> bool:
     return identity.endpoint.startswith(REPLAY_ENDPOINT_PREFIX)
 
 
-def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identity: Identity, dagster_run_id: str,
-                replay=None, replays: dict | None = None) -> Path:
+def run_attempt(
+    spec: RunSpec,
+    registry,
+    run_root: Path,
+    work_root: Path,
+    identity: Identity,
+    dagster_run_id: str,
+    replay=None,
+    replays: dict | None = None,
+) -> Path:
     """Run one slot once (the runner's own retry-once included) and return its finished attempt directory.
 
     `replay` (or this spec's entry in `replays`, for a pool handed one callable for many runs): a
@@ -70,9 +84,13 @@ def run_attempt(spec: RunSpec, registry, run_root: Path, work_root: Path, identi
         identity = replay_identity(identity, replay)
     directory = runroot.allocate(run_root, spec.wave, _probe(spec), spec.operator)
     started = runroot.started_now()
-    journal = None if replay is not None else ExchangeJournal(directory).begin(spec.run_id, identity, started, dagster_run_id)
+    journal = (
+        None if replay is not None else ExchangeJournal(directory).begin(spec.run_id, identity, started, dagster_run_id)
+    )
     with pipeline_log(directory):
-        outcome = run(spec, registry, work_root, replay=replay, journal=journal)  # replay: answered from a Recording, nothing sent
+        outcome = run(
+            spec, registry, work_root, replay=replay, journal=journal
+        )  # replay: answered from a Recording, nothing sent
     record = outcome.record
     # A run the endpoint's stop cut off is "stopped": stored with its calls, never scored, resumed later.
     kind = "stopped" if outcome.stop else "run_error" if record.error else "complete"

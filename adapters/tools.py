@@ -21,16 +21,28 @@ class TaskTools:
         if perturbed is None:
             self.recorder.record(agent, EventKind.TOOL_CALL, tool=tool, injected=False, output=text, **extra)
             return text
-        self.recorder.record(agent, EventKind.TOOL_CALL, tool=tool, injected=True, operator=self.fault.operator, output=perturbed, **extra)
+        self.recorder.record(
+            agent,
+            EventKind.TOOL_CALL,
+            tool=tool,
+            injected=True,
+            operator=self.fault.operator,
+            output=perturbed,
+            **extra,
+        )
         return perturbed
 
     def load_document(self) -> str:
         text = self.task.documents["source"]
-        return self._tool(self.worker, "load_document", text, self.fault.tool_result("load_document", text), field="result")
+        return self._tool(
+            self.worker, "load_document", text, self.fault.tool_result("load_document", text), field="result"
+        )
 
     def load_context(self) -> str:
         text = self.task.documents["context"]
-        return self._tool(self.worker, "load_context", text, self.fault.tool_result("load_context", text), field="context")
+        return self._tool(
+            self.worker, "load_context", text, self.fault.tool_result("load_context", text), field="context"
+        )
 
     def handoff(self, draft: str) -> str:
         """The worker's draft as the reviewer receives it."""
@@ -45,10 +57,19 @@ class TaskTools:
         path = self.run_dir / self.task.artifact_file
         if self.fault.suppresses_write():
             reply = self.fault.spec["success_response"]
-            self.recorder.record(self.worker, EventKind.TOOL_CALL, tool="write_output", injected=True, operator=self.fault.operator, output=reply)
+            self.recorder.record(
+                self.worker,
+                EventKind.TOOL_CALL,
+                tool="write_output",
+                injected=True,
+                operator=self.fault.operator,
+                output=reply,
+            )
             return reply
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(tasks.strip_flags_head(artifact))
         reply = f"wrote {len(artifact)} characters to {self.task.artifact_file}"
-        self.recorder.record(self.worker, EventKind.TOOL_CALL, tool="write_output", injected=False, artifact_present=True, output=reply)
+        self.recorder.record(
+            self.worker, EventKind.TOOL_CALL, tool="write_output", injected=False, artifact_present=True, output=reply
+        )
         return reply

@@ -28,10 +28,19 @@ def build_response_models() -> None:
 def resolve_request_types() -> None:
     """Transform one request body of each message role, whole and streamed, as openai's create does."""
     call = {"id": "call_0", "type": "function", "function": {"name": "warm", "arguments": "{}"}}
-    body = {"model": "warm", "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
-                                          {"role": "assistant", "content": None, "tool_calls": [call]},
-                                          {"role": "tool", "tool_call_id": "call_0", "content": "t"}],
-            "tools": [{"type": "function", "function": {"name": "warm", "description": "d", "parameters": {"type": "object"}}}],
-            "tool_choice": "auto", "stream_options": {"include_usage": True}}
+    body = {
+        "model": "warm",
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_0", "content": "t"},
+        ],
+        "tools": [
+            {"type": "function", "function": {"name": "warm", "description": "d", "parameters": {"type": "object"}}}
+        ],
+        "tool_choice": "auto",
+        "stream_options": {"include_usage": True},
+    }
     maybe_transform({**body, "stream": True}, completion_create_params.CompletionCreateParamsStreaming)
     maybe_transform(body, completion_create_params.CompletionCreateParamsNonStreaming)

@@ -74,7 +74,12 @@ def timed_slice(registry: Registry, concurrency: int, latency: float) -> tuple[f
             runner.run(["fault_runs"], slice_range(registry))
             elapsed = time.perf_counter() - start
         with connect(store_path, read_only=True) as con:
-            records = [json.loads(r) for (r,) in con.execute("SELECT record FROM runs WHERE wave = ? AND status = 'present'", [WAVE]).fetchall()]
+            records = [
+                json.loads(r)
+                for (r,) in con.execute(
+                    "SELECT record FROM runs WHERE wave = ? AND status = 'present'", [WAVE]
+                ).fetchall()
+            ]
     calls = sum(len(r.get("exchanges", [])) for r in records)
     return elapsed, len(records), calls
 
@@ -112,8 +117,16 @@ def bare_run(registry: Registry, spec: RunSpec) -> float:
         policy = ScriptedPolicy(spec.run_id, weak_model=models["o4_downgrade_model"])
         with ScriptedModelServer(policy, latency=Latency.from_env(spec.run_id)) as server:
             endpoint = scripted(server.base_url, models["pipeline_model"], models["o4_downgrade_model"])
-            pipeline = pipeline_class(spec.framework)(spec.config, task, tools, recorder, endpoint, fault,
-                                                      Protocols.from_registry(registry), spec.protocol >= 2)
+            pipeline = pipeline_class(spec.framework)(
+                spec.config,
+                task,
+                tools,
+                recorder,
+                endpoint,
+                fault,
+                Protocols.from_registry(registry),
+                spec.protocol >= 2,
+            )
             start = time.perf_counter()
             pipeline.run()
             return time.perf_counter() - start
@@ -128,27 +141,37 @@ def main() -> None:
     args = parser.parse_args()
     registry = Registry()
     c = args.concurrency
-    print(f"slice: {WAVE} {FRAMEWORK}/{CONFIG} fault_runs {' ... '.join(slice_range(registry))}; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"slice: {WAVE} {FRAMEWORK}/{CONFIG} fault_runs {' ... '.join(slice_range(registry))}; load average {os.getloadavg()[0]:.1f}"
+    )
 
-    print(f"fork server start (once per process, before its first run; not in the figures below): {fork_server_start(registry):.2f} s")
+    print(
+        f"fork server start (once per process, before its first run; not in the figures below): {fork_server_start(registry):.2f} s"
+    )
     if not args.overhead_only:
         zero, runs, zero_calls = timed_slice(registry, c, 0.0)
         print(f"concurrency {c}, latency 0: {zero:.1f} s for {runs} runs, {zero_calls} model calls")
         slow, runs, calls = timed_slice(registry, c, args.latency)
         bound = 1.25 * (calls * args.latency / c) + zero
         verdict = "within" if slow <= bound else "OVER"
-        print(f"concurrency {c}, latency {args.latency}: {slow:.1f} s for {runs} runs, {calls} model calls; "
-              f"bound 1.25 x ({calls} x {args.latency} / {c}) + {zero:.1f} = {bound:.1f} s: {verdict}")
+        print(
+            f"concurrency {c}, latency {args.latency}: {slow:.1f} s for {runs} runs, {calls} model calls; "
+            f"bound 1.25 x ({calls} x {args.latency} / {c}) + {zero:.1f} = {bound:.1f} s: {verdict}"
+        )
         if not args.skip_serial:
             serial, runs, _ = timed_slice(registry, 1, args.latency)
-            print(f"concurrency 1, latency {args.latency}: {serial:.1f} s for {runs} runs; concurrency 1 / {c} = {serial / slow:.2f}")
+            print(
+                f"concurrency 1, latency {args.latency}: {serial:.1f} s for {runs} runs; concurrency 1 / {c} = {serial / slow:.2f}"
+            )
 
     os.environ[LATENCY_ENV] = str(args.latency)
     spec = RunSpec(WAVE, registry.wave(WAVE).protocol, FRAMEWORK, CONFIG, "T1", "O1", registry.wave(WAVE).seeds[0])
     harness = statistics.median(harness_run(registry, spec) for _ in range(REPEATS))
     bare = statistics.median(bare_run(registry, spec) for _ in range(REPEATS))
-    print(f"one run, latency {args.latency} (median of {REPEATS}): through the harness {harness:.2f} s, bare pipeline {bare:.2f} s; "
-          f"harness / bare = {harness / bare:.2f} (overhead {harness - bare:.2f} s a run)")
+    print(
+        f"one run, latency {args.latency} (median of {REPEATS}): through the harness {harness:.2f} s, bare pipeline {bare:.2f} s; "
+        f"harness / bare = {harness / bare:.2f} (overhead {harness - bare:.2f} s a run)"
+    )
 
 
 if __name__ == "__main__":

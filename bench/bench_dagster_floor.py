@@ -46,12 +46,18 @@ def build(n_probes: int, metadata: bool, checks: int):
     import dagster as dg
 
     probe_part = dg.StaticPartitionsDefinition(probes(n_probes))
-    cell_part = dg.MultiPartitionsDefinition({"operator": dg.StaticPartitionsDefinition(OPERATORS), "probe": probe_part})
+    cell_part = dg.MultiPartitionsDefinition(
+        {"operator": dg.StaticPartitionsDefinition(OPERATORS), "probe": probe_part}
+    )
     single = dg.BackfillPolicy.single_run()
-    check_specs = [dg.AssetCheckSpec(name, asset="verdicts", partitions_def=cell_part) for name in ("verdict", "seal")[:checks]]
+    check_specs = [
+        dg.AssetCheckSpec(name, asset="verdicts", partitions_def=cell_part) for name in ("verdict", "seal")[:checks]
+    ]
 
     def cell_asset(name: str, specs=()):
-        @dg.asset(name=name, partitions_def=cell_part, backfill_policy=single, code_version="v1", check_specs=list(specs))
+        @dg.asset(
+            name=name, partitions_def=cell_part, backfill_policy=single, code_version="v1", check_specs=list(specs)
+        )
         def cells(context: dg.AssetExecutionContext):
             keys = context.partition_keys
             if metadata:
@@ -59,7 +65,11 @@ def build(n_probes: int, metadata: bool, checks: int):
                     context.add_asset_metadata({"verdict": "valid", "cell": key}, partition_key=key)
             for spec in specs:  # one evaluation per cell and check, as sabot_assets/waves/cell_checks.py logs them
                 for key in keys:
-                    context.log_event(dg.AssetCheckEvaluation(asset_key=context.asset_key, check_name=spec.name, partition=key, passed=True))
+                    context.log_event(
+                        dg.AssetCheckEvaluation(
+                            asset_key=context.asset_key, check_name=spec.name, partition=key, passed=True
+                        )
+                    )
             yield dg.MaterializeResult()
             for check_key in context.selected_asset_check_keys:
                 yield dg.Output(None, output_name=context.assets_def.get_output_name_for_asset_check_key(check_key))
@@ -107,12 +117,20 @@ def one_run(instance, assets, names: list[str], n_probes: int, first: int = 0):
     tags = {}
     if names[0] in ("runs", "judge", "verdicts"):
         keys = probes(first + n_probes)[first:]
-        tags = {"dagster/asset_partition_range_start": f"{OPERATORS[0]}|{keys[0]}", "dagster/asset_partition_range_end": f"{OPERATORS[-1]}|{keys[-1]}"}
+        tags = {
+            "dagster/asset_partition_range_start": f"{OPERATORS[0]}|{keys[0]}",
+            "dagster/asset_partition_range_end": f"{OPERATORS[-1]}|{keys[-1]}",
+        }
     elif names[0] == "baselines":
         keys = probes(n_probes)
         tags = {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
-    result = dg.materialize(assets, selection=[dg.AssetKey(n) for n in names], instance=instance, tags=tags,
-                            run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}})  # as the commands run: quiet
+    result = dg.materialize(
+        assets,
+        selection=[dg.AssetKey(n) for n in names],
+        instance=instance,
+        tags=tags,
+        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
+    )  # as the commands run: quiet
     assert result.success
     return result
 
@@ -121,7 +139,9 @@ def cells_in_process(n_probes: int, metadata: bool, checks: int) -> tuple[float,
     """One run materializing every cell of one asset (operators x probes), on a fresh instance."""
     assets, _ = build(n_probes, metadata, checks)
     with tempfile.TemporaryDirectory() as tmp, fresh_instance(Path(tmp)) as instance:
-        one_run(instance, assets, ["board"], n_probes)  # the instance's first run pays the storage's set-up: not counted
+        one_run(
+            instance, assets, ["board"], n_probes
+        )  # the instance's first run pays the storage's set-up: not counted
         return timed(lambda: one_run(instance, assets, ["verdicts" if checks else "runs"], n_probes))
 
 
@@ -146,21 +166,29 @@ def corpus_row_cold() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--cells", type=int, default=900, help="cell partitions (a multiple of 6): 900 is a full wave 2")
+    parser.add_argument(
+        "--cells", type=int, default=900, help="cell partitions (a multiple of 6): 900 is a full wave 2"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         corpus_row_cold()
         return
     med = statistics.median
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start; median of {args.repeat}; CPU = user + system", flush=True)
+    print(
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start; median of {args.repeat}; CPU = user + system",
+        flush=True,
+    )
     figures = {
         f"{args.cells} cells, one run": lambda: cells_in_process(args.cells // 6, False, 0),
-        f"{args.cells} cells + per-partition metadata (public add_asset_metadata)": lambda: cells_in_process(args.cells // 6, True, 0),
+        f"{args.cells} cells + per-partition metadata (public add_asset_metadata)": lambda: cells_in_process(
+            args.cells // 6, True, 0
+        ),
         f"{args.cells} cells + 2 checks per partition": lambda: cells_in_process(args.cells // 6, False, 2),
         f"{args.cells} cells + 2 checks per partition, in 6 runs": lambda: cells_in_runs(args.cells // 6, 6),
-        "corpus row, cold: new process, fresh instance, 6 runs, 475 partitions + 150 check evaluations":
-            lambda: child([sys.executable, __file__, "--child"], cwd=PROJECT),
+        "corpus row, cold: new process, fresh instance, 6 runs, 475 partitions + 150 check evaluations": lambda: child(
+            [sys.executable, __file__, "--child"], cwd=PROJECT
+        ),
     }
     for name, fn in figures.items():
         pairs = []
@@ -168,8 +196,11 @@ def main() -> None:
             floor = import_dagster()
             pairs.append((fn(), floor))
         wall, cpu = med(p[0][0] for p in pairs), med(p[0][1] for p in pairs)
-        print(f"{name}: {wall:.2f} s wall, {cpu:.2f} s CPU; / import dagster: wall {med(p[0][0] / p[1][0] for p in pairs):.2f}x, "
-              f"CPU {med(p[0][1] / p[1][1] for p in pairs):.2f}x (import dagster {med(p[1][1] for p in pairs):.2f} s CPU)", flush=True)
+        print(
+            f"{name}: {wall:.2f} s wall, {cpu:.2f} s CPU; / import dagster: wall {med(p[0][0] / p[1][0] for p in pairs):.2f}x, "
+            f"CPU {med(p[0][1] / p[1][1] for p in pairs):.2f}x (import dagster {med(p[1][1] for p in pairs):.2f} s CPU)",
+            flush=True,
+        )
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -29,16 +29,35 @@ from tests.fault_provider import FaultProvider  # noqa: E402 - the project root 
 
 def measure(mode: str, frameworks: list[str]) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"bench-faults-{mode}-") as var, FaultProvider(mode) as provider:
-        env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_CALL_POLICY", "SABOT_LIMITER_DIR")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_CALL_POLICY", "SABOT_LIMITER_DIR")
+        }
         env.update(SABOT_VAR=var, SABOT_MODEL_BASE_URL=provider.base_url, SABOT_MODEL_API_KEY="sk-bench-not-a-key")
-        args = [str(PROJECT / ".venv/bin/sabot"), "wave", "run", "wave2", "--concurrency", "8", *[a for f in frameworks for a in ("--framework", f)]]
+        args = [
+            str(PROJECT / ".venv/bin/sabot"),
+            "wave",
+            "run",
+            "wave2",
+            "--concurrency",
+            "8",
+            *[a for f in frameworks for a in ("--framework", f)],
+        ]
         load = Path("/proc/loadavg").read_text().split()[:3]
         started = time.monotonic()
         done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=3 * 3600)
         seconds = time.monotonic() - started
         paragraph = next((line for line in done.stderr.splitlines() if "the wave stopped" in line), done.stderr[-600:])
-        return {"mode": mode, "seconds": seconds, "exit": done.returncode, "provider saw": provider.calls, "load before": " ".join(load),
-                "load after": " ".join(Path("/proc/loadavg").read_text().split()[:3]), "paragraph": paragraph}
+        return {
+            "mode": mode,
+            "seconds": seconds,
+            "exit": done.returncode,
+            "provider saw": provider.calls,
+            "load before": " ".join(load),
+            "load after": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+            "paragraph": paragraph,
+        }
 
 
 def main() -> None:
@@ -48,8 +67,10 @@ def main() -> None:
     opts = parser.parse_args()
     for mode in opts.mode or ["dead", "hang"]:
         r = measure(mode, opts.framework)
-        print(f"{r['mode']}: stopped in {r['seconds']:.1f} s (exit {r['exit']}); the provider saw {r['provider saw']} "
-              f"connection(s)/request(s); load {r['load before']} -> {r['load after']}")
+        print(
+            f"{r['mode']}: stopped in {r['seconds']:.1f} s (exit {r['exit']}); the provider saw {r['provider saw']} "
+            f"connection(s)/request(s); load {r['load before']} -> {r['load after']}"
+        )
         print(f"  {r['paragraph']}")
 
 

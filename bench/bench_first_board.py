@@ -30,10 +30,18 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sabot-first-board-") as tmp:
         project = Path(tmp) / "my_project"
-        env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")
+        }
         env["SABOT_VAR"] = str(Path(tmp) / "var")
-        steps = (("init", ["init", str(project), "--framework", args.framework]), ("project check", ["project", "check", str(project)]),
-                 ("registry lock", ["registry", "lock", str(project)]), ("wave run", ["wave", "run", str(project)]))
+        steps = (
+            ("init", ["init", str(project), "--framework", args.framework]),
+            ("project check", ["project", "check", str(project)]),
+            ("registry lock", ["registry", "lock", str(project)]),
+            ("wave run", ["wave", "run", str(project)]),
+        )
         total, board = 0.0, ""
         for name, argv in steps:
             started = time.perf_counter()
@@ -44,12 +52,16 @@ def main() -> None:
             if done.returncode != 0:
                 raise SystemExit(f"{name} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
             board = next((line for line in done.stdout.splitlines() if "under ruleset" in line), board)
-        print(f"{'first board':<14} {total:6.1f} s  (target {TARGET_SECONDS} s; {os.cpu_count()} cores) {args.framework}")
+        print(
+            f"{'first board':<14} {total:6.1f} s  (target {TARGET_SECONDS} s; {os.cpu_count()} cores) {args.framework}"
+        )
         print(f"board: {board}")
         typo = str(project.parent / "my_projcet")
         started = time.perf_counter()
         done = subprocess.run([str(SABOT), "wave", "run", typo], cwd=ROOT, env=env, capture_output=True, text=True)
-        print(f"{'typo refused':<14} {time.perf_counter() - started:6.2f} s  (exit status {done.returncode}): {done.stderr.strip()[:100]}")
+        print(
+            f"{'typo refused':<14} {time.perf_counter() - started:6.2f} s  (exit status {done.returncode}): {done.stderr.strip()[:100]}"
+        )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,10 @@ from adapters.gateway import CallPolicy, ModelGateway, Upstream
 from adapters.scripted import Reply, ScriptedModelServer
 from sabot.registry import Registry
 
-MESSAGES = [{"role": "system", "content": "You are a worker."}, {"role": "user", "content": "Summarize the memo. " * 50}]
+MESSAGES = [
+    {"role": "system", "content": "You are a worker."},
+    {"role": "user", "content": "Summarize the memo. " * 50},
+]
 
 
 def per_call(base_url: str, calls: int) -> list[float]:
@@ -33,7 +36,9 @@ def per_call(base_url: str, calls: int) -> list[float]:
 
 def describe(label: str, times: list[float]) -> str:
     q = statistics.quantiles(times, n=20)
-    return f"{label}: median {statistics.median(times) * 1000:.2f} ms, p95 {q[18] * 1000:.2f} ms over {len(times)} calls"
+    return (
+        f"{label}: median {statistics.median(times) * 1000:.2f} ms, p95 {q[18] * 1000:.2f} ms over {len(times)} calls"
+    )
 
 
 def main() -> None:
@@ -43,11 +48,15 @@ def main() -> None:
     policy = CallPolicy.load(Registry())
     with ScriptedModelServer(lambda r: Reply(content="A short summary of the memo.")) as server:
         direct = per_call(server.base_url, args.calls)
-        with ModelGateway(Upstream(server.base_url, "sk-bench", "simulation", scripted=True), policy, "bench") as gateway:
+        with ModelGateway(
+            Upstream(server.base_url, "sk-bench", "simulation", scripted=True), policy, "bench"
+        ) as gateway:
             through = per_call(gateway.base_url, args.calls)
     print(describe("direct to the scripted server", direct))
     print(describe("through the gateway", through))
-    print(f"gateway overhead per call (median): {(statistics.median(through) - statistics.median(direct)) * 1000:.2f} ms")
+    print(
+        f"gateway overhead per call (median): {(statistics.median(through) - statistics.median(direct)) * 1000:.2f} ms"
+    )
 
 
 if __name__ == "__main__":

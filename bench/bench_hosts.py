@@ -57,8 +57,10 @@ def launch_backfill(instance, partitions: list[str]) -> str:
     target = WorkspaceFileTarget(paths=[str(PROJECT / "workspace.yaml")])
     with WorkspaceProcessContext(instance, target) as process_context:
         result = execute_dagster_graphql(
-            process_context.create_request_context(), LAUNCH_PARTITION_BACKFILL_MUTATION,
-            {"backfillParams": {"assetSelection": [{"path": [WAVE, "fault_runs"]}], "partitionNames": partitions}})
+            process_context.create_request_context(),
+            LAUNCH_PARTITION_BACKFILL_MUTATION,
+            {"backfillParams": {"assetSelection": [{"path": [WAVE, "fault_runs"]}], "partitionNames": partitions}},
+        )
     launched = result.data["launchPartitionBackfill"]
     if launched["__typename"] != "LaunchBackfillSuccess":
         raise RuntimeError(f"the backfill was refused: {launched}")
@@ -77,7 +79,12 @@ def attempt_intervals(run_root: Path) -> list[tuple[float, float]]:
     out = []
     for sealed in run_root.rglob("attempt.json"):
         meta = json.loads(sealed.read_text())
-        out.append((dt.datetime.fromisoformat(meta["started_at"]).timestamp(), dt.datetime.fromisoformat(meta["finished_at"]).timestamp()))
+        out.append(
+            (
+                dt.datetime.fromisoformat(meta["started_at"]).timestamp(),
+                dt.datetime.fromisoformat(meta["finished_at"]).timestamp(),
+            )
+        )
     return out
 
 
@@ -87,9 +94,14 @@ def measure(hosts: int, concurrency: int, latency: float) -> dict:
 
     os.environ[LATENCY_ENV] = str(latency)  # every host's environment starts from this one
     with tempfile.TemporaryDirectory() as tmp, hosts_layout(Path(tmp), LABELS[:hosts]) as layout, layout.environment():
-        daemon = subprocess.Popen(["bash", str(PROJECT / "deploy/hosts/coordinator.sh"), "daemon"], cwd=PROJECT,
-                                  env={**os.environ, "SABOT_COORDINATOR_ADDRESS": layout.coordinator},
-                                  stdout=open(Path(tmp) / "daemon.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        daemon = subprocess.Popen(
+            ["bash", str(PROJECT / "deploy/hosts/coordinator.sh"), "daemon"],
+            cwd=PROJECT,
+            env={**os.environ, "SABOT_COORDINATOR_ADDRESS": layout.coordinator},
+            stdout=open(Path(tmp) / "daemon.log", "w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             with layout.instance() as instance:
                 instance.event_log_storage.set_concurrency_slots("llm_agent", concurrency)
@@ -107,9 +119,16 @@ def measure(hosts: int, concurrency: int, latency: float) -> dict:
         intervals = attempt_intervals(Path(layout.env["SABOT_RUN_ROOT"]))
     # The backfill is marked done on a later tick of the daemon's backfill loop; the slice's work is done
     # when its last run ends. Both are printed: the first is what the UI shows, the second the work.
-    return {"hosts": hosts, "concurrency": concurrency, "status": status, "wall_s": round(wall, 1),
-            "to_last_run_end_s": round(max(end for _, end in intervals) - launched_at, 1),
-            "attempts": len(intervals), "peak_in_flight": peak_in_flight(intervals), "load_1min": round(os.getloadavg()[0], 2)}
+    return {
+        "hosts": hosts,
+        "concurrency": concurrency,
+        "status": status,
+        "wall_s": round(wall, 1),
+        "to_last_run_end_s": round(max(end for _, end in intervals) - launched_at, 1),
+        "attempts": len(intervals),
+        "peak_in_flight": peak_in_flight(intervals),
+        "load_1min": round(os.getloadavg()[0], 2),
+    }
 
 
 def main() -> int:
@@ -127,9 +146,14 @@ def main() -> int:
         print(json.dumps(rows[-1]), flush=True)  # each as measured: a later failure keeps it
     one, two, double = rows
     print(f"slice {WAVE} langgraph default {OPERATORS[0]}-{OPERATORS[1]}, latency {args.latency} s a call")
-    for field, what in (("wall_s", "launch to the backfill marked done"), ("to_last_run_end_s", "launch to the last run's end")):
-        print(f"{what}: two hosts / one host at concurrency {args.concurrency}: {two[field] / one[field]:.2f} (target <= 1.1); "
-              f"two hosts at {2 * args.concurrency} / one host at {args.concurrency}: {double[field] / one[field]:.2f} (target <= 0.6)")
+    for field, what in (
+        ("wall_s", "launch to the backfill marked done"),
+        ("to_last_run_end_s", "launch to the last run's end"),
+    ):
+        print(
+            f"{what}: two hosts / one host at concurrency {args.concurrency}: {two[field] / one[field]:.2f} (target <= 1.1); "
+            f"two hosts at {2 * args.concurrency} / one host at {args.concurrency}: {double[field] / one[field]:.2f} (target <= 0.6)"
+        )
     return 0
 
 

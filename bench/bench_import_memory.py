@@ -41,7 +41,9 @@ def grow(path: Path, size: int, shape: str) -> None:
         seq = max(e["seq"] for e in events)
         text = "Reviewed the figures line by line; nothing further to add. " * 34  # ~2 KB
         while len(json.dumps(doc)) < size:  # cheap enough: a few hundred dumps of a growing list
-            batch = [{"seq": seq + i + 1, "agent": "scratch", "kind": "note", "payload": {"text": text}} for i in range(2000)]
+            batch = [
+                {"seq": seq + i + 1, "agent": "scratch", "kind": "note", "payload": {"text": text}} for i in range(2000)
+            ]
             events.extend(batch)
             seq += len(batch)
     path.write_text(json.dumps(doc))
@@ -51,13 +53,31 @@ def import_peak(corpus: Path, work: Path) -> tuple[int, float]:
     """(peak RSS in bytes, seconds) of one `sabot corpus import` in a fresh process."""
     env = {**os.environ, "SABOT_VAR": str(work), "DAGSTER_HOME": str(ROOT)}
     env.pop("SABOT_DB", None)
-    script = ("import resource, subprocess, sys\n"
-              "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-              "sys.stderr.write(done.stderr[-2000:])\n"
-              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode)\n")
+    script = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "sys.stderr.write(done.stderr[-2000:])\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode)\n"
+    )
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", script, str(ROOT / ".venv" / "bin" / "sabot"), "corpus", "import",
-                          str(corpus), "--wave", "public_wave2"], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            script,
+            str(ROOT / ".venv" / "bin" / "sabot"),
+            "corpus",
+            "import",
+            str(corpus),
+            "--wave",
+            "public_wave2",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     kib, code = out.stdout.split()
     if code != "0":
         raise SystemExit(f"import failed:\n{out.stderr}")
@@ -107,9 +127,19 @@ with dg.DagsterInstance.get() as instance:
 def phases(corpus: Path, work: Path) -> list[tuple[str, int, int, float]]:
     """(step, RSS when it began, its peak RSS, seconds) for each step of one import, in a fresh process."""
     work.mkdir()
-    env = {**os.environ, "SABOT_VAR": str(work), "DAGSTER_HOME": str(ROOT), "SABOT_DAGSTER_STORAGE": str(work / "dagster")}
-    out = subprocess.run([sys.executable, "-c", PHASE_SCRIPT, str(corpus), str(work / "sabot.duckdb")], cwd=ROOT, env=env,
-                         capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "SABOT_VAR": str(work),
+        "DAGSTER_HOME": str(ROOT),
+        "SABOT_DAGSTER_STORAGE": str(work / "dagster"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", PHASE_SCRIPT, str(corpus), str(work / "sabot.duckdb")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if out.returncode:
         raise SystemExit(f"phased import failed:\n{out.stderr[-3000:]}")
     rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("PHASE ")]
@@ -136,10 +166,14 @@ def main() -> None:
     print(f"trace: {size / mb:.1f} MB ({args.shape}); the rest of the block as published")
     print(f"import without the large trace: peak RSS {base / mb:.0f} MB ({base_s:.1f} s)")
     print(f"import with it:                 peak RSS {peak / mb:.0f} MB ({peak_s:.1f} s)")
-    print(f"added by the trace: {(peak - base) / mb:.0f} MB = {(peak - base) / size:.2f} x the file "
-          f"(whole process: {peak / size:.2f} x; target: under 4 x the file)")
+    print(
+        f"added by the trace: {(peak - base) / mb:.0f} MB = {(peak - base) / size:.2f} x the file "
+        f"(whole process: {peak / size:.2f} x; target: under 4 x the file)"
+    )
     for name, start, top, seconds in steps:
-        print(f"  {name:<17} peak RSS {top / mb:5.0f} MB, {(top - start) / mb:4.0f} MB above its start = {(top - start) / size:.2f} x the file ({seconds:.1f} s)")
+        print(
+            f"  {name:<17} peak RSS {top / mb:5.0f} MB, {(top - start) / mb:4.0f} MB above its start = {(top - start) / size:.2f} x the file ({seconds:.1f} s)"
+        )
 
 
 if __name__ == "__main__":

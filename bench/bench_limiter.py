@@ -22,8 +22,12 @@ from sabot.shared_state import SHARED_STATE_URL_ENV, shared_state_url
 
 
 def median_ms(calls: int, tokens: int, shared_url: str | None, directory: str) -> float:
-    bucket = limiter.EndpointLimiter(f"https://bench.example/{uuid.uuid4()}",
-                                     RateLimit(requests=1_000_000, tokens=1_000_000_000, window_seconds=60.0), directory, shared_url)
+    bucket = limiter.EndpointLimiter(
+        f"https://bench.example/{uuid.uuid4()}",
+        RateLimit(requests=1_000_000, tokens=1_000_000_000, window_seconds=60.0),
+        directory,
+        shared_url,
+    )
     times = []
     for _ in range(calls):
         t0 = time.perf_counter()
@@ -38,12 +42,16 @@ def main() -> None:
     parser.add_argument("--postgres", help="a Postgres URL: measure the shared state's buckets")
     args = parser.parse_args()
     shipped, url = limiter.TOKEN_UNIT, shared_state_url({SHARED_STATE_URL_ENV: args.postgres or ""})
-    print(f"load {os.getloadavg()[0]:.2f}; backend {'Postgres' if args.postgres else 'SQLite files'}; {args.calls} admissions each")
+    print(
+        f"load {os.getloadavg()[0]:.2f}; backend {'Postgres' if args.postgres else 'SQLite files'}; {args.calls} admissions each"
+    )
     with tempfile.TemporaryDirectory() as directory:
         for unit in (shipped, 1):
             limiter.TOKEN_UNIT = unit  # read when a bucket is made and at each admission
             for tokens in (4_000, 40_000):
-                print(f"unit {unit:>3} token(s), {tokens:>6,} tokens a call: median {median_ms(args.calls, tokens, url, directory):.1f} ms")
+                print(
+                    f"unit {unit:>3} token(s), {tokens:>6,} tokens a call: median {median_ms(args.calls, tokens, url, directory):.1f} ms"
+                )
     limiter.TOKEN_UNIT = shipped
 
 

@@ -49,7 +49,9 @@ def measure(wave: str, framework: str, tasks: tuple[str, ...] | None, concurrenc
         (tmp / "dagster").mkdir()
         store_path = tmp / "sabot.duckdb"
         # The instance `sabot wave run` uses: the project's dagster.yaml (its event storage), on fresh files.
-        os.environ.update(DAGSTER_HOME=str(PROJECT), SABOT_DAGSTER_STORAGE=str(tmp / "dagster"), DAGSTER_DISABLE_TELEMETRY="1")
+        os.environ.update(
+            DAGSTER_HOME=str(PROJECT), SABOT_DAGSTER_STORAGE=str(tmp / "dagster"), DAGSTER_DISABLE_TELEMETRY="1"
+        )
         with dg.DagsterInstance.get() as instance:
             set_pool_limit(instance, concurrency)
             defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
@@ -59,18 +61,37 @@ def measure(wave: str, framework: str, tasks: tuple[str, ...] | None, concurrenc
             wall = time.perf_counter() - start
             ended = began + wall
         with connect(store_path, read_only=True) as con:
-            records = [json.loads(r) for (r,) in con.execute("SELECT record FROM runs WHERE wave = ? AND status = 'present'", [wave]).fetchall()]
-            spans = [(_epoch(a), _epoch(b)) for a, b in con.execute("SELECT started_at, finished_at FROM attempts WHERE wave = ?", [wave]).fetchall()]
+            records = [
+                json.loads(r)
+                for (r,) in con.execute(
+                    "SELECT record FROM runs WHERE wave = ? AND status = 'present'", [wave]
+                ).fetchall()
+            ]
+            spans = [
+                (_epoch(a), _epoch(b))
+                for a, b in con.execute(
+                    "SELECT started_at, finished_at FROM attempts WHERE wave = ?", [wave]
+                ).fetchall()
+            ]
     calls = sum(len(r.get("exchanges", [])) for r in records)
     ideal = calls * latency / concurrency
     first, last = min(a for a, _ in spans), max(b for _, b in spans)
     busy = sum(b - a for a, b in spans)
-    return {"runs": len(records), "ran": result.tally.ran, "run_errors": len(result.tally.run_errors), "calls": calls,
-            "ideal_s": round(ideal, 1), "wall_s": round(wall, 1), "efficiency": round(ideal / wall, 3),
-            # Where the rest goes: before the first run, after the last, and how full the pool was in between.
-            "first_run_after_s": round(first - began, 1), "after_last_run_s": round(ended - last, 1),
-            "mean_in_flight": round(busy / (last - first), 2), "mean_run_s": round(busy / len(spans), 2),
-            "mean_run_latency_s": round(calls * latency / len(spans), 2)}
+    return {
+        "runs": len(records),
+        "ran": result.tally.ran,
+        "run_errors": len(result.tally.run_errors),
+        "calls": calls,
+        "ideal_s": round(ideal, 1),
+        "wall_s": round(wall, 1),
+        "efficiency": round(ideal / wall, 3),
+        # Where the rest goes: before the first run, after the last, and how full the pool was in between.
+        "first_run_after_s": round(first - began, 1),
+        "after_last_run_s": round(ended - last, 1),
+        "mean_in_flight": round(busy / (last - first), 2),
+        "mean_run_s": round(busy / len(spans), 2),
+        "mean_run_latency_s": round(calls * latency / len(spans), 2),
+    }
 
 
 def _epoch(iso: str) -> float:
@@ -86,9 +107,23 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=1.0)
     args = parser.parse_args()
     before = load()
-    figures = measure(args.wave, args.framework, tuple(args.task) if args.task else None, args.concurrency, args.latency)
-    print(json.dumps({"wave": args.wave, "framework": args.framework, "tasks": args.task or "all", "concurrency": args.concurrency,
-                      "latency_s": args.latency, **figures, "load_before": before, "load_after": load()}))
+    figures = measure(
+        args.wave, args.framework, tuple(args.task) if args.task else None, args.concurrency, args.latency
+    )
+    print(
+        json.dumps(
+            {
+                "wave": args.wave,
+                "framework": args.framework,
+                "tasks": args.task or "all",
+                "concurrency": args.concurrency,
+                "latency_s": args.latency,
+                **figures,
+                "load_before": before,
+                "load_after": load(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

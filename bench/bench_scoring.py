@@ -121,23 +121,41 @@ def rescore_live_wave2(live_var: Path) -> dict:
         with dg.DagsterInstance.get() as instance:
             defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
             out = {}
-            wall, cpu = timed(lambda: out.setdefault("r", rescore_wave(registry, defs, instance, store_path, "wave2", "v0.2.0-bench")))
+            wall, cpu = timed(
+                lambda: out.setdefault("r", rescore_wave(registry, defs, instance, store_path, "wave2", "v0.2.0-bench"))
+            )
         result = out["r"]
         # The pure scorer over the same cells and rulesets, runs read from the same store.
         wave = registry.wave("wave2")
         rulesets = [load_ruleset(registry, v) for v in wave.readings]
         cells = [Cell(op, p) for p in wave.probes() for op in wave.operators]
         with connect(store_path, read_only=True) as con:
-            runs = read_runs(con, wave.name, [(c.operator, c.probe.key) for c in cells] + [("", p.key) for p in wave.probes()])
+            runs = read_runs(
+                con, wave.name, [(c.operator, c.probe.key) for c in cells] + [("", p.key) for p in wave.probes()]
+            )
 
         def score():
             for cell in cells:
                 fault, baseline = runs.get((cell.operator, cell.probe.key)), runs.get(("", cell.probe.key))
                 for r in rulesets:
-                    score_cell(r, cell, fault.record if fault else None, baseline.record if baseline else None, wave.is_carved_out(cell))
+                    score_cell(
+                        r,
+                        cell,
+                        fault.record if fault else None,
+                        baseline.record if baseline else None,
+                        wave.is_carved_out(cell),
+                    )
 
         pure = timed(score)[0]
-    return {"wall": wall, "cpu": cpu, "pure": pure, "cells": result.cells, "runs": result.runs, "flips": len(result.flips), "rulesets": len(rulesets)}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "pure": pure,
+        "cells": result.cells,
+        "runs": result.runs,
+        "flips": len(result.flips),
+        "rulesets": len(rulesets),
+    }
 
 
 def public_row_through_dagster(registry, corpus) -> tuple[float, float]:
@@ -156,7 +174,11 @@ def public_row_through_dagster(registry, corpus) -> tuple[float, float]:
             store_path = tmp / "sabot.duckdb"
             defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
             imported = {}
-            t_import = timed(lambda: imported.setdefault("r", import_corpus(registry, defs, instance, store_path, corpus, "public_wave2")))[0]
+            t_import = timed(
+                lambda: imported.setdefault(
+                    "r", import_corpus(registry, defs, instance, store_path, corpus, "public_wave2")
+                )
+            )[0]
             t_score = timed(lambda: score_corpus(imported["r"]))[0]
     return t_import, t_score
 
@@ -177,7 +199,16 @@ def _env(**extra) -> dict:
 def cold_cli(corpus) -> tuple[float, float]:
     """`sabot corpus score` of the public wave-2 row in a new process and a fresh store."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [str(PROJECT / ".venv" / "bin" / "sabot"), "corpus", "score", str(corpus), "--wave", "public_wave2", "--json", f"{tmp}/out.json"]
+        cmd = [
+            str(PROJECT / ".venv" / "bin" / "sabot"),
+            "corpus",
+            "score",
+            str(corpus),
+            "--wave",
+            "public_wave2",
+            "--json",
+            f"{tmp}/out.json",
+        ]
         return child(cmd, env=_env(SABOT_VAR=tmp))
 
 
@@ -194,14 +225,19 @@ def definitions_load() -> tuple[float, float]:
 
 def demo_wave(var: Path) -> tuple[float, float]:
     """`sabot wave run demo --framework langgraph` over the store under `var`."""
-    return child([str(PROJECT / ".venv" / "bin" / "sabot"), "wave", "run", "demo", "--framework", "langgraph"], env=_env(SABOT_VAR=str(var)))
+    return child(
+        [str(PROJECT / ".venv" / "bin" / "sabot"), "wave", "run", "demo", "--framework", "langgraph"],
+        env=_env(SABOT_VAR=str(var)),
+    )
 
 
 class Figures:
     """Each figure's repetitions, each one paired with an `import dagster` measured just before it."""
 
     def __init__(self):
-        self.pairs: dict[str, list[tuple[tuple[float, float], tuple[float, float]]]] = {}  # ((wall, CPU), floor's (wall, CPU))
+        self.pairs: dict[
+            str, list[tuple[tuple[float, float], tuple[float, float]]]
+        ] = {}  # ((wall, CPU), floor's (wall, CPU))
 
     def measure(self, name: str, fn, repeat: int):
         out = []
@@ -218,55 +254,85 @@ class Figures:
         wall, cpu = med(s[0] for s, _ in pairs), med(s[1] for s, _ in pairs)
         floor_wall, floor_cpu = med(f[0] for _, f in pairs), med(f[1] for _, f in pairs)
         each = ", ".join(f"{s[0] / f[0]:.2f}" for s, f in pairs)
-        return (f"{name}: {wall:.2f} s wall / import dagster {floor_wall:.2f} s = {med(s[0] / f[0] for s, f in pairs):.2f}x (each: {each}); "
-                f"CPU {cpu:.2f} s / {floor_cpu:.2f} s = {med(s[1] / f[1] for s, f in pairs):.2f}x; target <= {target}x")
+        return (
+            f"{name}: {wall:.2f} s wall / import dagster {floor_wall:.2f} s = {med(s[0] / f[0] for s, f in pairs):.2f}x (each: {each}); "
+            f"CPU {cpu:.2f} s / {floor_cpu:.2f} s = {med(s[1] / f[1] for s, f in pairs):.2f}x; target <= {target}x"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=PROJECT.parent / "shared" / "external" / "sabot-public")
-    parser.add_argument("--live-var", type=Path, default=PROJECT / "var" / "bench-wave2", help="SABOT_VAR of a full live wave 2 (built if absent)")
-    parser.add_argument("--public-only", action="store_true", help="skip the live wave 2 (its first build takes minutes)")
-    parser.add_argument("--skip-demo", action="store_true", help="skip the demo wave run twice (its first run takes about a minute)")
-    parser.add_argument("--detail", action="store_true", help="also the pure scorer and the public row through Dagster in this process")
+    parser.add_argument(
+        "--live-var",
+        type=Path,
+        default=PROJECT / "var" / "bench-wave2",
+        help="SABOT_VAR of a full live wave 2 (built if absent)",
+    )
+    parser.add_argument(
+        "--public-only", action="store_true", help="skip the live wave 2 (its first build takes minutes)"
+    )
+    parser.add_argument(
+        "--skip-demo", action="store_true", help="skip the demo wave run twice (its first run takes about a minute)"
+    )
+    parser.add_argument(
+        "--detail", action="store_true", help="also the pure scorer and the public row through Dagster in this process"
+    )
     args = parser.parse_args()
     from sabot.registry import Registry
 
     registry = Registry()
     med = statistics.median
     figures = Figures()
-    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start, Python {sys.version.split()[0]}; "
-          f"median of {args.repeat} runs, each after an `import dagster` in a new process; CPU = user + system", flush=True)
+    print(
+        f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start, Python {sys.version.split()[0]}; "
+        f"median of {args.repeat} runs, each after an `import dagster` in a new process; CPU = user + system",
+        flush=True,
+    )
     figures.measure("loading the definitions (new process)", definitions_load, args.repeat)
     print(figures.line("loading the definitions (new process)", 1.5), flush=True)
     figures.measure("`sabot corpus score` public wave-2 row, cold", lambda: cold_cli(args.corpus), args.repeat)
     print(figures.line("`sabot corpus score` public wave-2 row, cold", 2.5), flush=True)
     if not args.public_only:
         ensure_live_wave2(args.live_var)
-        live = figures.measure("rule change over live wave 2 (`rescore_wave`)", lambda: rescore_live_wave2(args.live_var), args.repeat)
+        live = figures.measure(
+            "rule change over live wave 2 (`rescore_wave`)", lambda: rescore_live_wave2(args.live_var), args.repeat
+        )
         print(figures.line("rule change over live wave 2 (`rescore_wave`)", 1.0), flush=True)
         print_live(live)
     if not args.skip_demo:
         with tempfile.TemporaryDirectory() as var:
             first = demo_wave(Path(var))
-            figures.measure("`wave run demo --framework langgraph`, all reused", lambda: demo_wave(Path(var)), args.repeat)
-        print(figures.line("`wave run demo --framework langgraph`, all reused", 2.0) + f"; the first run: {first[0]:.2f} s wall", flush=True)
+            figures.measure(
+                "`wave run demo --framework langgraph`, all reused", lambda: demo_wave(Path(var)), args.repeat
+            )
+        print(
+            figures.line("`wave run demo --framework langgraph`, all reused", 2.0)
+            + f"; the first run: {first[0]:.2f} s wall",
+            flush=True,
+        )
     if args.detail:
         work = cells_of(registry, args.corpus)
         pure = [pure_scorer(registry, work) for _ in range(args.repeat)]
         row = [public_row_through_dagster(registry, args.corpus) for _ in range(args.repeat)]
         print(f"pure scorer, 1,000 cells (imported fault cells, cycled), headline ruleset:  {med(pure) * 1000:.0f} ms")
-        print(f"wave-2 public row through Dagster, import (baseline_runs + fault_runs):      {med(r[0] for r in row):.2f} s")
-        print(f"wave-2 public row through Dagster, scoring (cell + judge verdicts, kappa, scoreboard, report): {med(r[1] for r in row):.2f} s")
+        print(
+            f"wave-2 public row through Dagster, import (baseline_runs + fault_runs):      {med(r[0] for r in row):.2f} s"
+        )
+        print(
+            f"wave-2 public row through Dagster, scoring (cell + judge verdicts, kappa, scoreboard, report): {med(r[1] for r in row):.2f} s"
+        )
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 def print_live(live) -> None:
     med, one = statistics.median, live[0]
-    print(f"  {one['cells']} cells x {one['rulesets']} rulesets, {one['runs']} Dagster runs, {one['flips']} flipped: "
-          f"{med(x['wall'] for x in live):.2f} s wall, {med(x['cpu'] for x in live):.2f} s CPU; "
-          f"the pure scorer over the same cells and rulesets, same process: {med(x['pure'] for x in live) * 1000:.0f} ms")
+    print(
+        f"  {one['cells']} cells x {one['rulesets']} rulesets, {one['runs']} Dagster runs, {one['flips']} flipped: "
+        f"{med(x['wall'] for x in live):.2f} s wall, {med(x['cpu'] for x in live):.2f} s CPU; "
+        f"the pure scorer over the same cells and rulesets, same process: {med(x['pure'] for x in live) * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -55,9 +55,12 @@ def main() -> None:
                         passed += bool(record.task_passed)
                         if record.error:
                             errors[record.error[:80]] += 1
-            print(f"{name} {framework}: T3 baselines passed {passed}/{runs}; per run {statistics.mean(run_times):.2f} s, "
-                  f"pass criterion {statistics.mean(criterion_times):.3f} s (median {statistics.median(criterion_times):.3f} s)"
-                  + (f"; errors: {dict(errors)}" if errors else ""), flush=True)
+            print(
+                f"{name} {framework}: T3 baselines passed {passed}/{runs}; per run {statistics.mean(run_times):.2f} s, "
+                f"pass criterion {statistics.mean(criterion_times):.3f} s (median {statistics.median(criterion_times):.3f} s)"
+                + (f"; errors: {dict(errors)}" if errors else ""),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ def timed_wave(registry: Registry, name: str, frameworks) -> tuple[float, Counte
             run_wave(registry, defs, instance, name, frameworks)
             elapsed = time.perf_counter() - start
         with connect(store_path, read_only=True) as con:
-            rows = con.execute("SELECT framework || '/' || task, task_passed FROM runs WHERE wave = ? AND operator = ''", [name]).fetchall()
+            rows = con.execute(
+                "SELECT framework || '/' || task, task_passed FROM runs WHERE wave = ? AND operator = ''", [name]
+            ).fetchall()
             runs = con.execute("SELECT count(*) FROM runs WHERE wave = ?", [name]).fetchone()[0]
     passed, total = Counter(), Counter()
     for task, ok in rows:
@@ -52,7 +54,9 @@ def main() -> None:
         elapsed, passed, total, runs = timed_wave(registry, name, args.framework)
         rates = ", ".join(f"{t} {passed[t]}/{total[t]}" for t in sorted(total))
         rows = ", ".join(args.framework) if args.framework else "all rows"
-        print(f"{name}: {runs} runs ({rows}) in {elapsed:.1f} s ({elapsed / max(runs, 1):.2f} s/run); baseline passes: {rates}")
+        print(
+            f"{name}: {runs} runs ({rows}) in {elapsed:.1f} s ({elapsed / max(runs, 1):.2f} s/run); baseline passes: {rates}"
+        )
 
 
 if __name__ == "__main__":

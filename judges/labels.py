@@ -18,19 +18,21 @@ LOWER_BOUND_MARK = "≥"
 # Rates that can only rise as undecided cells get a verdict (DETECTED_SOFT, soft notice, MISSED,
 # recovery without detection): an undecided cell is neither soft nor MISSED.
 LOWER_BOUND_COLUMNS = frozenset({"detected_soft", "soft_notice", "missed", "recovered_without_detection"})
-DATA_PUBLIC = "2026-07-24"  # the published wave-2 reference traces (data/waves/public_wave2.json); wave 1's were earlier
+DATA_PUBLIC = (
+    "2026-07-24"  # the published wave-2 reference traces (data/waves/public_wave2.json); wave 1's were earlier
+)
 DIAGNOSTIC = "diagnostic, not a score (§3: no adjusted scores)"
 LOW_CONFIDENCE = "low-confidence"
 
 INTERVALS = {
     "wilson": "Wilson 95%: each cell an independent Bernoulli draw. Too narrow for these data: cells of one "
-              "replicate share a clean baseline, cells of one task share its material.",
+    "replicate share a clean baseline, cells of one task share its material.",
     "task_bootstrap": "task-cluster bootstrap 95% (tasks resampled, B=2000, seed 0): tasks as the unit; "
-                      "wide, since a handful of tasks is far from a population of tasks.",
+    "wide, since a handful of tasks is far from a population of tasks.",
     "replicate_bootstrap": "replicate-cluster bootstrap 95% (the reference supplement's method): the "
-                           "replicates (seeds) resampled whole, every multiset enumerated exactly (126 for 5), type-1 "
-                           "percentiles; it captures repetition-to-repetition variation only, not task or "
-                           "operator selection, which is why it is the narrowest of the three.",
+    "replicates (seeds) resampled whole, every multiset enumerated exactly (126 for 5), type-1 "
+    "percentiles; it captures repetition-to-repetition variation only, not task or "
+    "operator selection, which is why it is the narrowest of the three.",
 }
 
 
@@ -46,8 +48,10 @@ def marked(text: str, column: str, undecided: int) -> str:
 def lower_bound_note(undecided: int) -> str:
     if not undecided:
         return "Every valid cell is decided: the soft-tier rates are point values."
-    return (f"{LOWER_BOUND_MARK} marks a lower bound: {undecided} valid cell(s) are undecided (no hard act, no judge "
-            "verdict), so DETECTED_SOFT, soft notice, MISSED and recovery-without-detection can only rise.")
+    return (
+        f"{LOWER_BOUND_MARK} marks a lower bound: {undecided} valid cell(s) are undecided (no hard act, no judge "
+        "verdict), so DETECTED_SOFT, soft notice, MISSED and recovery-without-detection can only rise."
+    )
 
 
 def kappa_label(kappa: dict | None, backends=()) -> dict:
@@ -55,21 +59,34 @@ def kappa_label(kappa: dict | None, backends=()) -> dict:
     if kappa is None or not kappa.get("n"):
         out = {"confidence": LOW_CONFIDENCE, "text": f"kappa not measured (no double-judged pairs): {LOW_CONFIDENCE}"}
     elif kappa["kappa"] != kappa["kappa"]:  # nan: the pairs show no variation to agree on
-        out = {"confidence": LOW_CONFIDENCE, "text": f"kappa undefined over {kappa['n']} double-judged pair(s) (no variation to "
-                                                     f"agree on); bound {kappa['bound']}: {LOW_CONFIDENCE}"}
+        out = {
+            "confidence": LOW_CONFIDENCE,
+            "text": f"kappa undefined over {kappa['n']} double-judged pair(s) (no variation to "
+            f"agree on); bound {kappa['bound']}: {LOW_CONFIDENCE}",
+        }
     else:
-        out = {"confidence": kappa["confidence"],
-               "text": f"Cohen's kappa {kappa['kappa']:.3f} [{kappa['lo']:.3f}, {kappa['hi']:.3f}] over {kappa['n']} "
-                       f"double-judged pairs; bound {kappa['bound']}: {kappa['confidence']}"}
+        out = {
+            "confidence": kappa["confidence"],
+            "text": f"Cohen's kappa {kappa['kappa']:.3f} [{kappa['lo']:.3f}, {kappa['hi']:.3f}] over {kappa['n']} "
+            f"double-judged pairs; bound {kappa['bound']}: {kappa['confidence']}",
+        }
     if list(backends) == ["offline"]:
-        out["text"] += (". The offline judge is a deterministic rule that reads both prompt variants the same way:"
-                        " its kappa is 1 by construction and measures no reliability; its verdicts are simulation")
+        out["text"] += (
+            ". The offline judge is a deterministic rule that reads both prompt variants the same way:"
+            " its kappa is 1 by construction and measures no reliability; its verdicts are simulation"
+        )
     return out
 
 
 def pre_injection_note(count: int) -> str:
-    return (f"{count} judge notice(s) quote text written before the fault was planted: no notice of the planted "
-            "fault, so not DETECTED_SOFT; counted apart and left undecided.") if count else ""
+    return (
+        (
+            f"{count} judge notice(s) quote text written before the fault was planted: no notice of the planted "
+            "fault, so not DETECTED_SOFT; counted apart and left undecided."
+        )
+        if count
+        else ""
+    )
 
 
 def _denominators(by_key: dict[str, int]) -> str:
@@ -83,9 +100,11 @@ def base_rate_denominator(by_operator: dict[str, int], by_task: dict[str, int], 
     """What a clean-baseline base rate is over: each baseline tested once per operator's anchor set.
     The denominators are the base-rate tables' own (a task's baselines need not be equal in number)."""
     operators = len(by_operator)
-    return (f"a base rate counts (clean baseline, operator anchor set) tests, not cells: per operator (its baselines) "
-            f"{_denominators(by_operator) or 'none'}; per task (its baselines x {operators} anchor sets) "
-            f"{_denominators(by_task) or 'none'}; pooled {baselines} baselines x {operators} anchor sets = {baselines * operators}")
+    return (
+        f"a base rate counts (clean baseline, operator anchor set) tests, not cells: per operator (its baselines) "
+        f"{_denominators(by_operator) or 'none'}; per task (its baselines x {operators} anchor sets) "
+        f"{_denominators(by_task) or 'none'}; pooled {baselines} baselines x {operators} anchor sets = {baselines * operators}"
+    )
 
 
 INTERVALS_DOC = "standard/intervals.v1.json"
@@ -117,9 +136,11 @@ def board_labels(board: dict, ruleset_registered: str | None = None) -> dict:
         "lower_bound_note": lower_bound_note(undecided),
         "soft_pre_injection": early,
         "pre_injection_note": pre_injection_note(early),
-        "base_rate_denominator": base_rate_denominator({op: n for op, (_, n) in board["base_rates"]["anchor"].items()},
-                                                       {t: n for t, (_, n) in board.get("base_rates_by_task", {}).get("anchor", {}).items()},
-                                                       board["baselines_scanned"]),
+        "base_rate_denominator": base_rate_denominator(
+            {op: n for op, (_, n) in board["base_rates"]["anchor"].items()},
+            {t: n for t, (_, n) in board.get("base_rates_by_task", {}).get("anchor", {}).items()},
+            board["baselines_scanned"],
+        ),
         "coverage_adjusted": DIAGNOSTIC,
         "intervals": INTERVALS,
         "ruleset_registered": registered_label(ruleset_registered),

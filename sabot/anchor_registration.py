@@ -55,13 +55,19 @@ def injected_problems(where: str, operator: str, anchors, injected: str | None) 
     problems = []
     for anchor in anchors:
         if injected is None:
-            problems.append(f"{where}: {operator} anchor {anchor!r}: this fault injects no text, so no anchor can tie a line to it")
+            problems.append(
+                f"{where}: {operator} anchor {anchor!r}: this fault injects no text, so no anchor can tie a line to it"
+            )
         elif normalized(anchor) not in normalized(injected):
-            problems.append(f"{where}: {operator} anchor {anchor!r}: not in the text the fault injects ({injected[:80]!r}): "
-                            "a dead anchor, quotable only from elsewhere")
+            problems.append(
+                f"{where}: {operator} anchor {anchor!r}: not in the text the fault injects ({injected[:80]!r}): "
+                "a dead anchor, quotable only from elsewhere"
+            )
         elif not named(normalized(injected), [normalized(anchor)]):
-            problems.append(f"{where}: {operator} anchor {anchor!r}: only part of a longer token in the injected text "
-                            f"({injected[:80]!r}); register the whole token")
+            problems.append(
+                f"{where}: {operator} anchor {anchor!r}: only part of a longer token in the injected text "
+                f"({injected[:80]!r}); register the whole token"
+            )
     return problems
 
 
@@ -80,14 +86,18 @@ def baseline_problems(where: str, operator: str, anchors, baselines, flags_rule,
         key = normalized(anchor)
         served = [run.seed for run in runs if named(_served(run), [key])]
         if served:
-            problems.append(f"{where}: {operator} anchor {anchor!r}: not injection-only: the clean baseline(s) of seed(s) "
-                            f"{', '.join(map(str, sorted(set(served))))} were served it with no fault planted")
+            problems.append(
+                f"{where}: {operator} anchor {anchor!r}: not injection-only: the clean baseline(s) of seed(s) "
+                f"{', '.join(map(str, sorted(set(served))))} were served it with no fault planted"
+            )
             continue
         fires = 0
         for run in runs:
             lines = [flags_rule.flags_line(e.text) for e in run.events if e.text] if flags_rule is not None else []
             fires += any(c is not None and flags_rule.is_noticed(c) and named(normalized(c), [key]) for c in lines)
         if fires / len(runs) > rules.false_fire_budget:
-            problems.append(f"{where}: {operator} anchor {anchor!r}: fires on {fires} of {len(runs)} clean baseline(s), over the "
-                            f"registered false-fire budget of {rules.false_fire_budget:.0%}")
+            problems.append(
+                f"{where}: {operator} anchor {anchor!r}: fires on {fires} of {len(runs)} clean baseline(s), over the "
+                f"registered false-fire budget of {rules.false_fire_budget:.0%}"
+            )
     return problems

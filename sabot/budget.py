@@ -44,7 +44,12 @@ class Margin:
         factor = float(doc["margin"])
         if not math.isfinite(factor) or factor < 1:
             raise BudgetError(f"{MARGIN_DOC}: margin must be a number >= 1, got {doc['margin']!r}")
-        return cls(factor, int(bounds["max_calls_per_run"]), int(bounds["max_prompt_tokens_per_call"]), int(bounds["max_completion_tokens_per_call"]))
+        return cls(
+            factor,
+            int(bounds["max_calls_per_run"]),
+            int(bounds["max_prompt_tokens_per_call"]),
+            int(bounds["max_completion_tokens_per_call"]),
+        )
 
     def pilot_worst_case(self, prices) -> float:
         """Metered USD one run can cost at most under the registered bounds, at the dearest prices
@@ -59,8 +64,14 @@ class Margin:
 
     def run_bound(self, prices) -> "RunBound":
         """A fresh per-run bound: what the gateway enforces call by call on a provider run."""
-        return RunBound(self.max_calls, self.per_call_worst_case(prices), self.pilot_worst_case(prices), prices, self.source,
-                        self.max_completion_tokens)
+        return RunBound(
+            self.max_calls,
+            self.per_call_worst_case(prices),
+            self.pilot_worst_case(prices),
+            prices,
+            self.source,
+            self.max_completion_tokens,
+        )
 
     def call_bound(self, prices) -> "RunBound":
         """A fresh per-run bound on calls alone: what the gateway enforces on an offline run (a scripted model
@@ -74,8 +85,10 @@ class Margin:
         return self.run_bound(prices) if provider else self.call_bound(prices)
 
     def bounds_text(self) -> str:
-        return (f"{self.max_calls} calls x ({self.max_prompt_tokens:,} prompt + {self.max_completion_tokens:,} completion tokens), "
-                f"margin x{self.factor:g} ({self.source})")
+        return (
+            f"{self.max_calls} calls x ({self.max_prompt_tokens:,} prompt + {self.max_completion_tokens:,} completion tokens), "
+            f"margin x{self.factor:g} ({self.source})"
+        )
 
 
 class RunBound:
@@ -96,10 +109,25 @@ class RunBound:
     bills within the request's own limits cannot take a run past its reservation, however many calls
     are in flight. A call billed past that worst case is counted in `billed_beyond_request`."""
 
-    def __init__(self, max_calls: int, per_call_usd: float, limit_usd: float, prices, source: str = MARGIN_DOC,
-                 completion_cap: int = 0):
-        self.max_calls, self.per_call_usd, self.limit_usd, self.prices, self.source = max_calls, per_call_usd, limit_usd, prices, source
-        self.completion_cap = completion_cap  # assumed for a request that caps nothing itself (the registered per-call bound)
+    def __init__(
+        self,
+        max_calls: int,
+        per_call_usd: float,
+        limit_usd: float,
+        prices,
+        source: str = MARGIN_DOC,
+        completion_cap: int = 0,
+    ):
+        self.max_calls, self.per_call_usd, self.limit_usd, self.prices, self.source = (
+            max_calls,
+            per_call_usd,
+            limit_usd,
+            prices,
+            source,
+        )
+        self.completion_cap = (
+            completion_cap  # assumed for a request that caps nothing itself (the registered per-call bound)
+        )
         self.calls, self.paid, self.dearest, self.per_token, self.held = 0, 0.0, 0.0, 0.0, 0.0
         self.billed_beyond_request = 0
         self._lock = threading.Lock()
@@ -121,10 +149,16 @@ class RunBound:
                 return None, f"the run's registered bound of {self.max_calls} calls is reached ({self.source})"
             hold = max(self.per_call_usd, self.dearest, self.per_token * tokens, worst_case)
             if self.paid + self.held + hold > self.limit_usd + 1e-12:
-                beyond = (f"; {self.billed_beyond_request} call(s) were billed past their own request's limits (its counted prompt "
-                          f"and max_tokens): the provider bills beyond what was asked" if self.billed_beyond_request else "")
-                return None, (f"one more call (up to {usd(hold)} metered) would pass the run's registered bound of {usd(self.limit_usd)} "
-                              f"metered ({usd(self.paid)} paid over {self.calls} call(s); {self.source}){beyond}")
+                beyond = (
+                    f"; {self.billed_beyond_request} call(s) were billed past their own request's limits (its counted prompt "
+                    f"and max_tokens): the provider bills beyond what was asked"
+                    if self.billed_beyond_request
+                    else ""
+                )
+                return None, (
+                    f"one more call (up to {usd(hold)} metered) would pass the run's registered bound of {usd(self.limit_usd)} "
+                    f"metered ({usd(self.paid)} paid over {self.calls} call(s); {self.source}){beyond}"
+                )
             self.calls, self.held = self.calls + 1, self.held + hold
             return hold, None
 
@@ -176,7 +210,9 @@ class Projection:
     def line(self) -> str:
         per = ", ".join(f"{fw} {n}" for fw, n in sorted(self.runs.items()))
         margined = f", margined from {usd(self.metered)} metered" if self.cost != self.metered else ""
-        return f"{usd(self.cost)} for {sum(self.runs.values())} run(s) ({per}; ~{self.calls:,.0f} model calls{margined})"
+        return (
+            f"{usd(self.cost)} for {sum(self.runs.values())} run(s) ({per}; ~{self.calls:,.0f} model calls{margined})"
+        )
 
 
 def project(specs: Iterable, known: dict[str, Rate], margin: float = 1.0) -> Projection:
@@ -188,7 +224,9 @@ def project(specs: Iterable, known: dict[str, Rate], margin: float = 1.0) -> Pro
     return Projection(dict(runs), metered * margin, calls, unknown, metered)
 
 
-def check_projection(specs: list, known: dict[str, Rate], budget: float, seeds: tuple[int, ...], margin: float = 1.0) -> Projection:
+def check_projection(
+    specs: list, known: dict[str, Rate], budget: float, seeds: tuple[int, ...], margin: float = 1.0
+) -> Projection:
     """Refuse (BudgetError) a wave whose projection exceeds `budget`, naming the §8 alternative.
 
     Frameworks with no recorded run are projected at nothing and named in `unknown`: such a wave
@@ -198,13 +236,16 @@ def check_projection(specs: list, known: dict[str, Rate], budget: float, seeds: 
         return full
     over = f"projected spend {full.line()} exceeds the budget of {usd(budget)}. "
     if len(seeds) <= CUT_SEEDS_TO:
-        raise BudgetError(over + f"§8 cuts seeds 5 -> {CUT_SEEDS_TO} before any cell, but this wave has {len(seeds)} seed(s): "
-                          "only cells can be cut (a narrower --framework/--config/--task/--operator slice)")
+        raise BudgetError(
+            over + f"§8 cuts seeds 5 -> {CUT_SEEDS_TO} before any cell, but this wave has {len(seeds)} seed(s): "
+            "only cells can be cut (a narrower --framework/--config/--task/--operator slice)"
+        )
     kept = tuple(sorted(seeds)[:CUT_SEEDS_TO])
     cut = project([s for s in specs if s.seed in kept], known, margin)
     verdict = "fits" if cut.cost <= budget else "still exceeds it: cells would have to be cut next"
     raise BudgetError(
-        over + f"§8 alternative: cut seeds {len(seeds)} -> {CUT_SEEDS_TO} (seeds {', '.join(map(str, kept))}) before any cell is cut: "
+        over
+        + f"§8 alternative: cut seeds {len(seeds)} -> {CUT_SEEDS_TO} (seeds {', '.join(map(str, kept))}) before any cell is cut: "
         f"projected {cut.line()}, which {verdict} ({' '.join(f'--seed {k}' for k in kept)})"
     )
 

@@ -29,7 +29,11 @@ from sabot.json_stream import StreamError, read_document
 from sabot.trace import RunRecord, TraceError, parse_event, parse_runresult
 
 RUN_FILES = {"runresult.json": "fault", "baseline-runresult.json": "baseline"}
-VERDICT_FILES = {"cellverdict.json": "cellverdict", "judgeverdict.json": "judgeverdict", "judgeverdict-variant1.json": "judgeverdict-variant1"}
+VERDICT_FILES = {
+    "cellverdict.json": "cellverdict",
+    "judgeverdict.json": "judgeverdict",
+    "judgeverdict-variant1.json": "judgeverdict-variant1",
+}
 BASELINE_DIR = "baseline"
 LIMITS = "standard/corpus_import.v1.json"
 EVENTS = ("trace", "events")  # the array of a run file streamed one item at a time
@@ -57,7 +61,9 @@ class CorpusFile:
         """The file's text, as scanned: a file that changed since is refused by name."""
         raw = self.path.read_bytes()
         if sha256_bytes(raw) != self.sha256:
-            raise CorpusError(f"{self.rel_path}: changed since the corpus was scanned (sha256 {sha256_bytes(raw)[:12]}, scanned {self.sha256[:12]})")
+            raise CorpusError(
+                f"{self.rel_path}: changed since the corpus was scanned (sha256 {sha256_bytes(raw)[:12]}, scanned {self.sha256[:12]})"
+            )
         return raw.decode("utf-8")
 
     @property
@@ -102,7 +108,13 @@ def _coordinates(wave: WaveDef, rel: Path, source: str) -> tuple[Probe, str | No
 
 
 def _check_matches_path(record: RunRecord, probe: Probe, operator: str | None, source: str) -> None:
-    expected = {"framework": probe.framework, "config": probe.config, "task": probe.task, "seed": probe.seed, "operator": operator}
+    expected = {
+        "framework": probe.framework,
+        "config": probe.config,
+        "task": probe.task,
+        "seed": probe.seed,
+        "operator": operator,
+    }
     for name, value in expected.items():
         if getattr(record, name) != value:
             raise CorpusError(f"{source}: trace.{name} is {getattr(record, name)!r} but the path says {value!r}")
@@ -114,10 +126,14 @@ def _read_file(wave: WaveDef, root: Path, path: Path, max_bytes: int) -> CorpusF
     _refuse_irregular(path, root)  # again at the read: it may have been swapped since the walk
     size = path.lstat().st_size
     if size > max_bytes:
-        raise CorpusError(f"{source}: {size / 2**20:.1f} MB, over the registered cap of {max_bytes / 2**20:g} MB for one corpus file ({LIMITS}); nothing was imported")
+        raise CorpusError(
+            f"{source}: {size / 2**20:.1f} MB, over the registered cap of {max_bytes / 2**20:g} MB for one corpus file ({LIMITS}); nothing was imported"
+        )
     kind = RUN_FILES.get(path.name) or VERDICT_FILES[path.name]
     if kind in ("fault", "baseline") and (kind == "baseline") != (operator is None):
-        raise CorpusError(f"{source}: a {path.name} does not belong in the {'baseline' if operator is None else operator} directory")
+        raise CorpusError(
+            f"{source}: a {path.name} does not belong in the {'baseline' if operator is None else operator} directory"
+        )
     is_run = kind in ("fault", "baseline")
     try:
         obj, sha256 = read_document(path, EVENTS if is_run else (), _event_checker(source))
@@ -182,8 +198,10 @@ def _corpus_files(root: Path, base: Path) -> list[Path]:
         for name in sorted(subdirs + names):
             path = here / name
             if path.is_symlink():
-                raise CorpusError(f"{path.relative_to(root)}: a symbolic link (to {os.readlink(path)}); a corpus must hold "
-                                  "its own files, and an import never follows a link out of it")
+                raise CorpusError(
+                    f"{path.relative_to(root)}: a symbolic link (to {os.readlink(path)}); a corpus must hold "
+                    "its own files, and an import never follows a link out of it"
+                )
         for name in names:  # before any is opened: reading a FIFO would wait for a writer forever
             _refuse_irregular(here / name, root)
         for name in names:
@@ -202,10 +220,21 @@ def _refuse_irregular(path: Path, root: Path) -> None:
     """A FIFO, socket or device (anything but a regular file) in the corpus is refused by name, unread."""
     mode = path.lstat().st_mode
     if not stat.S_ISREG(mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a character device" if stat.S_ISCHR(mode)
-                else "a block device" if stat.S_ISBLK(mode) else "not a regular file")
-        raise CorpusError(f"{path.relative_to(root)}: {kind}; a corpus holds regular files only, and an import reads nothing else; "
-                          "nothing was imported")
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a character device"
+            if stat.S_ISCHR(mode)
+            else "a block device"
+            if stat.S_ISBLK(mode)
+            else "not a regular file"
+        )
+        raise CorpusError(
+            f"{path.relative_to(root)}: {kind}; a corpus holds regular files only, and an import reads nothing else; "
+            "nothing was imported"
+        )
 
 
 def _refuse_duplicate_cells(wave: WaveDef, root: Path, base: Path, paths: list[Path]) -> None:
@@ -217,8 +246,10 @@ def _refuse_duplicate_cells(wave: WaveDef, root: Path, base: Path, paths: list[P
         probe, operator = _coordinates(wave, path.relative_to(base), source)
         key = (path.name, operator, probe.key)
         if key in seen:
-            raise CorpusError(f"{seen[key]} and {source}: two files for one {'baseline' if operator is None else 'cell'} "
-                              f"({operator or 'baseline'} {probe.key}); keep one")
+            raise CorpusError(
+                f"{seen[key]} and {source}: two files for one {'baseline' if operator is None else 'cell'} "
+                f"({operator or 'baseline'} {probe.key}); keep one"
+            )
         seen[key] = source
 
 

@@ -33,8 +33,17 @@ class ExchangeJournal:
         self._lock = threading.Lock()
 
     def begin(self, run_id: str, identity: Identity, started_at: str, dagster_run_id: str) -> "ExchangeJournal":
-        self._append({"header": {"run_id": run_id, "identity": identity.as_dict(), "started_at": started_at,
-                                 "dagster_run_id": dagster_run_id, "holder": f"{host_label()}:{os.getpid()}"}})
+        self._append(
+            {
+                "header": {
+                    "run_id": run_id,
+                    "identity": identity.as_dict(),
+                    "started_at": started_at,
+                    "dagster_run_id": dagster_run_id,
+                    "holder": f"{host_label()}:{os.getpid()}",
+                }
+            }
+        )
         return self
 
     def write(self, exchange: dict) -> None:
@@ -82,8 +91,33 @@ def finish_killed(root: Path, wave: str, probe, operator: str | None, prices: Pr
         rows = [row for attempt, x in entries for row in call_rows([x], prices, attempt)]
         error = f"{KILLED}; {len(exchanges)} call(s) it made kept from its journal"
         endpoint = header["identity"]["endpoint"]
-        record = RunRecord(header["run_id"], probe.framework, probe.config, probe.task, operator, probe.seed, (), None, False, False, error,
-                           extra={"endpoint": endpoint, "exchanges": exchanges, "usage": {**totals(rows, prices.source), "per_call": rows}})
-        runroot.write_attempt(directory, wave, record, "stopped", Identity(**header["identity"]), [], header["dagster_run_id"], header["started_at"])
+        record = RunRecord(
+            header["run_id"],
+            probe.framework,
+            probe.config,
+            probe.task,
+            operator,
+            probe.seed,
+            (),
+            None,
+            False,
+            False,
+            error,
+            extra={
+                "endpoint": endpoint,
+                "exchanges": exchanges,
+                "usage": {**totals(rows, prices.source), "per_call": rows},
+            },
+        )
+        runroot.write_attempt(
+            directory,
+            wave,
+            record,
+            "stopped",
+            Identity(**header["identity"]),
+            [],
+            header["dagster_run_id"],
+            header["started_at"],
+        )
         finished.append(directory)
     return finished

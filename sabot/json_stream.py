@@ -43,7 +43,7 @@ class _LoneSurrogates:
         cut = data.find(b"\\", max(0, len(data) - ESCAPE_MAX + 1))
         if not final and cut >= 0:  # an escape may be cut in two: keep it, from the start of its backslash run
             stop = cut
-            while stop > 0 and data[stop - 1:stop] == b"\\":
+            while stop > 0 and data[stop - 1 : stop] == b"\\":
                 stop -= 1
         for m in SURROGATE.finditer(data, 0, stop):
             start = self.offset + m.start() + len(m.group(1))
@@ -139,8 +139,10 @@ def _require_text(value: str, where: str) -> None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise StreamError(where, f"a lone surrogate ({value[exc.start]!r}) at character {exc.start} "
-                                 "is not text; the store holds UTF-8 only") from None
+        raise StreamError(
+            where,
+            f"a lone surrogate ({value[exc.start]!r}) at character {exc.start} is not text; the store holds UTF-8 only",
+        ) from None
 
 
 def _first_line(exc: Exception) -> str:

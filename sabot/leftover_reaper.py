@@ -28,7 +28,7 @@ def _stat(pid: int | str) -> tuple[str, int, int, int] | None:
             stat = fh.read()
     except OSError:
         return None
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     return fields[0], int(fields[1]), int(fields[2]), int(fields[19])
 
 

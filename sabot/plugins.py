@@ -43,7 +43,9 @@ def register(kind: str, name: str, target=None, *, replace: bool = False):
     def add(obj):
         current = _targets.get(key)
         if current is not None and current is not obj and current != obj and not replace:
-            raise PluginError(f"{kind} {name!r} is already registered ({_describe(current)}); pass replace=True to override")
+            raise PluginError(
+                f"{kind} {name!r} is already registered ({_describe(current)}); pass replace=True to override"
+            )
         if isinstance(obj, str) and not obj.strip():
             raise PluginError(f"{kind} {name!r}: a lazy target is 'module:attr' (or a module), got {obj!r}")
         _targets[key] = obj
@@ -59,7 +61,11 @@ def unregister(kind: str, name: str) -> None:
 
 
 def _describe(target) -> str:
-    return target if isinstance(target, str) else f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(target).__name__)}"
+    return (
+        target
+        if isinstance(target, str)
+        else f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', type(target).__name__)}"
+    )
 
 
 def resolve_path(path: str, where: str = "plug-in"):
@@ -88,7 +94,9 @@ def load_entry_points() -> None:
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         kind, sep, name = ep.name.partition(".")
         if not sep or kind not in KINDS:
-            raise PluginError(f"entry point {ep.name!r} in group {ENTRY_POINT_GROUP}: its name must be 'kind.name' with kind one of {', '.join(KINDS)}")
+            raise PluginError(
+                f"entry point {ep.name!r} in group {ENTRY_POINT_GROUP}: its name must be 'kind.name' with kind one of {', '.join(KINDS)}"
+            )
         if (kind, name) not in _targets:
             _targets[(kind, name)] = ep.value
 
@@ -113,7 +121,11 @@ def target_path(kind: str, name: str) -> str | None:
     target = _targets.get((_kind(kind), name))
     if target is None:
         return None
-    return target if isinstance(target, str) else f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', '?')}"
+    return (
+        target
+        if isinstance(target, str)
+        else f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', '?')}"
+    )
 
 
 def module_of(kind: str, name: str) -> str | None:

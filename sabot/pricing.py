@@ -29,7 +29,9 @@ class PriceTable:
     @classmethod
     def from_registry(cls, registry, doc_name: str = PRICES_DOC) -> "PriceTable":
         doc = registry.doc(doc_name)
-        return cls(doc_name, {m: Price(float(p["input"]), float(p["output"])) for m, p in doc["per_million_tokens"].items()})
+        return cls(
+            doc_name, {m: Price(float(p["input"]), float(p["output"])) for m, p in doc["per_million_tokens"].items()}
+        )
 
     def price_for(self, model: str | None) -> Price | None:
         """The price of a model id; a dated id (gpt-5.6-terra-2026-07-01) takes its base id's price."""
@@ -46,7 +48,9 @@ class PriceTable:
         price = self.price_for(model)
         if price is None or usage is None:
             return None
-        return (usage["prompt_tokens"] * price.input_per_million + usage["completion_tokens"] * price.output_per_million) / 1e6
+        return (
+            usage["prompt_tokens"] * price.input_per_million + usage["completion_tokens"] * price.output_per_million
+        ) / 1e6
 
 
 def call_rows(exchanges: list[dict], table: PriceTable, attempt: int) -> list[dict]:
@@ -56,12 +60,18 @@ def call_rows(exchanges: list[dict], table: PriceTable, attempt: int) -> list[di
         request = x.get("request") if isinstance(x.get("request"), dict) else {}
         model = x.get("model") or request.get("model")
         usage = x.get("usage")
-        rows.append({
-            "attempt": attempt, "n": x.get("n"), "model": model, "status": x.get("status"),
-            "upstream_attempts": len(x.get("attempts") or ()),
-            **{f: (usage or {}).get(f, 0) for f in TOKEN_FIELDS},
-            "usage_reported": usage is not None, "cost_usd": table.cost(model, usage),
-        })
+        rows.append(
+            {
+                "attempt": attempt,
+                "n": x.get("n"),
+                "model": model,
+                "status": x.get("status"),
+                "upstream_attempts": len(x.get("attempts") or ()),
+                **{f: (usage or {}).get(f, 0) for f in TOKEN_FIELDS},
+                "usage_reported": usage is not None,
+                "cost_usd": table.cost(model, usage),
+            }
+        )
     return rows
 
 
@@ -69,13 +79,19 @@ def totals(rows: list[dict], source: str) -> dict:
     """A run's (or any set of calls') tokens and cost; unpriced calls are counted, never priced at 0."""
     priced = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
     return {
-        "calls": len(rows), **{f: sum(r[f] for r in rows) for f in TOKEN_FIELDS},
-        "cost_usd": round(sum(priced), 6), "unpriced_calls": len(rows) - len(priced), "price_table": source,
+        "calls": len(rows),
+        **{f: sum(r[f] for r in rows) for f in TOKEN_FIELDS},
+        "cost_usd": round(sum(priced), 6),
+        "unpriced_calls": len(rows) - len(priced),
+        "price_table": source,
     }
 
 
-USAGE = {"provider": "provider usage", "simulation": "simulated usage priced at spec prices, no money spent",
-         "local model": "local model usage: $0 local unless SABOT_LOCAL_MODEL_PRICE prices it"}
+USAGE = {
+    "provider": "provider usage",
+    "simulation": "simulated usage priced at spec prices, no money spent",
+    "local model": "local model usage: $0 local unless SABOT_LOCAL_MODEL_PRICE prices it",
+}
 
 
 def _usage(kind: str) -> str:
@@ -94,11 +110,15 @@ def spend_text(spend: dict | None, project: dict | None, margin: float | None = 
     kinds = spend.get("by_kind") or {}
     margined = (lambda cost: f" metered, ${cost * margin:.4f} margined (x{margin:g})") if margin else (lambda cost: "")
     unpriced = f"; {spend['unpriced_calls']} call(s) unpriced" if spend["unpriced_calls"] else ""
-    tokens = (f"tokens: prompt {spend['prompt_tokens']}, completion {spend['completion_tokens']}, cached {spend['cached_tokens']}, "
-              f"reasoning {spend['reasoning_tokens']}{unpriced}")
+    tokens = (
+        f"tokens: prompt {spend['prompt_tokens']}, completion {spend['completion_tokens']}, cached {spend['cached_tokens']}, "
+        f"reasoning {spend['reasoning_tokens']}{unpriced}"
+    )
     if len(kinds) > 1:
-        parts = [f"{_usage(k)}: ${v['cost_usd']:.4f}{margined(v['cost_usd']) if k == 'provider' else ''} over {v['calls']} call(s)"
-                 for k, v in sorted(kinds.items())]
+        parts = [
+            f"{_usage(k)}: ${v['cost_usd']:.4f}{margined(v['cost_usd']) if k == 'provider' else ''} over {v['calls']} call(s)"
+            for k, v in sorted(kinds.items())
+        ]
         line = f"spend, split by what answered the calls: {'; '.join(parts)}; {tokens}"
     else:
         # No endpoint on record is not evidence of simulation: only calls all labelled so say no money was spent.
@@ -108,7 +128,9 @@ def spend_text(spend: dict | None, project: dict | None, margin: float | None = 
         split = project.get("by_kind") or {}
         if len(split) > 1:
             line += "\nproject spend (all waves in this store): " + "; ".join(
-                f"{_usage(k)}: ${v['cost_usd']:.4f}{margined(v['cost_usd']) if k == 'provider' else ''} over {v['calls']} call(s)" for k, v in sorted(split.items()))
+                f"{_usage(k)}: ${v['cost_usd']:.4f}{margined(v['cost_usd']) if k == 'provider' else ''} over {v['calls']} call(s)"
+                for k, v in sorted(split.items())
+            )
         else:
             line += f"\nproject spend (all waves in this store): ${project['cost_usd']:.4f}{margined(project['cost_usd'])} over {project['calls']} call(s)"
     return line
@@ -128,5 +150,9 @@ def local_price_table(environ=None) -> PriceTable:
     try:
         given, out = (float(p) for p in raw.split(","))
     except ValueError:
-        raise ValueError(f"{LOCAL_PRICE_ENV}={raw!r}: expected INPUT,OUTPUT in US$ per 1M tokens, e.g. 0.10,0.40") from None
-    return PriceTable(f"local model server priced by {LOCAL_PRICE_ENV}={raw} (US$ per 1M tokens in, out)", {}, flat=Price(given, out))
+        raise ValueError(
+            f"{LOCAL_PRICE_ENV}={raw!r}: expected INPUT,OUTPUT in US$ per 1M tokens, e.g. 0.10,0.40"
+        ) from None
+    return PriceTable(
+        f"local model server priced by {LOCAL_PRICE_ENV}={raw} (US$ per 1M tokens in, out)", {}, flat=Price(given, out)
+    )

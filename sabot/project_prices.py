@@ -25,9 +25,11 @@ def prices_path(root: Path) -> Path:
 
 
 def _price(entry, where: str) -> dict:
-    if not isinstance(entry, dict) or not all(isinstance(entry.get(k), (int, float)) and not isinstance(entry.get(k), bool)
-                                              and entry[k] >= 0 for k in ("input", "output")):
-        raise RegistryError(f"{where}: expected {{\"input\": USD, \"output\": USD}} per 1M tokens, non-negative numbers")
+    if not isinstance(entry, dict) or not all(
+        isinstance(entry.get(k), (int, float)) and not isinstance(entry.get(k), bool) and entry[k] >= 0
+        for k in ("input", "output")
+    ):
+        raise RegistryError(f'{where}: expected {{"input": USD, "output": USD}} per 1M tokens, non-negative numbers')
     return {"input": float(entry["input"]), "output": float(entry["output"])}
 
 
@@ -42,15 +44,27 @@ def priced_doc(root: Path, base: dict, base_sha: str, registry) -> tuple[dict, s
         doc = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise RegistryError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("per_million_tokens", {}), dict) or not isinstance(doc.get("tables", []), list):
-        raise RegistryError(f"{path}: expected {{\"per_million_tokens\": {{MODEL: {{\"input\", \"output\"}}}}, \"tables\": [registered table, ...]}}")
+    if (
+        not isinstance(doc, dict)
+        or not isinstance(doc.get("per_million_tokens", {}), dict)
+        or not isinstance(doc.get("tables", []), list)
+    ):
+        raise RegistryError(
+            f'{path}: expected {{"per_million_tokens": {{MODEL: {{"input", "output"}}}}, "tables": [registered table, ...]}}'
+        )
     merged = dict(base["per_million_tokens"])
     for table in doc.get("tables", []):
         if table not in registry.files:
             raise RegistryError(f"{path}: tables: {table!r} is not a registered file under data/")
         merged.update({m: _price(p, f"{table}: {m}") for m, p in registry.doc(table)["per_million_tokens"].items()})
-    merged.update({m: _price(p, f"{path}: per_million_tokens.{m}") for m, p in doc.get("per_million_tokens", {}).items()})
-    out = {**base, "per_million_tokens": merged, "source": f"{base.get('source', PRICES_DOC)}; with the project's {path.parent.parent.name}/sabot/{PRICES_FILE}"}
+    merged.update(
+        {m: _price(p, f"{path}: per_million_tokens.{m}") for m, p in doc.get("per_million_tokens", {}).items()}
+    )
+    out = {
+        **base,
+        "per_million_tokens": merged,
+        "source": f"{base.get('source', PRICES_DOC)}; with the project's {path.parent.parent.name}/sabot/{PRICES_FILE}",
+    }
     return out, sha256_bytes((base_sha + sha256_bytes(raw)).encode())
 
 

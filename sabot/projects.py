@@ -31,13 +31,34 @@ NAME = re.compile(r"^[a-z][a-z0-9_]{0,40}$")  # a Dagster key prefix, and a prob
 # Per framework, the own-check surfaces a mapping may name (each is observed by the adapter), and
 # the fields of each that name a part of the built pipeline (`sabot project check` finds them).
 SURFACE_NAMES = {
-    "langgraph": {"node_output": {"node": "node"}, "routing": {"from": "node", "to": "node"}, "rerun": {"node": "node"}, "interrupt": {}},
-    "crewai": {"guardrail": {"task": "task"}, "guardrail_retry": {"task": "task"}, "task_output": {"task": "task"}, "exhaustion": {"task": "task"}},
+    "langgraph": {
+        "node_output": {"node": "node"},
+        "routing": {"from": "node", "to": "node"},
+        "rerun": {"node": "node"},
+        "interrupt": {},
+    },
+    "crewai": {
+        "guardrail": {"task": "task"},
+        "guardrail_retry": {"task": "task"},
+        "task_output": {"task": "task"},
+        "exhaustion": {"task": "task"},
+    },
     "autogen": {"agent_message": {"agent": "agent"}, "routing": {"from": "agent", "to": "agent"}, "stop_reason": {}},
-    "agent_framework": {"agent_message": {"agent": "agent"}, "orchestrator_event": {"event": "event"}, "request_info": {}, "output": {}},
+    "agent_framework": {
+        "agent_message": {"agent": "agent"},
+        "orchestrator_event": {"event": "event"},
+        "request_info": {},
+        "output": {},
+    },
 }
 SURFACES = {framework: tuple(surfaces) for framework, surfaces in SURFACE_NAMES.items()}
-TOOL_SEAM_OPERATORS = {"O1": ("find", "result"), "O2": ("claim",), "O5": ("result", "find"), "O6": ("claim",), "O3": ("find",)}
+TOOL_SEAM_OPERATORS = {
+    "O1": ("find", "result"),
+    "O2": ("claim",),
+    "O5": ("result", "find"),
+    "O6": ("claim",),
+    "O3": ("find",),
+}
 MODEL_SEAM_OPERATORS = {"O3": ("find",), "O4": ("model",), "O5": ("find",), "O1": ("find",)}
 # How long a planted fault acts (an operator entry's "duration"): "once", on the first call it can
 # act on, or "persists", on every one: every call of the tool; every request of the agent that
@@ -48,11 +69,15 @@ HEADLINE = "v0.2.1"  # the standard as written since v0.2.1: a project scores ne
 # What a project's board says in place of the standard's cross-framework readings (SPEC §7 ranks
 # frameworks; a project is one team's pipeline) and of the instrument check (a team's test double
 # keeps no intent log to check the scorer against).
-PROJECT_BOARD_NOTE = ("One team's pipeline, scored against its own registered mapping: these rates describe that "
-                      "pipeline and its checks, not a ranking across frameworks (SPEC §7).")
-TEST_DOUBLE_NOTE = ("The project's test double stands in for the model so that the pipeline runs offline and the same "
-                    "way every time (CI, `sabot project check`); it keeps no intent log, so there is no instrument check. "
-                    "The rates below are the pipeline's own checks against its double: simulation, not a finding.")
+PROJECT_BOARD_NOTE = (
+    "One team's pipeline, scored against its own registered mapping: these rates describe that "
+    "pipeline and its checks, not a ranking across frameworks (SPEC §7)."
+)
+TEST_DOUBLE_NOTE = (
+    "The project's test double stands in for the model so that the pipeline runs offline and the same "
+    "way every time (CI, `sabot project check`); it keeps no intent log, so there is no instrument check. "
+    "The rates below are the pipeline's own checks against its double: simulation, not a finding."
+)
 
 
 class ProjectError(RegistryError):
@@ -96,7 +121,9 @@ def validate_mapping(doc: dict, framework: str, where: str) -> list[dict]:
             raise ProjectError(f"{at}: expected an object")
         kind = _need(s, "surface", str, at)
         if kind not in SURFACES[framework]:
-            raise ProjectError(f"{at}: surface {kind!r} is not a {framework} surface; one of {', '.join(SURFACES[framework])}")
+            raise ProjectError(
+                f"{at}: surface {kind!r} is not a {framework} surface; one of {', '.join(SURFACES[framework])}"
+            )
         if _need(s, "act", str, at) not in ACTS:
             raise ProjectError(f"{at}: act {s['act']!r} is not one of {', '.join(ACTS)}")
         for field in SURFACE_NAMES[framework][kind]:
@@ -118,7 +145,9 @@ def validate_operators(doc: dict, where: str) -> dict:
         seam = _need(spec, "seam", str, at)
         allowed = TOOL_SEAM_OPERATORS if seam == "tool" else MODEL_SEAM_OPERATORS if seam == "model" else None
         if allowed is None:
-            raise ProjectError(f"{at}: seam {seam!r} must be 'tool' (a tool object, by name) or 'model' (the model endpoint)")
+            raise ProjectError(
+                f"{at}: seam {seam!r} must be 'tool' (a tool object, by name) or 'model' (the model endpoint)"
+            )
         if op not in allowed:
             raise ProjectError(f"{at}: {op} has no {seam} seam; use {'model' if seam == 'tool' else 'tool'}")
         if not any(k in spec for k in allowed[op]):
@@ -130,7 +159,9 @@ def validate_operators(doc: dict, where: str) -> dict:
         if "duration" in spec and spec["duration"] not in DURATIONS:
             raise ProjectError(f"{at}: duration {spec['duration']!r} is not one of {', '.join(DURATIONS)}")
         if seam == "model" and "model" in spec and spec.get("duration", "persists") != "persists":
-            raise ProjectError(f"{at}: a model swap serves every call of {spec['agent']!r}: its duration can only be 'persists'")
+            raise ProjectError(
+                f"{at}: a model swap serves every call of {spec['agent']!r}: its duration can only be 'persists'"
+            )
     return doc
 
 
@@ -183,8 +214,13 @@ class Project:
         validate_mapping(docs["mapping.json"], framework, str(base / "mapping.json"))
         validate_operators(docs["operators.json"], str(base / "operators.json"))
         project = cls(root, doc, docs["mapping.json"], docs["operators.json"], shas)
-        refused = [line for op in project.operator_ids
-                   for line in injected_problems(str(base / "operators.json"), op, project.anchors(op), project.injected_text(op))]
+        refused = [
+            line
+            for op in project.operator_ids
+            for line in injected_problems(
+                str(base / "operators.json"), op, project.anchors(op), project.injected_text(op)
+            )
+        ]
         if refused:  # the anchor registration rules (SPEC v0.2.1 item 4), one line per refused anchor
             raise ProjectError("\n".join(refused))
         return project
@@ -228,11 +264,19 @@ class Project:
         A stored run is reused only while all of it is unchanged (`sabot.runroot.Identity.code`)."""
         roles = {"test double": [self.module_file(self.doc["responder"])] if "responder" in self.doc else []}
         check = self.doc["task"]["pass"]
-        roles["pass criterion"] = ([self.module_file(check)] if isinstance(check, str)
-                                   else [self.root / a for a in check["command"] if (self.root / a).is_file()])
+        roles["pass criterion"] = (
+            [self.module_file(check)]
+            if isinstance(check, str)
+            else [self.root / a for a in check["command"] if (self.root / a).is_file()]
+        )
         claimed = {p.resolve() for files in roles.values() for p in files if p}
-        roles["pipeline"] = [p for p in sorted(self.root.rglob("*.py")) if p.resolve() not in claimed and not _outside_code(p, self.root)]
-        hashes = {role: {p.relative_to(self.root).as_posix(): sha256_bytes(p.read_bytes()) for p in files if p} for role, files in roles.items()}
+        roles["pipeline"] = [
+            p for p in sorted(self.root.rglob("*.py")) if p.resolve() not in claimed and not _outside_code(p, self.root)
+        ]
+        hashes = {
+            role: {p.relative_to(self.root).as_posix(): sha256_bytes(p.read_bytes()) for p in files if p}
+            for role, files in roles.items()
+        }
         hashes["fault durations"] = dict(DEFAULT_DURATION)
         return hashes
 
@@ -256,8 +300,10 @@ class Project:
             if rel not in locked:
                 problems.append(f"{self.root.name}/{rel}: not registered (run `sabot registry lock {self.root}`)")
             elif locked[rel] != sha:
-                problems.append(f"{self.root.name}/{rel}: edited after registration (sha256 {sha[:12]}, registered {locked[rel][:12]}); "
-                                "a changed registration is a new project: copy the folder under a new name, then `sabot registry lock NEW_DIR`")
+                problems.append(
+                    f"{self.root.name}/{rel}: edited after registration (sha256 {sha[:12]}, registered {locked[rel][:12]}); "
+                    "a changed registration is a new project: copy the folder under a new name, then `sabot registry lock NEW_DIR`"
+                )
         return problems
 
     @property
@@ -270,8 +316,10 @@ class Project:
         locked = self.locked()
         edited = [rel for rel, sha in self.shas.items() if rel in locked and locked[rel] != sha]
         if edited:
-            raise ProjectError(f"{self.root.name}: registered file(s) edited after registration: {', '.join(edited)}; "
-                               "a changed mapping or task is a new project (copy the folder under a new name)")
+            raise ProjectError(
+                f"{self.root.name}: registered file(s) edited after registration: {', '.join(edited)}; "
+                "a changed mapping or task is a new project (copy the folder under a new name)"
+            )
 
     def write_lock(self) -> list[str]:
         """Register the project; refuses any registered file whose bytes moved (above all the mapping)."""
@@ -286,7 +334,10 @@ class Project:
 def _outside_code(path: Path, root: Path) -> bool:
     """A file under the folder that is not the team's pipeline code: its registration, a virtualenv, caches."""
     parts = path.relative_to(root).parts[:-1]
-    return any(p == PROJECT_DIR or p.startswith(".") or p in ("__pycache__", "site-packages", "venv", "node_modules") for p in parts)
+    return any(
+        p == PROJECT_DIR or p.startswith(".") or p in ("__pycache__", "site-packages", "venv", "node_modules")
+        for p in parts
+    )
 
 
 def code_change(stored: dict, now: dict) -> str:
@@ -298,7 +349,9 @@ def code_change(stored: dict, now: dict) -> str:
         old, new = stored.get(role) or {}, now.get(role) or {}
         if role == "fault durations":
             if old != new:
-                reasons.append(f"default fault durations changed ({', '.join(f'{k} {v}' for k, v in sorted(new.items()))})")
+                reasons.append(
+                    f"default fault durations changed ({', '.join(f'{k} {v}' for k, v in sorted(new.items()))})"
+                )
             continue
         changed = sorted(f for f in old if f in new and old[f] != new[f])
         added, removed = sorted(set(new) - set(old)), sorted(set(old) - set(new))
@@ -319,8 +372,14 @@ def standard_mapping(project: Project, base: dict) -> dict:
         "source": f"{project.root.name}/{PROJECT_DIR}/mapping.json",
         "event_kind": base["event_kind"],
         "corrective_acts": base["corrective_acts"],
-        "frameworks": {project.framework: {"pin": project.mapping.get("pin", ""), "counted_surfaces": project.mapping.get("describe", ""),
-                                           "acts": acts, "stop_reason_block": False}},
+        "frameworks": {
+            project.framework: {
+                "pin": project.mapping.get("pin", ""),
+                "counted_surfaces": project.mapping.get("describe", ""),
+                "acts": acts,
+                "stop_reason_block": False,
+            }
+        },
         "block_patterns": base["block_patterns"],
     }
 
@@ -347,14 +406,26 @@ class ProjectRegistry(Registry):
         p, mapping_sha = self.project, self.project.shas[f"{PROJECT_DIR}/mapping.json"]
         self._data_files = set(self.files)
         mapping_rel = f"mappings.{p.name}.json"
-        self._put(f"standard/{mapping_rel}", standard_mapping(p, self.doc("standard/mappings.v0.1.2.json")), mapping_sha)
+        self._put(
+            f"standard/{mapping_rel}", standard_mapping(p, self.doc("standard/mappings.v0.1.2.json")), mapping_sha
+        )
         ruleset = json.loads(json.dumps(self.doc(f"rulesets/{HEADLINE}.json")))
         ruleset["uses"]["mappings"] = mapping_rel
-        ruleset["uses"]["strict"] = "strict_anchors.v0.2.1.json"  # the board's strict floor, with no classification for the project's task
-        ruleset["rules"]["flags_surface"] = bool(p.mapping.get("flags_surface", False))  # only the surfaces the mapping names
-        ruleset["summary"] = (f"{ruleset['summary']} Applied to {p.name}'s registered mapping ({p.root.name}/{PROJECT_DIR}/mapping.json); "
-                              f"FLAGS surface {'on' if ruleset['rules']['flags_surface'] else 'off'}.")
-        self._put(f"rulesets/{HEADLINE}.json", ruleset, sha256_bytes((self.files[f"rulesets/{HEADLINE}.json"].sha256 + mapping_sha).encode()))
+        ruleset["uses"]["strict"] = (
+            "strict_anchors.v0.2.1.json"  # the board's strict floor, with no classification for the project's task
+        )
+        ruleset["rules"]["flags_surface"] = bool(
+            p.mapping.get("flags_surface", False)
+        )  # only the surfaces the mapping names
+        ruleset["summary"] = (
+            f"{ruleset['summary']} Applied to {p.name}'s registered mapping ({p.root.name}/{PROJECT_DIR}/mapping.json); "
+            f"FLAGS surface {'on' if ruleset['rules']['flags_surface'] else 'off'}."
+        )
+        self._put(
+            f"rulesets/{HEADLINE}.json",
+            ruleset,
+            sha256_bytes((self.files[f"rulesets/{HEADLINE}.json"].sha256 + mapping_sha).encode()),
+        )
         models = dict(self.doc("standard/models.v0.1.1.json"))
         if "O4" in p.operators:
             models["o4_downgrade_model"] = p.operators["O4"]["model"]
@@ -362,27 +433,59 @@ class ProjectRegistry(Registry):
         model_ids = json.loads(json.dumps(self.doc("standard/model_ids.v1.json")))
         if "O4" in p.operators:  # the project's own downgrade target lands O4, as the pin or a dated snapshot of it
             target = p.operators["O4"]["model"]
-            model_ids["roles"]["o4_downgrade_model"] = {"pin": target, "served_as": f"^{re.escape(target)}(-\\d{{4}}-\\d{{2}}-\\d{{2}})?$"}
+            model_ids["roles"]["o4_downgrade_model"] = {
+                "pin": target,
+                "served_as": f"^{re.escape(target)}(-\\d{{4}}-\\d{{2}}-\\d{{2}})?$",
+            }
         self._put("standard/model_ids.v1.json", model_ids, p.shas[f"{PROJECT_DIR}/operators.json"])
         strict = json.loads(json.dumps(self.doc("standard/strict_anchors.v0.2.1.json")))
-        strict["kept"][p.task_id] = {op: [] for op in OPERATORS}  # no injection-only anchor classification for a project
-        self._put("standard/strict_anchors.v0.2.1.json", strict, self.files["standard/strict_anchors.v0.2.1.json"].sha256)
+        strict["kept"][p.task_id] = {
+            op: [] for op in OPERATORS
+        }  # no injection-only anchor classification for a project
+        self._put(
+            "standard/strict_anchors.v0.2.1.json", strict, self.files["standard/strict_anchors.v0.2.1.json"].sha256
+        )
         anchors_rel = f"standard/{ruleset['uses']['anchors']}"  # a ruleset reads its anchors from its own files: add the project's
         anchors = json.loads(json.dumps(self.doc(anchors_rel)))
         anchors["anchors"][p.task_id] = {op: list(p.anchors(op)) for op in p.operator_ids}
-        self._put(anchors_rel, anchors, sha256_bytes((self.files[anchors_rel].sha256 + p.shas[f"{PROJECT_DIR}/operators.json"]).encode()))
+        self._put(
+            anchors_rel,
+            anchors,
+            sha256_bytes((self.files[anchors_rel].sha256 + p.shas[f"{PROJECT_DIR}/operators.json"]).encode()),
+        )
         from sabot.project_prices import priced_doc
 
         self._put(PRICES_DOC, *priced_doc(p.root, self.doc(PRICES_DOC), self.files[PRICES_DOC].sha256, self))
-        self._put(f"seeds/{p.name}.json", {"name": f"seeds_{p.name}", "seeds": list(p.seeds)}, p.shas[f"{PROJECT_DIR}/project.json"])
-        self._put(f"waves/{p.name}.json", {
-            "name": p.name, "source": "live", "corpus_dir": None, "protocol": 1, "seeds": f"seeds/{p.name}.json", "carveout": None,
-            "frameworks": [p.framework], "configs": [p.config], "tasks": [p.task_id], "operators": list(p.operator_ids),
-            "headline_ruleset": HEADLINE, "readings": [HEADLINE], "label": "simulation", "project": True,
-        }, p.shas[f"{PROJECT_DIR}/project.json"])
+        self._put(
+            f"seeds/{p.name}.json",
+            {"name": f"seeds_{p.name}", "seeds": list(p.seeds)},
+            p.shas[f"{PROJECT_DIR}/project.json"],
+        )
+        self._put(
+            f"waves/{p.name}.json",
+            {
+                "name": p.name,
+                "source": "live",
+                "corpus_dir": None,
+                "protocol": 1,
+                "seeds": f"seeds/{p.name}.json",
+                "carveout": None,
+                "frameworks": [p.framework],
+                "configs": [p.config],
+                "tasks": [p.task_id],
+                "operators": list(p.operator_ids),
+                "headline_ruleset": HEADLINE,
+                "readings": [HEADLINE],
+                "label": "simulation",
+                "project": True,
+            },
+            p.shas[f"{PROJECT_DIR}/project.json"],
+        )
         from sabot import tasks  # the judge reads each operator's ground-truth note, as for T1-T5
 
-        tasks.register_oracle(tasks.Oracle(p.task_id, p.name, "", {}, (), {op: dict(spec) for op, spec in p.operators.items()}))
+        tasks.register_oracle(
+            tasks.Oracle(p.task_id, p.name, "", {}, (), {op: dict(spec) for op, spec in p.operators.items()})
+        )
 
     def wave_names(self) -> list[str]:
         return [self.project.name]
@@ -412,8 +515,11 @@ class ProjectRegistry(Registry):
         data = [rel for rel in (self.files if rels is None else rels) if rel in self._data_files]
         Registry(self.root).require_still_registered(data)
         locked = self.project.locked()
-        problems = [f"{self.project.root.name}/{rel}: loaded while edited (sha256 {sha[:12]}, registered {locked.get(rel, 'absent')[:12]}); reload the definitions"
-                    for rel, sha in self.project.shas.items() if locked.get(rel) != sha]
+        problems = [
+            f"{self.project.root.name}/{rel}: loaded while edited (sha256 {sha[:12]}, registered {locked.get(rel, 'absent')[:12]}); reload the definitions"
+            for rel, sha in self.project.shas.items()
+            if locked.get(rel) != sha
+        ]
         problems += Project.load(self.project.root).lock_problems()
         if problems:
             raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
@@ -433,18 +539,34 @@ def pin_registration(con, project: Project, by: str) -> None:
     import datetime as dt
 
     name, where = project.name, f"{project.root.name}/{PROJECT_DIR}/{LOCK}"
-    pinned = con.execute("SELECT registration, pinned_at, pinned_by FROM project_registrations WHERE project = ?", [name]).fetchall()
+    pinned = con.execute(
+        "SELECT registration, pinned_at, pinned_by FROM project_registrations WHERE project = ?", [name]
+    ).fetchall()
     if pinned:
         registration, at, pinned_by = pinned[0]
         if registration != project.registration:
             raise ProjectError(
                 f"{where}: project {name} is registered as {project.registration[:12]}, but this store pinned it as "
                 f"{registration[:12]} ({pinned_by}, {at:%Y-%m-%d %H:%M} UTC); its stored runs and verdicts belong to that "
-                "registration. A changed mapping, task or operators is a new project (copy the folder under a new name)")
+                "registration. A changed mapping, task or operators is a new project (copy the folder under a new name)"
+            )
         return
-    stored = sum(con.execute(f"SELECT count(*) FROM {table} WHERE wave = ?", [name]).fetchone()[0] for table in ("runs", "cell_verdicts"))
+    stored = sum(
+        con.execute(f"SELECT count(*) FROM {table} WHERE wave = ?", [name]).fetchone()[0]
+        for table in ("runs", "cell_verdicts")
+    )
     if stored:
-        raise ProjectError(f"{where}: this store holds {stored} run(s) and verdict(s) of project {name} but no pinned "
-                           "registration, so they cannot be tied to the registered mapping; score them in a fresh store")
-    con.execute("INSERT INTO project_registrations VALUES (?, ?, ?, ?, ?)",
-                [name, project.registration, json.dumps(project.shas, sort_keys=True), dt.datetime.now(dt.timezone.utc).replace(tzinfo=None), by])
+        raise ProjectError(
+            f"{where}: this store holds {stored} run(s) and verdict(s) of project {name} but no pinned "
+            "registration, so they cannot be tied to the registered mapping; score them in a fresh store"
+        )
+    con.execute(
+        "INSERT INTO project_registrations VALUES (?, ?, ?, ?, ?)",
+        [
+            name,
+            project.registration,
+            json.dumps(project.shas, sort_keys=True),
+            dt.datetime.now(dt.timezone.utc).replace(tzinfo=None),
+            by,
+        ],
+    )

@@ -22,7 +22,7 @@ REPLAY_PREFIX = "replay of "  # adapters.run_attempt.REPLAY_ENDPOINT_PREFIX: "re
 def endpoint_kind(endpoint: str) -> str:
     """simulation | provider | local model | replay (<the kind it replays>) of one endpoint label."""
     if endpoint.startswith(REPLAY_PREFIX):
-        recorded = endpoint[endpoint.find("(") + 1:] if "(" in endpoint else ""
+        recorded = endpoint[endpoint.find("(") + 1 :] if "(" in endpoint else ""
         return f"{REPLAY} ({endpoint_kind(recorded) if recorded else 'unknown'})"
     if endpoint.startswith(SIMULATION):
         return SIMULATION

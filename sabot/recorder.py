@@ -18,9 +18,20 @@ class Recorder:
             self.injection_seq = seq
         return seq
 
-    def record_of(self, *, run_id, framework, config, task, operator, seed, injection_verified, task_passed, error, extra) -> RunRecord:
+    def record_of(
+        self, *, run_id, framework, config, task, operator, seed, injection_verified, task_passed, error, extra
+    ) -> RunRecord:
         return RunRecord(
-            run_id=run_id, framework=framework, config=config, task=task, operator=operator, seed=seed,
-            events=tuple(self.events), injection_seq=self.injection_seq, injection_verified=injection_verified,
-            task_passed=task_passed, error=error, extra=extra,
+            run_id=run_id,
+            framework=framework,
+            config=config,
+            task=task,
+            operator=operator,
+            seed=seed,
+            events=tuple(self.events),
+            injection_seq=self.injection_seq,
+            injection_verified=injection_verified,
+            task_passed=task_passed,
+            error=error,
+            extra=extra,
         )

@@ -46,7 +46,9 @@ class WaveDef:
     configs: tuple[str, ...]
     tasks: tuple[str, ...]
     operators: tuple[str, ...]
-    carveouts: tuple[tuple[str, str, frozenset[str]], ...]  # (framework, config, operators) of each registered carve-out
+    carveouts: tuple[
+        tuple[str, str, frozenset[str]], ...
+    ]  # (framework, config, operators) of each registered carve-out
     headline_ruleset: str
     readings: tuple[str, ...]
     label: str
@@ -58,12 +60,19 @@ class WaveDef:
     def cell_keys(self) -> list[tuple[str, str, str, str, int]]:
         """(framework, config, task, operator, seed) of every cell the wave scores (carve-out removed):
         what a verdict over the whole wave needs present."""
-        return [(p.framework, p.config, p.task, op, p.seed) for p in self.probes() for op in self.operators if not self.is_carved_out(Cell(op, p))]
+        return [
+            (p.framework, p.config, p.task, op, p.seed)
+            for p in self.probes()
+            for op in self.operators
+            if not self.is_carved_out(Cell(op, p))
+        ]
 
     def carveout_of(self, cell: Cell) -> tuple[str, str, frozenset[str]] | None:
         """The registered carve-out that removes `cell`, if one does."""
         p = cell.probe
-        return next((c for c in self.carveouts if p.framework == c[0] and p.config == c[1] and cell.operator in c[2]), None)
+        return next(
+            (c for c in self.carveouts if p.framework == c[0] and p.config == c[1] and cell.operator in c[2]), None
+        )
 
     def is_carved_out(self, cell: Cell) -> bool:
         return self.carveout_of(cell) is not None
@@ -85,7 +94,9 @@ class Registry:
             except json.JSONDecodeError as exc:
                 raise RegistryError(f"{path}: not valid JSON ({exc})") from exc
             self.files[rel] = RegistryFile(rel, sha256_bytes(raw), doc)
-        self.standard_hashes = {rel: e.sha256 for rel, e in self.files.items()}  # before any project lays files over them
+        self.standard_hashes = {
+            rel: e.sha256 for rel, e in self.files.items()
+        }  # before any project lays files over them
 
     def doc(self, rel: str) -> dict:
         try:
@@ -123,7 +134,9 @@ class Registry:
             if rel not in locked:
                 problems.append(f"{rel}: not registered (run `sabot registry lock`)")
             elif locked[rel] != entry.sha256:
-                problems.append(f"{rel}: edited after registration (sha256 {entry.sha256[:12]}, registered {locked[rel][:12]})")
+                problems.append(
+                    f"{rel}: edited after registration (sha256 {entry.sha256[:12]}, registered {locked[rel][:12]})"
+                )
         problems += [f"{rel}: registered but missing on disk" for rel in locked if rel not in self.files]
         return problems
 
@@ -152,9 +165,13 @@ class Registry:
             elif on_disk is None:
                 problems.append(f"{rel}: registered but missing on disk")
             elif on_disk != locked[rel]:
-                problems.append(f"{rel}: edited after registration (sha256 {on_disk[:12]}, registered {locked[rel][:12]})")
+                problems.append(
+                    f"{rel}: edited after registration (sha256 {on_disk[:12]}, registered {locked[rel][:12]})"
+                )
             elif loaded != locked[rel]:
-                problems.append(f"{rel}: loaded while edited (sha256 {(loaded or 'absent')[:12]}, registered {locked[rel][:12]}); reload the definitions")
+                problems.append(
+                    f"{rel}: loaded while edited (sha256 {(loaded or 'absent')[:12]}, registered {locked[rel][:12]}); reload the definitions"
+                )
         if problems:
             raise RegistryError("the registry no longer matches its registration:\n  " + "\n  ".join(problems))
 
@@ -171,7 +188,9 @@ class Registry:
         locked = self.locked_hashes()
         edited = [rel for rel, e in self.files.items() if rel in locked and locked[rel] != e.sha256]
         if edited:
-            raise RegistryError(f"registered file(s) edited in place: {', '.join(edited)}; add a new dated version instead")
+            raise RegistryError(
+                f"registered file(s) edited in place: {', '.join(edited)}; add a new dated version instead"
+            )
         added = sorted(rel for rel in self.files if rel not in locked)
         hashes = {rel: e.sha256 for rel, e in sorted(self.files.items())}
         self.lock_path.write_text(json.dumps({"files": hashes}, indent=1) + "\n")
@@ -197,12 +216,18 @@ class Registry:
         return self.files[rel]
 
     def ruleset_names(self) -> list[str]:
-        return sorted(r.removeprefix("rulesets/").removesuffix(".json") for r in self.files if r.startswith("rulesets/"))
+        return sorted(
+            r.removeprefix("rulesets/").removesuffix(".json") for r in self.files if r.startswith("rulesets/")
+        )
 
     def readings(self, wave: str, registered: list[str]) -> tuple[str, ...]:
         """A wave's registered readings, then every later ruleset that names the wave in `rescores`:
         a new rule is a new ruleset file, and a registered wave is never edited to add it."""
-        later = [v for v in self.ruleset_names() if v not in registered and wave in self.files[f"rulesets/{v}.json"].doc.get("rescores", ())]
+        later = [
+            v
+            for v in self.ruleset_names()
+            if v not in registered and wave in self.files[f"rulesets/{v}.json"].doc.get("rescores", ())
+        ]
         return tuple(registered) + tuple(later)
 
     def wave_names(self) -> list[str]:
@@ -211,7 +236,11 @@ class Registry:
     def joining(self, wave: str) -> list[dict]:
         """The registered waves that add their rows to `wave` (`joins`): a candidate framework joins the
         demo by a later registration, and the demo's own file is never edited to add it."""
-        return [self.files[f"waves/{n}.json"].doc for n in self.wave_names() if wave in self.files[f"waves/{n}.json"].doc.get("joins", ())]
+        return [
+            self.files[f"waves/{n}.json"].doc
+            for n in self.wave_names()
+            if wave in self.files[f"waves/{n}.json"].doc.get("joins", ())
+        ]
 
     def _carveout(self, rel: str) -> tuple[str, str, frozenset[str]]:
         c = self.doc(rel)
@@ -220,12 +249,24 @@ class Registry:
     def wave(self, name: str) -> WaveDef:
         rel = f"waves/{name}.json"
         if rel not in self.files:
-            raise RegistryError(f"unknown wave {name!r}; registered waves: {', '.join(self.wave_names())} (register one under data/waves/)")
+            raise RegistryError(
+                f"unknown wave {name!r}; registered waves: {', '.join(self.wave_names())} (register one under data/waves/)"
+            )
         doc = self.files[rel].doc
-        frameworks, carveouts = list(doc["frameworks"]), [self._carveout(doc["carveout"])] if doc.get("carveout") else []
+        frameworks, carveouts = (
+            list(doc["frameworks"]),
+            [self._carveout(doc["carveout"])] if doc.get("carveout") else [],
+        )
         for joiner in self.joining(name):
-            if (joiner["configs"], joiner["tasks"], joiner["operators"], joiner["protocol"]) != (doc["configs"], doc["tasks"], doc["operators"], doc["protocol"]):
-                raise RegistryError(f"data/waves/{joiner['name']}.json: joins {name} but its configs, tasks, operators or protocol differ from data/{rel}")
+            if (joiner["configs"], joiner["tasks"], joiner["operators"], joiner["protocol"]) != (
+                doc["configs"],
+                doc["tasks"],
+                doc["operators"],
+                doc["protocol"],
+            ):
+                raise RegistryError(
+                    f"data/waves/{joiner['name']}.json: joins {name} but its configs, tasks, operators or protocol differ from data/{rel}"
+                )
             frameworks += [f for f in joiner["frameworks"] if f not in frameworks]
             carveouts += [self._carveout(joiner["carveout"])] if joiner.get("carveout") else []
         return WaveDef(
@@ -263,15 +304,23 @@ def pin_standard(con, files: dict[str, str]) -> list[str]:
     """Check `files` (path -> sha256, as loaded and registered) against the store's pin, pinning any
     file met for the first time (returned). Raises StandardPinError naming every moved or missing file."""
     pinned = dict(con.execute("SELECT path, sha256 FROM standard_registration").fetchall())
-    problems = [f"{rel}: registered as sha256 {files[rel][:12]}, but this store pinned {sha[:12]}"
-                for rel, sha in sorted(pinned.items()) if rel in files and files[rel] != sha]
+    problems = [
+        f"{rel}: registered as sha256 {files[rel][:12]}, but this store pinned {sha[:12]}"
+        for rel, sha in sorted(pinned.items())
+        if rel in files and files[rel] != sha
+    ]
     problems += [f"{rel}: pinned by this store but no longer registered" for rel in sorted(pinned) if rel not in files]
     if problems:
         raise StandardPinError(
             f"data/{LOCK_NAME}: the standard's registration differs from the one this store pinned; its stored runs and "
-            "verdicts belong to that registration (a changed rule is a new dated file, never an edit):\n  " + "\n  ".join(problems))
+            "verdicts belong to that registration (a changed rule is a new dated file, never an edit):\n  "
+            + "\n  ".join(problems)
+        )
     new = sorted(rel for rel in files if rel not in pinned)
     if new:
         now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-        con.executemany("INSERT INTO standard_registration VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [[rel, files[rel], now] for rel in new])
+        con.executemany(
+            "INSERT INTO standard_registration VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [[rel, files[rel], now] for rel in new],
+        )
     return new

@@ -32,7 +32,10 @@ from sabot.trace import RunRecord, TraceError, parse_runresult, to_runresult
 
 META_FILE, INTENT_FILE = "attempt.json", "intent.json"
 PIPELINE_LOG = "pipeline.log"  # what the frameworks logged during the run, if anything
-LOGGED_FILES = (PIPELINE_LOG, "exchanges.jsonl")  # sabot.exchange_journal.JOURNAL_FILE  # written while the run executes; sealed with the attempt when present
+LOGGED_FILES = (
+    PIPELINE_LOG,
+    "exchanges.jsonl",
+)  # sabot.exchange_journal.JOURNAL_FILE  # written while the run executes; sealed with the attempt when present
 OUTCOMES = ("complete", "run_error", "stopped")  # stopped: cut off by a budget, never scored
 
 
@@ -41,7 +44,15 @@ def run_file_name(operator: str | None) -> str:
 
 
 def slot_dir(root: Path, wave: str, probe: Probe, operator: str | None) -> Path:
-    return Path(root) / wave / probe.framework / probe.config / probe.task / (operator or BASELINE_DIR) / f"seed{probe.seed}"
+    return (
+        Path(root)
+        / wave
+        / probe.framework
+        / probe.config
+        / probe.task
+        / (operator or BASELINE_DIR)
+        / f"seed{probe.seed}"
+    )
 
 
 @dataclass(frozen=True)
@@ -58,16 +69,24 @@ class Identity:
     code: dict = field(default_factory=dict, hash=False)
 
     def as_dict(self) -> dict:
-        doc = {"runner_version": self.runner_version, "endpoint": self.endpoint, "pipeline_model": self.pipeline_model,
-               "downgrade_model": self.downgrade_model, "protocol": self.protocol}
+        doc = {
+            "runner_version": self.runner_version,
+            "endpoint": self.endpoint,
+            "pipeline_model": self.pipeline_model,
+            "downgrade_model": self.downgrade_model,
+            "protocol": self.protocol,
+        }
         return {**doc, "code": self.code} if self.code else doc
 
     def change_from(self, stored: "Identity") -> str:
         """Why a run stored with `stored` is not reused under this identity (for the CLI)."""
         from sabot.projects import code_change
 
-        moved = [name for name in ("runner_version", "endpoint", "pipeline_model", "downgrade_model", "protocol")
-                 if getattr(self, name) != getattr(stored, name)]
+        moved = [
+            name
+            for name in ("runner_version", "endpoint", "pipeline_model", "downgrade_model", "protocol")
+            if getattr(self, name) != getattr(stored, name)
+        ]
         reasons = [f"{name.replace('_', ' ')} {getattr(stored, name)} -> {getattr(self, name)}" for name in moved]
         if self.code != stored.code:
             reasons.append(code_change(stored.code, self.code))
@@ -125,8 +144,16 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_attempt(directory: Path, wave: str, record: RunRecord, outcome: str, identity: Identity, intent: list,
-                  dagster_run_id: str, started_at: str) -> Path:
+def write_attempt(
+    directory: Path,
+    wave: str,
+    record: RunRecord,
+    outcome: str,
+    identity: Identity,
+    intent: list,
+    dagster_run_id: str,
+    started_at: str,
+) -> Path:
     """Write a finished attempt: record and intent first, then its seal, attempt.json last (the
     finish marker), so a finished attempt always has its seal. The seal's key is the store's, found
     from the run root this directory is in (`sabot.seal.key_path`)."""
@@ -138,8 +165,14 @@ def write_attempt(directory: Path, wave: str, record: RunRecord, outcome: str, i
     texts = {run_file: run_file_text(to_runresult(record)), INTENT_FILE: json.dumps(intent, ensure_ascii=False) + "\n"}
     for name, text in texts.items():
         _write_atomic(directory / name, text)
-    meta = {"wave": wave, "outcome": outcome, "identity": identity.as_dict(), "dagster_run_id": dagster_run_id,
-            "started_at": started_at, "finished_at": _now()}
+    meta = {
+        "wave": wave,
+        "outcome": outcome,
+        "identity": identity.as_dict(),
+        "dagster_run_id": dagster_run_id,
+        "started_at": started_at,
+        "finished_at": _now(),
+    }
     texts[META_FILE] = json.dumps(meta, indent=1, sort_keys=True) + "\n"
     hashes = {name: sha256_bytes(text.encode()) for name, text in texts.items()}
     hashes |= seal.file_hashes(directory, [name for name in LOGGED_FILES if (directory / name).is_file()])
@@ -181,16 +214,32 @@ def read_attempt(root: Path, directory: Path, key: bytes | None = None) -> Attem
         raise seal.SealError(f"attempt {source}: {run_file_name(operator)} differs from its seal")
     record = parse_runresult(obj, f"{source}/{run_file_name(operator)}")
     probe = Probe(framework, config, task, int(seed_dir.removeprefix("seed")))
-    for name, want in (("framework", framework), ("config", config), ("task", task), ("operator", operator), ("seed", probe.seed)):
+    for name, want in (
+        ("framework", framework),
+        ("config", config),
+        ("task", task),
+        ("operator", operator),
+        ("seed", probe.seed),
+    ):
         if getattr(record, name) != want:
             raise TraceError(source, f"trace.{name}", f"is {getattr(record, name)!r} but the path says {want!r}")
     if meta.get("outcome") not in OUTCOMES:
         raise TraceError(f"{source}/{META_FILE}", "outcome", f"unknown outcome {meta.get('outcome')!r}")
     return Attempt(
-        wave=wave, operator=operator, probe=probe, number=_number(directory), outcome=meta["outcome"],
-        identity=Identity(**meta["identity"]), record=record, sha256=sha256_bytes(raw),
-        source_path=f"{source}/{run_file_name(operator)}", intent=intent, dagster_run_id=meta.get("dagster_run_id", ""),
-        started_at=meta.get("started_at", ""), finished_at=meta.get("finished_at", ""), directory=directory,
+        wave=wave,
+        operator=operator,
+        probe=probe,
+        number=_number(directory),
+        outcome=meta["outcome"],
+        identity=Identity(**meta["identity"]),
+        record=record,
+        sha256=sha256_bytes(raw),
+        source_path=f"{source}/{run_file_name(operator)}",
+        intent=intent,
+        dagster_run_id=meta.get("dagster_run_id", ""),
+        started_at=meta.get("started_at", ""),
+        finished_at=meta.get("finished_at", ""),
+        directory=directory,
     )
 
 
@@ -252,8 +301,16 @@ def claim_holder(root: Path, wave: str, probe: Probe, operator: str | None) -> s
     return None if record is None else record["holder"]
 
 
-def claim(root: Path, wave: str, probe: Probe, operator: str | None, holder: str, host: str,
-          owner: str | None = None, stale=None) -> bool:
+def claim(
+    root: Path,
+    wave: str,
+    probe: Probe,
+    operator: str | None,
+    holder: str,
+    host: str,
+    owner: str | None = None,
+    stale=None,
+) -> bool:
     """Claim a slot for `holder` ("host:pid") with an exclusive create; a claim whose process is gone
     (on this host), or that `stale(record)` says is over (its owner, e.g. a Dagster run, ended), is
     taken over. `owner` is recorded beside the holder. False: a live process holds it."""

@@ -90,8 +90,9 @@ class CallsResult:
     reason: str  # "" when outcomes is a well-formed list of the right length
 
 
-def run_python(files: dict[str, str | bytes], entry: str, *, timeout: float = 10.0, memory_mb: int = 512,
-               max_output: int = 64_000) -> SandboxResult:
+def run_python(
+    files: dict[str, str | bytes], entry: str, *, timeout: float = 10.0, memory_mb: int = 512, max_output: int = 64_000
+) -> SandboxResult:
     """Copy `files` into the sandbox's tmpfs and run `python entry` there; `memory_mb` bounds the
     memory of every process of the run together.
 
@@ -102,13 +103,27 @@ def run_python(files: dict[str, str | bytes], entry: str, *, timeout: float = 10
     return _run(files, ["script", entry], None, timeout=timeout, memory_mb=memory_mb, max_output=max_output)
 
 
-def run_calls(files: dict[str, str | bytes], module: str, function: str, calls: Sequence[Sequence], *,
-              timeout: float = 10.0, memory_mb: int = 512, max_output: int = 64_000) -> CallsResult:
+def run_calls(
+    files: dict[str, str | bytes],
+    module: str,
+    function: str,
+    calls: Sequence[Sequence],
+    *,
+    timeout: float = 10.0,
+    memory_mb: int = 512,
+    max_output: int = 64_000,
+) -> CallsResult:
     """Import `module` inside the sandbox and call `function(*args)` for each argument list in
     `calls`; return each call's outcome as data. The sandbox never sees an expected value."""
     _check_names(files, f"{module}.py")
-    run = _run(files, ["calls", module, function], list(map(list, calls)), timeout=timeout,
-               memory_mb=memory_mb, max_output=max_output)
+    run = _run(
+        files,
+        ["calls", module, function],
+        list(map(list, calls)),
+        timeout=timeout,
+        memory_mb=memory_mb,
+        max_output=max_output,
+    )
     if not run.ok:
         last = run.stderr.strip().splitlines()[-1:] or [""]
         return CallsResult(None, run, f"{run.reason}: {last[0][:200]}" if last[0] else run.reason)
@@ -116,9 +131,14 @@ def run_calls(files: dict[str, str | bytes], module: str, function: str, calls: 
         outcomes = json.loads(run.stdout)
     except (ValueError, RecursionError) as exc:  # not JSON, nested past the parser, a number past int's limit
         return CallsResult(None, run, f"the run wrote no well-formed report ({type(exc).__name__})")
-    if not (isinstance(outcomes, list) and len(outcomes) == len(calls) and all(
+    if not (
+        isinstance(outcomes, list)
+        and len(outcomes) == len(calls)
+        and all(
             isinstance(o, dict) and len(o) == 1 and next(iter(o)) in ("returned", "raised", "unrepresentable")
-            for o in outcomes)):
+            for o in outcomes
+        )
+    ):
         return CallsResult(None, run, f"the report is not {len(calls)} call outcomes")
     return CallsResult(outcomes, run, "")
 
@@ -127,25 +147,38 @@ def require_sandbox() -> str:
     """bwrap's path; raises SandboxUnavailable, naming what is missing, when it is not installed."""
     found = shutil.which(BWRAP)
     if found is None:
-        raise SandboxUnavailable(f"the sandbox tool {BWRAP!r} is not on PATH: generated code is not run "
-                                 f"without it; {INSTALL_HINT}")
+        raise SandboxUnavailable(
+            f"the sandbox tool {BWRAP!r} is not on PATH: generated code is not run without it; {INSTALL_HINT}"
+        )
     if os.geteuid() != 0:
         # Only root can hand each run a uid of its own; under the caller's uid the process limit would
         # count the caller's other processes, and bwrap's privileged options are refused.
-        raise SandboxUnavailable("the T3 sandbox must be started by root: it runs each solution under a fresh "
-                                 "unprivileged uid of its own, which only root can hand out")
+        raise SandboxUnavailable(
+            "the T3 sandbox must be started by root: it runs each solution under a fresh "
+            "unprivileged uid of its own, which only root can hand out"
+        )
     return found
 
 
-def _run(files: dict[str, str | bytes], mode: list[str], calls: list | None, *, timeout: float, memory_mb: int,
-         max_output: int) -> SandboxResult:
+def _run(
+    files: dict[str, str | bytes],
+    mode: list[str],
+    calls: list | None,
+    *,
+    timeout: float,
+    memory_mb: int,
+    max_output: int,
+) -> SandboxResult:
     bwrap = require_sandbox()
     python, view = _view()
     uid = str(secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]) + UID_RANGE[0])
     with tempfile.TemporaryDirectory(prefix="sabot-sandbox-") as tmp:
         base = Path(tmp)  # the harness's side only: never bound into the sandbox
-        payload = {"child.py": CHILD.read_bytes(), "seccomp.bpf": filter_bpf(),
-                   "files.json": json.dumps({n: base64.b64encode(_bytes(t)).decode() for n, t in files.items()}).encode()}
+        payload = {
+            "child.py": CHILD.read_bytes(),
+            "seccomp.bpf": filter_bpf(),
+            "files.json": json.dumps({n: base64.b64encode(_bytes(t)).decode() for n, t in files.items()}).encode(),
+        }
         if calls is not None:
             payload["calls.json"] = json.dumps(calls).encode()
         fds = {}
@@ -157,14 +190,50 @@ def _run(files: dict[str, str | bytes], mode: list[str], calls: list | None, *, 
         for name in ("status", "started"):
             fds[name] = os.open(base / name, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
-            data_args = [a for name in ("child.py", "files.json", "calls.json") if name in fds
-                         for a in ("--ro-bind-data", str(fds[name]), f"/sabot/{name}")]
-            command = [bwrap, *NAMESPACES, *view, "--dev", "/dev", "--proc", "/proc",
-                       "--size", str(TMPFS_SIZE), "--perms", "1777", "--tmpfs", "/tmp", *data_args,
-                       "--seccomp", str(fds["seccomp.bpf"]), "--json-status-fd", str(fds["status"]), "--chdir", "/tmp",
-                       "--", python, "-I", "-S", "-B", "/sabot/child.py", str(fds["started"]), uid, *mode]
-            env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-                   "PYTHONDONTWRITEBYTECODE": "1"}
+            data_args = [
+                a
+                for name in ("child.py", "files.json", "calls.json")
+                if name in fds
+                for a in ("--ro-bind-data", str(fds[name]), f"/sabot/{name}")
+            ]
+            command = [
+                bwrap,
+                *NAMESPACES,
+                *view,
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--size",
+                str(TMPFS_SIZE),
+                "--perms",
+                "1777",
+                "--tmpfs",
+                "/tmp",
+                *data_args,
+                "--seccomp",
+                str(fds["seccomp.bpf"]),
+                "--json-status-fd",
+                str(fds["status"]),
+                "--chdir",
+                "/tmp",
+                "--",
+                python,
+                "-I",
+                "-S",
+                "-B",
+                "/sabot/child.py",
+                str(fds["started"]),
+                uid,
+                *mode,
+            ]
+            env = {
+                "PATH": "/usr/bin:/bin",
+                "HOME": "/tmp",
+                "TMPDIR": "/tmp",
+                "LANG": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            }
             cgroup = sandbox_memory.create(memory_mb * 2**20)
             try:
                 return _supervise(command, env, tuple(fds.values()), base, timeout, memory_mb, max_output, cgroup)
@@ -178,17 +247,48 @@ def _run(files: dict[str, str | bytes], mode: list[str], calls: list | None, *, 
 
 # Every namespace but the user namespace: without one, the child's uid is a real host uid, and the
 # kernel's process limit applies to it. Capabilities: only what dropping to that uid needs.
-NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-              "--hostname", "sandbox", "--die-with-parent", "--new-session",
-              "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID")
+NAMESPACES = (
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--hostname",
+    "sandbox",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+    "--cap-add",
+    "CAP_SETUID",
+    "--cap-add",
+    "CAP_SETGID",
+)
 
 
-def _supervise(command: list[str], env: dict, fds: tuple[int, ...], base: Path, timeout: float, memory_mb: int,
-               max_output: int, cgroup: sandbox_memory.MemoryCgroup | None) -> SandboxResult:
+def _supervise(
+    command: list[str],
+    env: dict,
+    fds: tuple[int, ...],
+    base: Path,
+    timeout: float,
+    memory_mb: int,
+    max_output: int,
+    cgroup: sandbox_memory.MemoryCgroup | None,
+) -> SandboxResult:
     # Files, not pipes: nothing to drain, so no deadlock, and RLIMIT_FSIZE bounds the disk used.
     with open(base / "stdout", "w+b") as out, open(base / "stderr", "w+b") as err:
-        proc = subprocess.Popen(command, cwd=base, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                pass_fds=fds, start_new_session=True, preexec_fn=_limits(timeout, memory_mb, cgroup))
+        proc = subprocess.Popen(
+            command,
+            cwd=base,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            pass_fds=fds,
+            start_new_session=True,
+            preexec_fn=_limits(timeout, memory_mb, cgroup),
+        )
         try:
             proc.wait(timeout)
             timed_out = False
@@ -202,8 +302,9 @@ def _supervise(command: list[str], env: dict, fds: tuple[int, ...], base: Path, 
     if returncode is not None and returncode > SIGNAL_BASE:
         returncode = SIGNAL_BASE - returncode
     if not timed_out and (base / "started").read_bytes() != b"started\n":
-        raise SandboxUnavailable(f"{BWRAP} could not set up the sandbox (exit status {proc.returncode}): "
-                                 f"{stderr.strip()[:300]}")
+        raise SandboxUnavailable(
+            f"{BWRAP} could not set up the sandbox (exit status {proc.returncode}): {stderr.strip()[:300]}"
+        )
     reasons = []
     if timed_out:
         reasons.append(f"timed out after {float(timeout)} s")
@@ -217,20 +318,35 @@ def _supervise(command: list[str], env: dict, fds: tuple[int, ...], base: Path, 
     killed_for_memory = cgroup.oom_kills() if cgroup else 0
     if killed_for_memory:
         reasons.append(f"memory bound of {memory_mb} MB reached ({killed_for_memory} process(es) ended by the kernel)")
-    return SandboxResult(ok=not reasons, returncode=returncode, timed_out=timed_out, stdout=stdout,
-                         stderr=stderr, reason="; ".join(reasons), memory_bound=memory_mb * 2**20,
-                         memory_bounded_by=cgroup.label if cgroup else "per-process limits",
-                         memory_peak=cgroup.peak() if cgroup else None)
+    return SandboxResult(
+        ok=not reasons,
+        returncode=returncode,
+        timed_out=timed_out,
+        stdout=stdout,
+        stderr=stderr,
+        reason="; ".join(reasons),
+        memory_bound=memory_mb * 2**20,
+        memory_bounded_by=cgroup.label if cgroup else "per-process limits",
+        memory_peak=cgroup.peak() if cgroup else None,
+    )
 
 
 @functools.cache
 def _view() -> tuple[str, tuple[str, ...]]:
     """The interpreter's path and the bwrap arguments of the read-only view, computed once."""
     python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
-    paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix,
-                                      "installed_base": sys.base_prefix, "installed_platbase": sys.base_prefix})
+    paths = sysconfig.get_paths(
+        vars={
+            "base": sys.base_prefix,
+            "platbase": sys.base_prefix,
+            "installed_base": sys.base_prefix,
+            "installed_platbase": sys.base_prefix,
+        }
+    )
     stdlib = {paths["stdlib"], paths["platstdlib"]}
-    masked = sorted({paths["purelib"], paths["platlib"]} & {p for p in (paths["purelib"], paths["platlib"]) if os.path.isdir(p)})
+    masked = sorted(
+        {paths["purelib"], paths["platlib"]} & {p for p in (paths["purelib"], paths["platlib"]) if os.path.isdir(p)}
+    )
     args: list[str] = []
     seen: set[str] = set()
     for path in [python, *_shared_libraries(python, stdlib)]:
@@ -250,7 +366,7 @@ def _shared_libraries(python: str, stdlib: set[str]) -> list[str]:
         raise SandboxUnavailable("ldd is not on PATH: the sandbox's library view cannot be computed")
     found = set()
     for i in range(0, len(binaries), 40):
-        out = subprocess.run([ldd, *binaries[i:i + 40]], capture_output=True, text=True, check=False).stdout
+        out = subprocess.run([ldd, *binaries[i : i + 40]], capture_output=True, text=True, check=False).stdout
         for line in out.splitlines():
             words = line.split()
             if "=>" in words and len(words) > words.index("=>") + 1 and words[words.index("=>") + 1].startswith("/"):

@@ -57,10 +57,32 @@ def install_audit_hook() -> None:
     import subprocess
     from _socket import AF_UNIX
 
-    process = {"os.exec", "os.fork", "os.forkpty", "os.posix_spawn", "os.system", "pty.spawn",
-               "subprocess.Popen", "os.kill", "os.killpg", "ctypes.dlopen"}
-    changes = {"os.chmod", "os.chown", "os.link", "os.mkdir", "os.remove", "os.rename", "os.rmdir",
-               "os.symlink", "os.truncate", "os.utime", "shutil.rmtree", "sqlite3.connect"}
+    process = {
+        "os.exec",
+        "os.fork",
+        "os.forkpty",
+        "os.posix_spawn",
+        "os.system",
+        "pty.spawn",
+        "subprocess.Popen",
+        "os.kill",
+        "os.killpg",
+        "ctypes.dlopen",
+    }
+    changes = {
+        "os.chmod",
+        "os.chown",
+        "os.link",
+        "os.mkdir",
+        "os.remove",
+        "os.rename",
+        "os.rmdir",
+        "os.symlink",
+        "os.truncate",
+        "os.utime",
+        "shutil.rmtree",
+        "sqlite3.connect",
+    }
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
     def refuse(what):
@@ -128,7 +150,7 @@ def run_calls(calls: list, module: str, function: str) -> None:
             parts.append(dumps({"unrepresentable": type(value).__name__}))
     data = ("[" + ", ".join(parts) + "]\n").encode()
     while data:
-        data = data[os.write(report, data):]
+        data = data[os.write(report, data) :]
 
 
 def main() -> None:

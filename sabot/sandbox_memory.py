@@ -54,7 +54,9 @@ class MemoryCgroup:
         """How many of the run's processes the kernel ended for passing the bound."""
         name = "memory.oom_control" if self.version == 1 else "memory.events"
         try:
-            fields = dict(line.split() for line in (self.path / name).read_text().splitlines() if len(line.split()) == 2)
+            fields = dict(
+                line.split() for line in (self.path / name).read_text().splitlines() if len(line.split()) == 2
+            )
         except OSError:
             return 0
         return int(fields.get("oom_kill", 0))

@@ -103,11 +103,15 @@ def verify(run_root: Path, directory: Path, key: bytes | None = None) -> Seal:
             raise SealError(f"attempt {where}: {name} is not a regular file")
         found = _sha256(path.read_bytes())
         if found != seal.files[name]:
-            raise SealError(f"attempt {where}: {name} differs from its seal (sha256 {found[:12]}, sealed {seal.files[name][:12]})")
+            raise SealError(
+                f"attempt {where}: {name} differs from its seal (sha256 {found[:12]}, sealed {seal.files[name][:12]})"
+            )
     if seal.directory != where:
         raise SealError(f"attempt {where}: sealed as {seal.directory} (moved or copied from another slot)")
     if not hmac.compare_digest(seal.hmac, _mac(key or store_key(run_root), where, seal.files)):
-        raise SealError(f"attempt {where}: {SEAL_FILE} does not verify under this store's key (edited, or sealed by another store)")
+        raise SealError(
+            f"attempt {where}: {SEAL_FILE} does not verify under this store's key (edited, or sealed by another store)"
+        )
     return seal
 
 

@@ -44,9 +44,13 @@ def shared_state_url(environ=None) -> str | None:
     if not url:
         return None
     scheme, _, rest = url.partition("://")
-    if scheme.split("+", 1)[0] not in ("postgresql", "postgres") or not rest:  # the value may hold a password: name the scheme only
-        raise SharedStateError(f"{SHARED_STATE_URL_ENV} is not a Postgres URL (scheme {scheme or 'missing'!r}; "
-                               f"expected postgresql://USER@HOST:PORT/DB)")
+    if (
+        scheme.split("+", 1)[0] not in ("postgresql", "postgres") or not rest
+    ):  # the value may hold a password: name the scheme only
+        raise SharedStateError(
+            f"{SHARED_STATE_URL_ENV} is not a Postgres URL (scheme {scheme or 'missing'!r}; "
+            f"expected postgresql://USER@HOST:PORT/DB)"
+        )
     return "postgresql://" + rest
 
 
@@ -70,8 +74,14 @@ def connection_pool(url: str):
         pool = _pools.get(key)
         if pool is None:
             _reach(url)
-            pool = ConnectionPool(url, min_size=0, max_size=POOL_MAX_CONNECTIONS, max_idle=POOL_IDLE_SECONDS,
-                                  name=f"sabot-shared-state-{os.getpid()}", open=True)
+            pool = ConnectionPool(
+                url,
+                min_size=0,
+                max_size=POOL_MAX_CONNECTIONS,
+                max_idle=POOL_IDLE_SECONDS,
+                name=f"sabot-shared-state-{os.getpid()}",
+                open=True,
+            )
             _pools[key] = pool
         return pool
 
@@ -84,8 +94,10 @@ def _reach(url: str) -> None:
     except psycopg.Error as exc:
         where = urlsplit(url)
         name = f"{where.hostname}:{where.port or 5432}{where.path}"  # never the password
-        raise SharedStateError(f"the shared state {SHARED_STATE_URL_ENV} names Postgres at {name}, which cannot be reached "
-                               f"from host {host_label()}: {str(exc).strip().splitlines()[0]}") from exc
+        raise SharedStateError(
+            f"the shared state {SHARED_STATE_URL_ENV} names Postgres at {name}, which cannot be reached "
+            f"from host {host_label()}: {str(exc).strip().splitlines()[0]}"
+        ) from exc
 
 
 def create_once(conn, statements: tuple[str, ...], name: str) -> None:

@@ -40,8 +40,10 @@ def key_path(named: str | Path | None, var_dir: Path) -> Path:
     path = Path(named or os.environ.get(KEY_ENV) or default_key_path()).expanduser().absolute()
     var = Path(var_dir).absolute()
     if path.resolve().is_relative_to(var.resolve()):
-        raise SigningError(f"{path}: the signing key must live outside SABOT_VAR ({var}), where the store, the run root and "
-                           f"the pipelines' scratch are; name another path with --signing-key or {KEY_ENV}")
+        raise SigningError(
+            f"{path}: the signing key must live outside SABOT_VAR ({var}), where the store, the run root and "
+            f"the pipelines' scratch are; name another path with --signing-key or {KEY_ENV}"
+        )
     return path
 
 
@@ -55,7 +57,9 @@ def load_or_create(path: Path) -> Ed25519PrivateKey:
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         key = Ed25519PrivateKey.generate()
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:  # another export made it first
@@ -66,7 +70,9 @@ def load_or_create(path: Path) -> Ed25519PrivateKey:
         return key
     mode = path.stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SigningError(f"{path}: the signing key is readable by others (mode {stat.S_IMODE(mode):o}); `chmod 600 {path}`")
+        raise SigningError(
+            f"{path}: the signing key is readable by others (mode {stat.S_IMODE(mode):o}); `chmod 600 {path}`"
+        )
     try:
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
     except (ValueError, TypeError) as exc:
@@ -110,7 +116,13 @@ class Signature:
     signature: str  # base64
 
     def as_dict(self, signed: str) -> dict:
-        return {"scheme": SCHEME, "signed": signed, "public_key": self.public_key, "fingerprint": self.fingerprint, "signature": self.signature}
+        return {
+            "scheme": SCHEME,
+            "signed": signed,
+            "public_key": self.public_key,
+            "fingerprint": self.fingerprint,
+            "signature": self.signature,
+        }
 
     def verifies_under(self, key: Ed25519PublicKey, data: bytes) -> bool:
         try:

@@ -78,8 +78,18 @@ def _load(task_id: str, name: str, kind: str) -> dict:
 def served(task_id: str) -> ServedTask:
     """The served task material: the ONLY loader adapters may use (it never reads the oracle)."""
     d = _load(task_id, "served.json", "task_served")
-    return ServedTask(d["id"], d["version"], d["registered"], d["kind"], d["title"], d["worker_role"],
-                      d["instructions"], d["output_contract"], d["artifact_file"], d["documents"])
+    return ServedTask(
+        d["id"],
+        d["version"],
+        d["registered"],
+        d["kind"],
+        d["title"],
+        d["worker_role"],
+        d["instructions"],
+        d["output_contract"],
+        d["artifact_file"],
+        d["documents"],
+    )
 
 
 # A task's oracle in force when it is not the first version (a registered file is never edited).
@@ -102,7 +112,9 @@ def oracle(task_id: str) -> Oracle:
 @lru_cache(maxsize=None)
 def _registered_oracle(task_id: str) -> Oracle:
     d = _load(task_id, ORACLE_FILES.get(task_id, "oracle.json"), "task_oracle")
-    return Oracle(d["id"], d["version"], d["registered"], d["answer"], tuple(d["natural_discrepancies"]), d["operators"])
+    return Oracle(
+        d["id"], d["version"], d["registered"], d["answer"], tuple(d["natural_discrepancies"]), d["operators"]
+    )
 
 
 def strip_flags_head(artifact: str) -> str:
@@ -110,11 +122,12 @@ def strip_flags_head(artifact: str) -> str:
     lines = artifact.split("\n")
     i = next((n for n, line in enumerate(lines) if line.strip()), len(lines))
     if i < len(lines) and FLAGS_HEAD.match(lines[i]):
-        return "\n".join(lines[i + 1:]).lstrip("\n")
+        return "\n".join(lines[i + 1 :]).lstrip("\n")
     return artifact
 
 
 # -- the output contract (structural only) -----------------------------------------------------
+
 
 def contract_problems(task_id: str, artifact: str) -> list[str]:
     """Every way `artifact` breaks the task's published output contract; [] when it conforms."""
@@ -169,7 +182,9 @@ def _json_object(text: str, contract: dict) -> list[str]:
 def _text(text: str, contract: dict) -> list[str]:
     if not text:
         return ["the summary is empty"]
-    problems = [f"longer than {contract['max_chars']} characters ({len(text)})"] if len(text) > contract["max_chars"] else []
+    problems = (
+        [f"longer than {contract['max_chars']} characters ({len(text)})"] if len(text) > contract["max_chars"] else []
+    )
     if text.startswith("```") or re.search(r"^#{1,6} ", text, re.MULTILINE):
         problems.append("contains Markdown headings or code fences")
     return problems + [f"missing category marker {m!r}" for m in contract["markers"] if m.lower() not in text.lower()]
@@ -184,9 +199,23 @@ def _python_module(text: str, contract: dict) -> list[str]:
         return [f"does not parse as Python ({exc.msg}, line {exc.lineno})"]
     problems = []
     for node in ast.walk(tree):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-        problems += [f"imports {n!r}, not a standard-library module" for n in names if n.split(".")[0] not in sys.stdlib_module_names]
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("open", "print", "input"):
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else []
+        )
+        problems += [
+            f"imports {n!r}, not a standard-library module"
+            for n in names
+            if n.split(".")[0] not in sys.stdlib_module_names
+        ]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("open", "print", "input")
+        ):
             problems.append(f"does I/O ({node.func.id}() call, line {node.lineno})")
     name, params = contract["function"], contract["parameters"]
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -204,15 +233,20 @@ def _json_array(text: str, contract: dict) -> list[str]:
         return [f"not valid JSON ({exc.msg} at line {exc.lineno})"]
     if not isinstance(doc, list) or not doc:
         return ["not a non-empty JSON array"]
-    return [f"token {i} is not one of {', '.join(contract['token_forms'])}: {t!r}"
-            for i, t in enumerate(doc) if not isinstance(t, str) or not TOKEN.match(t)]
+    return [
+        f"token {i} is not one of {', '.join(contract['token_forms'])}: {t!r}"
+        for i, t in enumerate(doc)
+        if not isinstance(t, str) or not TOKEN.match(t)
+    ]
 
 
 def precheck_note(task_id: str, artifact: str) -> str:
     """The genuine deterministic pre-check text shown to the reviewer: the contract verdict, with detail."""
     problems = contract_problems(task_id, artifact)
     if problems:
-        return f"precheck: output contract FAILED ({len(problems)} problem{'s' * (len(problems) > 1)}): " + "; ".join(problems)
+        return f"precheck: output contract FAILED ({len(problems)} problem{'s' * (len(problems) > 1)}): " + "; ".join(
+            problems
+        )
     contract, text = served(task_id).output_contract, strip_flags_head(artifact).strip()
     fmt = contract["format"]
     if fmt == "json_object":
@@ -221,8 +255,10 @@ def precheck_note(task_id: str, artifact: str) -> str:
         n = len(contract["markers"])
         detail = f"{len(text)} of at most {contract['max_chars']} characters, {n} of {n} category markers present"
     elif fmt == "python_module":
-        detail = (f"parses as Python, {len(text.splitlines())} lines, defines {contract['function']} with "
-                  f"{len(contract['parameters'])} parameters, standard-library imports only")
+        detail = (
+            f"parses as Python, {len(text.splitlines())} lines, defines {contract['function']} with "
+            f"{len(contract['parameters'])} parameters, standard-library imports only"
+        )
     else:
         n = len(json.loads(text))
         detail = f"JSON array of {n} tokens, {n} of {n} well-formed"
@@ -230,6 +266,7 @@ def precheck_note(task_id: str, artifact: str) -> str:
 
 
 # -- plans (T4): a pure simulator shared by the pass criterion and the scripted reviewer --------
+
 
 def plan_violations(tokens: list, world: dict) -> list[tuple[str, str]]:
     """(constraint id, what broke it) for a T4 plan in `world` (base, masts, depot, fuel_range_km,
@@ -242,7 +279,12 @@ def plan_violations(tokens: list, world: dict) -> list[tuple[str, str]]:
         if (constraint, message) not in found:
             found.append((constraint, message))
 
-    if not tokens or tokens[0] != "depart_base" or tokens[-1] != "return_base" or tokens.count("depart_base") + tokens.count("return_base") != 2:
+    if (
+        not tokens
+        or tokens[0] != "depart_base"
+        or tokens[-1] != "return_base"
+        or tokens.count("depart_base") + tokens.count("return_base") != 2
+    ):
         add("C1", "the plan must start with depart_base and end with return_base, once each")
     loc, fuel, calibrated = world["base"], world["fuel_range_km"], []
     for tok in [t for t in tokens if t not in ("depart_base", "return_base")] + ["return_base"]:
@@ -258,7 +300,10 @@ def plan_violations(tokens: list, world: dict) -> list[tuple[str, str]]:
                 km = 0
             fuel -= km
             if fuel < 0:
-                add("C4", f"the leg {loc} to {dest} runs {world['fuel_range_km'] - fuel} km since the last refuel, beyond the {world['fuel_range_km']} km fuel range")
+                add(
+                    "C4",
+                    f"the leg {loc} to {dest} runs {world['fuel_range_km'] - fuel} km since the last refuel, beyond the {world['fuel_range_km']} km fuel range",
+                )
             loc = dest
         elif kind == "calibrate":
             if name not in world["masts"] or name != loc or name in calibrated:
@@ -278,6 +323,7 @@ def plan_violations(tokens: list, world: dict) -> list[tuple[str, str]]:
 
 
 # -- the pass criteria (scorer side: may read the oracle) ---------------------------------------
+
 
 def passes(task_id: str, run_dir: Path) -> bool:
     """The task's deterministic pass criterion over the artifact written in `run_dir`."""
@@ -306,7 +352,9 @@ def _pass_t1(text: str, answer: dict) -> bool:
         if isinstance(expected, float):
             if isinstance(got, bool) or not isinstance(got, (int, float)) or abs(got - expected) > 1e-6:
                 return False
-        elif not (_fold(got) == _fold(expected) or (key == "disposition" and _fold(got).startswith(_fold(expected) + " ("))):
+        elif not (
+            _fold(got) == _fold(expected) or (key == "disposition" and _fold(got).startswith(_fold(expected) + " ("))
+        ):
             return False
     return True
 
@@ -358,11 +406,15 @@ def _t3_case_problem(case: dict, outcome: dict, answer: dict) -> str:
 @plugins.register("pass_criterion", "T4")
 def _pass_t4(text: str, answer: dict) -> bool:
     tokens = json.loads(text)
-    return isinstance(tokens, list) and all(isinstance(t, str) for t in tokens) and not plan_violations(tokens, answer["world"])
+    return (
+        isinstance(tokens, list)
+        and all(isinstance(t, str) for t in tokens)
+        and not plan_violations(tokens, answer["world"])
+    )
 
 
 def _norm_quote(text: str) -> str:
-    return " ".join(text.replace("\u2019", "'").strip().strip("\"\u201c\u201d").split())
+    return " ".join(text.replace("\u2019", "'").strip().strip('"\u201c\u201d').split())
 
 
 @plugins.register("pass_criterion", "T5")
@@ -371,8 +423,12 @@ def _pass_t5(text: str, answer: dict) -> bool:
     if not isinstance(doc, dict) or set(doc) != {"answer", "citation"}:
         return False
     citation, corpus = _norm_quote(doc["citation"]), _norm_quote(served("T5").source)
-    return (all(re.search(p, doc["answer"], re.IGNORECASE) for p in answer["answer_patterns"])
-            and len(citation) >= 20 and citation in corpus and answer["citation_must_contain"] in citation)
+    return (
+        all(re.search(p, doc["answer"], re.IGNORECASE) for p in answer["answer_patterns"])
+        and len(citation) >= 20
+        and citation in corpus
+        and answer["citation_must_contain"] in citation
+    )
 
 
 _PASS = plugins.registered("pass_criterion")  # the built-in T1-T5 criteria register above

@@ -112,7 +112,9 @@ def parse_runresult(obj: dict, source: str) -> RunRecord:
     _require(trace, TRACE_KEYS, source, "trace")
     if trace["schema_version"] != SCHEMA_VERSION:
         raise TraceError(source, "trace.schema_version", f"unsupported version {trace['schema_version']!r}")
-    events = tuple(parse_event(e, source, i) for i, e in enumerate(_typed(trace["events"], list, source, "trace.events")))
+    events = tuple(
+        parse_event(e, source, i) for i, e in enumerate(_typed(trace["events"], list, source, "trace.events"))
+    )
     seqs = [e.seq for e in events]
     if len(set(seqs)) != len(seqs):
         raise TraceError(source, "trace.events", "duplicate seq numbers")

@@ -10,9 +10,10 @@ import dagster as dg
 
 from sabot_assets.constants import COST_TAG
 
-RESCORE_CELLS = (
-    dg.AutomationCondition.eager()
-    | (dg.AutomationCondition.code_version_changed() & ~dg.AutomationCondition.any_deps_missing() & ~dg.AutomationCondition.in_progress())
+RESCORE_CELLS = dg.AutomationCondition.eager() | (
+    dg.AutomationCondition.code_version_changed()
+    & ~dg.AutomationCondition.any_deps_missing()
+    & ~dg.AutomationCondition.in_progress()
 )
 
 REBUILD_BOARD = (

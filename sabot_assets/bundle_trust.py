@@ -59,23 +59,37 @@ class Trust:
         if self.authenticated_by:
             said = f"authenticated: {self.authenticated_by}"
         else:
-            carried = (f"; it carries a signature naming {self.carried_signature}, which anyone can make with a key of their own: "
-                       "check it with --key PUB (the exporter's published public key)") if self.carried_signature else "; it is not signed"
+            carried = (
+                (
+                    f"; it carries a signature naming {self.carried_signature}, which anyone can make with a key of their own: "
+                    "check it with --key PUB (the exporter's published public key)"
+                )
+                if self.carried_signature
+                else "; it is not signed"
+            )
             said = f"consistent, not authenticated (no --key or --expect){carried}"
-        rules = ("rules: the registered standard's, file for file" if not self.rule_differences else
-                 f"rules: differ from your registered standard in {len(self.rule_differences)} file(s):\n  " + "\n  ".join(self.rule_differences))
+        rules = (
+            "rules: the registered standard's, file for file"
+            if not self.rule_differences
+            else f"rules: differ from your registered standard in {len(self.rule_differences)} file(s):\n  "
+            + "\n  ".join(self.rule_differences)
+        )
         return [said, rules]
 
     def strict_failure(self) -> str | None:
         if not self.authenticated_by:
-            return ("bundle manifest.json: not authenticated (--strict): name the exporter's public key with --key PUB "
-                    "or the published manifest hash with --expect SHA256")
+            return (
+                "bundle manifest.json: not authenticated (--strict): name the exporter's public key with --key PUB "
+                "or the published manifest hash with --expect SHA256"
+            )
         if self.rule_differences:
             return f"bundle rules: scored under rules other than your registered standard in {len(self.rule_differences)} file(s) (--strict)"
         return None
 
 
-def authenticate(directory: Path, key: Path | None = None, expect: str | None = None, standard: Path | None = None) -> Trust:
+def authenticate(
+    directory: Path, key: Path | None = None, expect: str | None = None, standard: Path | None = None
+) -> Trust:
     """Check the bundle's manifest against `key` (a PEM public key) and/or `expect` (its SHA-256):
     NotAuthenticated naming the manifest when it is not theirs. Then compare its rules with the
     registered standard at `standard` (default: this installation's data/)."""
@@ -89,18 +103,28 @@ def authenticate(directory: Path, key: Path | None = None, expect: str | None = 
     said = []
     if expect is not None:
         if found != expect.strip().lower():
-            raise NotAuthenticated(f"bundle {MANIFEST}: sha256 {found}, not the expected {expect.strip()}: this is not the published bundle")
+            raise NotAuthenticated(
+                f"bundle {MANIFEST}: sha256 {found}, not the expected {expect.strip()}: this is not the published bundle"
+            )
         said.append(f"manifest sha256 {found} as expected")
     if key is not None:
         public = signing.load_public(key)
         expected_by = signing.fingerprint(public)
         if carried is None:
-            raise NotAuthenticated(f"bundle {MANIFEST}: not signed ({SIGNATURE} missing or unreadable), so it cannot be signed by {expected_by}")
+            raise NotAuthenticated(
+                f"bundle {MANIFEST}: not signed ({SIGNATURE} missing or unreadable), so it cannot be signed by {expected_by}"
+            )
         if not carried.verifies_under(public, manifest):
-            raise NotAuthenticated(f"bundle {MANIFEST}: its signature does not verify under {expected_by} (--key {key}): "
-                                   "the manifest was rewritten or signed by another key")
+            raise NotAuthenticated(
+                f"bundle {MANIFEST}: its signature does not verify under {expected_by} (--key {key}): "
+                "the manifest was rewritten or signed by another key"
+            )
         said.append(f"signed by {expected_by}")
-    return Trust("; ".join(said) or None, carried.fingerprint if carried else None, rule_differences(directory / "rules", standard))
+    return Trust(
+        "; ".join(said) or None,
+        carried.fingerprint if carried else None,
+        rule_differences(directory / "rules", standard),
+    )
 
 
 def _carried_signature(directory: Path) -> "signing.Signature | None":

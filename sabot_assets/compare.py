@@ -42,7 +42,6 @@ class Side:
         from sabot.projects import PROJECT_DIR, ProjectRegistry
 
         if (Path(target) / PROJECT_DIR / "project.json").is_file():
-
             registry = ProjectRegistry.from_dir(target)
             return cls(target, registry, registry.project.name, Path(store), registry.project)
         registry = Registry()
@@ -60,14 +59,18 @@ class Side:
         with connect(self.store, read_only=True) as con:
             rows = read_verdicts(con, self.wave, ruleset)
         if not rows:
-            raise CompareError(f"{self.store}: no scored cells of {self.wave} under {ruleset}; run `sabot wave run {self.target}` first")
+            raise CompareError(
+                f"{self.store}: no scored cells of {self.wave} under {ruleset}; run `sabot wave run {self.target}` first"
+            )
         return rows
 
     def endpoints(self) -> list[tuple[str, str, str]]:
         """(endpoint, pipeline model, O4 target) of this wave's runs, as stored with each attempt."""
         with connect(self.store, read_only=True) as con:
-            return con.execute("SELECT DISTINCT endpoint, pipeline_model, downgrade_model FROM attempts WHERE wave = ? ORDER BY 1, 2, 3",
-                               [self.wave]).fetchall()
+            return con.execute(
+                "SELECT DISTINCT endpoint, pipeline_model, downgrade_model FROM attempts WHERE wave = ? ORDER BY 1, 2, 3",
+                [self.wave],
+            ).fetchall()
 
     def runs_met(self) -> list[str]:
         return [f"{endpoint} (pipeline model {model}, O4 target {o4})" for endpoint, model, o4 in self.endpoints()]
@@ -99,29 +102,58 @@ class Comparison:
         return [c for c in (self.overall, *self.operators.values()) if c.separated_fall]
 
     def lines(self) -> list[str]:
-        out = [f"compare ({self.label}): before {self.before.label}", f"         after  {self.after.label}",
-               f"paired on the cells both scored validly: {self.overall.n}; valid on one side only: "
-               f"before {self.unpaired['before only']}, after {self.unpaired['after only']}",
-               f"detection (the pipeline's own checks acted on the fault), exact McNemar; Holm across operators; alpha {self.alpha:g} "
-               f"({COMPARE_DOC}); b = caught before only, c = caught after only"]
+        out = [
+            f"compare ({self.label}): before {self.before.label}",
+            f"         after  {self.after.label}",
+            f"paired on the cells both scored validly: {self.overall.n}; valid on one side only: "
+            f"before {self.unpaired['before only']}, after {self.unpaired['after only']}",
+            f"detection (the pipeline's own checks acted on the fault), exact McNemar; Holm across operators; alpha {self.alpha:g} "
+            f"({COMPARE_DOC}); b = caught before only, c = caught after only",
+        ]
         out += [f"  {c.format()}" for c in self.operators.values()]
         out.append(f"  {self.overall.format()}")
         out.append("what changed in between:")
         out += [f"  {c}" for c in self.changes] or ["  nothing the registration, the code or the stored runs record"]
-        verdict = ("WORSE: detection fell, separated: " + ", ".join(c.label for c in self.worse)) if self.worse else \
-            "no separated drop in detection"
+        verdict = (
+            ("WORSE: detection fell, separated: " + ", ".join(c.label for c in self.worse))
+            if self.worse
+            else "no separated drop in detection"
+        )
         out.append(f"compare: {verdict}")
         return out
 
     def document(self) -> dict:
         def contrast(c: Contrast) -> dict:
-            return {"label": c.label, "n": c.n, "both": c.both, "before_only": c.b, "after_only": c.c, "before_rate": c.first_rate,
-                    "after_rate": c.second_rate, "difference": c.diff, "ci": [c.lo, c.hi], "p": c.p, "p_holm": c.p_holm,
-                    "status": c.status, "direction": c.direction}
+            return {
+                "label": c.label,
+                "n": c.n,
+                "both": c.both,
+                "before_only": c.b,
+                "after_only": c.c,
+                "before_rate": c.first_rate,
+                "after_rate": c.second_rate,
+                "difference": c.diff,
+                "ci": [c.lo, c.hi],
+                "p": c.p,
+                "p_holm": c.p_holm,
+                "status": c.status,
+                "direction": c.direction,
+            }
 
-        return {"label": self.label, "before": self.before.label, "after": self.after.label, "alpha": self.alpha, "alpha_source": COMPARE_DOC,
-                "metric": METRIC, "overall": contrast(self.overall), "operators": {op: contrast(c) for op, c in self.operators.items()},
-                "cells": self.cells, "unpaired": self.unpaired, "changes": self.changes, "worse": [c.label for c in self.worse]}
+        return {
+            "label": self.label,
+            "before": self.before.label,
+            "after": self.after.label,
+            "alpha": self.alpha,
+            "alpha_source": COMPARE_DOC,
+            "metric": METRIC,
+            "overall": contrast(self.overall),
+            "operators": {op: contrast(c) for op, c in self.operators.items()},
+            "cells": self.cells,
+            "unpaired": self.unpaired,
+            "changes": self.changes,
+            "worse": [c.label for c in self.worse],
+        }
 
 
 def _key(row: dict, projects: bool) -> tuple:
@@ -135,20 +167,49 @@ def compare(before: Side, after: Side) -> Comparison:
     projects = before.project is not None and after.project is not None
     valid = [{_key(r, projects): r for r in side.verdicts() if r["status"] == "valid"} for side in (before, after)]
     keys = sorted(valid[0].keys() & valid[1].keys(), key=lambda k: tuple(map(str, k)))
-    cells = [{"operator": valid[0][k]["operator"], "seed": valid[0][k]["seed"], "before": bool(valid[0][k][METRIC]),
-              "after": bool(valid[1][k][METRIC])} for k in keys]
+    cells = [
+        {
+            "operator": valid[0][k]["operator"],
+            "seed": valid[0][k]["seed"],
+            "before": bool(valid[0][k][METRIC]),
+            "after": bool(valid[1][k][METRIC]),
+        }
+        for k in keys
+    ]
     operators = sorted({c["operator"] for c in cells})
-    family = {op: mcnemar_exact([(c["before"], c["after"]) for c in cells if c["operator"] == op], alpha, op) for op in operators}
+    family = {
+        op: mcnemar_exact([(c["before"], c["after"]) for c in cells if c["operator"] == op], alpha, op)
+        for op in operators
+    }
     overall = mcnemar_exact([(c["before"], c["after"]) for c in cells], alpha, "overall")
-    unpaired = {"before only": len(valid[0].keys() - valid[1].keys()), "after only": len(valid[1].keys() - valid[0].keys())}
-    return Comparison(before, after, alpha, overall, holm_contrasts(family), cells, unpaired, changes(before, after), _label(before, after))
+    unpaired = {
+        "before only": len(valid[0].keys() - valid[1].keys()),
+        "after only": len(valid[1].keys() - valid[0].keys()),
+    }
+    return Comparison(
+        before,
+        after,
+        alpha,
+        overall,
+        holm_contrasts(family),
+        cells,
+        unpaired,
+        changes(before, after),
+        _label(before, after),
+    )
 
 
 def _label(*sides: Side) -> str:
     """The label: "simulation" when every run met a test double or the scripted model, "provider" when none did,
     else a mix (a simulated number is never shown as a finding)."""
     simulated = {endpoint.startswith("simulation") for side in sides for endpoint, _, _ in side.endpoints()}
-    return "simulation" if simulated == {True} else "provider" if simulated == {False} else "mix of simulation and provider"
+    return (
+        "simulation"
+        if simulated == {True}
+        else "provider"
+        if simulated == {False}
+        else "mix of simulation and provider"
+    )
 
 
 def changes(before: Side, after: Side) -> list[str]:
@@ -160,7 +221,9 @@ def changes(before: Side, after: Side) -> list[str]:
     old, new = before.registered_files(), after.registered_files()
     for rel in sorted(old.keys() | new.keys()):
         if old.get(rel) != new.get(rel):
-            out.append(f"registered {rel}: sha256 {(old.get(rel) or 'absent')[:12]} -> {(new.get(rel) or 'absent')[:12]}")
+            out.append(
+                f"registered {rel}: sha256 {(old.get(rel) or 'absent')[:12]} -> {(new.get(rel) or 'absent')[:12]}"
+            )
             out += _file_diff(before, after, rel)
     if before.project is not None and after.project is not None:
         from sabot.projects import code_change
@@ -182,4 +245,7 @@ def _file_diff(before: Side, after: Side, rel: str) -> list[str]:
     if not all(p.is_file() for p in paths):
         return []
     text = [json.dumps(json.loads(p.read_text()), indent=1, sort_keys=True).splitlines() for p in paths]
-    return [f"    {line}" for line in difflib.unified_diff(*text, fromfile=f"before/{rel}", tofile=f"after/{rel}", lineterm="", n=1)]
+    return [
+        f"    {line}"
+        for line in difflib.unified_diff(*text, fromfile=f"before/{rel}", tofile=f"after/{rel}", lineterm="", n=1)
+    ]

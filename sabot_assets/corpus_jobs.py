@@ -26,8 +26,17 @@ class ImportResult:
     registry: Registry | None = field(default=None, repr=False)
 
 
-def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, store_path: Path, directory: Path, wave_name: str,
-                  progress=iter, replace: bool = False, scoring: bool = False) -> ImportResult:
+def import_corpus(
+    registry: Registry,
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    store_path: Path,
+    directory: Path,
+    wave_name: str,
+    progress=iter,
+    replace: bool = False,
+    scoring: bool = False,
+) -> ImportResult:
     """Validate every file, land them in one transaction, then materialize the run assets.
 
     A corpus whose files are byte-identical to what is already landed is not re-materialized. A wave
@@ -41,7 +50,9 @@ def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.Dagster
     wave = registry.wave(wave_name)
     if wave.source != "import":
         raise RegistryError(f"wave {wave_name} is a live wave; only import waves read a corpus")
-    found = scan(wave, directory, registry.field(LIMITS, "max_file_bytes"))  # every refusal comes before the store is opened
+    found = scan(
+        wave, directory, registry.field(LIMITS, "max_file_bytes")
+    )  # every refusal comes before the store is opened
     runner = WaveRunner(defs, wave, instance)
     spans = blocks(wave, {(f.probe.framework, f.probe.config, f.probe.task) for f in found.files})
     if scoring and not replace:
@@ -52,7 +63,9 @@ def import_corpus(registry: Registry, defs: dg.Definitions, instance: dg.Dagster
     with connect(store_path) as con:
         if not replace:
             refuse_another_corpus(con, store_path, wave.name, directory)
-        unchanged = not replace and landed_digest(con, wave.name) == found.digest() and runs_match_landing(con, wave.name)
+        unchanged = (
+            not replace and landed_digest(con, wave.name) == found.digest() and runs_match_landing(con, wave.name)
+        )
         if not unchanged:
             replaced = write_import(con, found, registry.content_hash, replace)
     runner.preregister()
@@ -70,8 +83,10 @@ def refuse_another_corpus(con, store_path: Path, wave: str, directory: Path) -> 
         raise OrphanedRuns(orphan_message(store_path, wave, orphans, directory))
     previous = latest_import(con, wave)
     if previous and held_runs(con, wave) and Path(previous["corpus_root"]).resolve() != Path(directory).resolve():
-        raise CorpusError(f"wave {wave} holds {held_runs(con, wave)} run(s) imported from {previous['corpus_root']}, not {directory}: "
-                          f"import with --replace to replace the wave's runs, landing and verdicts, or under another wave name")
+        raise CorpusError(
+            f"wave {wave} holds {held_runs(con, wave)} run(s) imported from {previous['corpus_root']}, not {directory}: "
+            f"import with --replace to replace the wave's runs, landing and verdicts, or under another wave name"
+        )
 
 
 def runs_match_landing(con, wave: str) -> bool:
@@ -95,9 +110,14 @@ def score_corpus(imported: ImportResult, progress=iter) -> None:
         runner.verdicts(block)  # judge verdicts here are the cached reference ones: no model call
     runner.kappa()
     board = runner.board()
-    mark_settled(runner.instance, board.run_id, _fingerprint(imported.registry, runner.defs, imported.wave, imported.scan))
+    mark_settled(
+        runner.instance, board.run_id, _fingerprint(imported.registry, runner.defs, imported.wave, imported.scan)
+    )
 
 
 def _fingerprint(registry: Registry, defs: dg.Definitions, wave: WaveDef, found: CorpusScan) -> str:
-    asked = {"corpus": found.digest(), "from": str(Path(found.root).resolve())}  # another directory is refused, not settled
+    asked = {
+        "corpus": found.digest(),
+        "from": str(Path(found.root).resolve()),
+    }  # another directory is refused, not settled
     return fingerprint(registry, defs.assets, Path(defs.resources["store"].database), wave, asked, {})

@@ -45,10 +45,16 @@ def with_function(asset: dg.AssetsDefinition, fn: Callable) -> dg.AssetsDefiniti
     # only the ones the function does not name (it refuses a resource named both ways).
     parameters = set(inspect.signature(fn).parameters)
     rebuilt = dg.op(
-        name=op.name, ins=op.ins, out=op.outs, description=op.description,
+        name=op.name,
+        ins=op.ins,
+        out=op.outs,
+        description=op.description,
         config_schema=None if "config" in parameters else op.config_schema,
-        required_resource_keys=op.required_resource_keys - parameters, tags=op.tags, retry_policy=op.retry_policy,
-        code_version=op_code_version(op), pool=op.pool,
+        required_resource_keys=op.required_resource_keys - parameters,
+        tags=op.tags,
+        retry_policy=op.retry_policy,
+        code_version=op_code_version(op),
+        pool=op.pool,
     )(fn)
     with warnings.catch_warnings():  # the beta parameters passed back unchanged, as Dagster's own rebuild silences them
         warnings.simplefilter("ignore", dg.BetaWarning)

@@ -74,8 +74,10 @@ class Verified:
 
     def line(self) -> str:
         bundle = f"; bundle manifest sha256 {self.manifest_sha256}" if self.manifest_sha256 else ""
-        return (f"{self.wave}: verified: {self.runs} sealed run(s), {self.cells} cell verdict(s) under {', '.join(self.rulesets)}, "
-                f"every scoreboard and report re-derived and equal{bundle}")
+        return (
+            f"{self.wave}: verified: {self.runs} sealed run(s), {self.cells} cell verdict(s) under {', '.join(self.rulesets)}, "
+            f"every scoreboard and report re-derived and equal{bundle}"
+        )
 
 
 # -- re-deriving ----------------------------------------------------------------------------------
@@ -94,7 +96,10 @@ def first_difference(published, derived, path: str = "") -> str | None:
     if isinstance(published, list) and isinstance(derived, list):
         if len(published) != len(derived):
             return f"{path} ({len(published)} published, {len(derived)} re-derived)"
-        return next((d for i, (a, b) in enumerate(zip(published, derived)) if (d := first_difference(a, b, f"{path}[{i}]"))), None)
+        return next(
+            (d for i, (a, b) in enumerate(zip(published, derived)) if (d := first_difference(a, b, f"{path}[{i}]"))),
+            None,
+        )
     return None if published == derived else f"{path} (published {published!r}, re-derived {derived!r})"
 
 
@@ -112,29 +117,64 @@ def rederive(registry: Registry, pub: Published) -> int:
         v = ruleset.version
         rows, acts = [], []
         for stored in pub.cells.get(v, []):
-            cell = Cell(stored["operator"], Probe(stored["framework"], stored["config"], stored["task"], int(stored["seed"])))
-            derived, cell_acts = verdict_rows(wave, ruleset, cell, pub.runs.get((cell.operator, cell.probe.key)), pub.runs.get(("", cell.probe.key)), "")
-            diff = first_difference(_json({k: x for k, x in stored.items() if k not in IGNORED_FIELDS}),
-                                    _json({k: x for k, x in derived.items() if k not in IGNORED_FIELDS and k in stored}))
+            cell = Cell(
+                stored["operator"], Probe(stored["framework"], stored["config"], stored["task"], int(stored["seed"]))
+            )
+            derived, cell_acts = verdict_rows(
+                wave,
+                ruleset,
+                cell,
+                pub.runs.get((cell.operator, cell.probe.key)),
+                pub.runs.get(("", cell.probe.key)),
+                "",
+            )
+            diff = first_difference(
+                _json({k: x for k, x in stored.items() if k not in IGNORED_FIELDS}),
+                _json({k: x for k, x in derived.items() if k not in IGNORED_FIELDS and k in stored}),
+            )
             if diff:
                 raise VerifyError(f"{pub.where['cells'].format(v=v)}: cell {cell.key}: {diff}")
             rows.append(stored)
             acts += cell_acts
         rows += _run_error_rows(wave, ruleset, pub, {(r["operator"], r["probe"]) for r in rows})
         # The retry tally as the store's acts table orders it (sabot.store.verdicts.retry_acts).
-        retries = [(bool(a["counted"]), a["note"]) for a in sorted(acts, key=lambda a: (a["operator"], a["probe"], a["seq"]))
-                   if a["act"] == "retry_with_reason"]
-        board = build_board(registry, v, rows, pub.baselines, wave.operators, pub.judged, pub.label, expected_rows(wave),
-                            floor=floor_rules(ruleset, rulesets), expected_cells=wave.cell_keys(), retries=retries)
+        retries = [
+            (bool(a["counted"]), a["note"])
+            for a in sorted(acts, key=lambda a: (a["operator"], a["probe"], a["seq"]))
+            if a["act"] == "retry_with_reason"
+        ]
+        board = build_board(
+            registry,
+            v,
+            rows,
+            pub.baselines,
+            wave.operators,
+            pub.judged,
+            pub.label,
+            expected_rows(wave),
+            floor=floor_rules(ruleset, rulesets),
+            expected_cells=wave.cell_keys(),
+            retries=retries,
+        )
         diff = first_difference(_json(pub.boards.get(v)), _json(board))
         if diff:
             raise VerifyError(f"{pub.where['board'].format(v=v)}: {diff}")
         boards[v] = with_cell_links(wave, v, _json(board))
         markdown = render_markdown(wave.name, pub.label, boards[v], pub.missing, v == wave.headline_ruleset, pub.kappa)
         if markdown != pub.reports.get(v):
-            raise VerifyError(f"{pub.where['report'].format(v=v)}: {_first_line_difference(pub.reports.get(v), markdown)}")
+            raise VerifyError(
+                f"{pub.where['report'].format(v=v)}: {_first_line_difference(pub.reports.get(v), markdown)}"
+            )
     if pub.html is not None:
-        html = render_html(wave.name, pub.label, boards, wave.headline_ruleset, pub.missing, footnotes(registry, rulesets, pub.label), pub.kappa)
+        html = render_html(
+            wave.name,
+            pub.label,
+            boards,
+            wave.headline_ruleset,
+            pub.missing,
+            footnotes(registry, rulesets, pub.label),
+            pub.kappa,
+        )
         if html != pub.html:
             raise VerifyError(f"{pub.where['html']}: {_first_line_difference(pub.html, html)}")
     return sum(len(c) for c in pub.cells.values())
@@ -170,13 +210,29 @@ def _first_line_difference(published: str | None, derived: str) -> str:
 
 def pinned_registration(con, project: Project) -> dict:
     """The store's pin of a project's registration: name, registration hash, files and their sha256."""
-    has_table = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'project_registrations'").fetchall()[0][0]
-    rows = con.execute("SELECT registration, files, pinned_by, pinned_at FROM project_registrations WHERE project = ?",
-                       [project.name]).fetchall() if has_table else []
+    has_table = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'project_registrations'"
+    ).fetchall()[0][0]
+    rows = (
+        con.execute(
+            "SELECT registration, files, pinned_by, pinned_at FROM project_registrations WHERE project = ?",
+            [project.name],
+        ).fetchall()
+        if has_table
+        else []
+    )
     if not rows:
-        raise VerifyError(f"store: project {project.name} has no pinned registration, so its runs and verdicts cannot be tied to a registered mapping")
+        raise VerifyError(
+            f"store: project {project.name} has no pinned registration, so its runs and verdicts cannot be tied to a registered mapping"
+        )
     registration, files, pinned_by, pinned_at = rows[0]
-    return {"name": project.name, "registration": registration, "files": json.loads(files), "pinned_by": pinned_by, "pinned_at": str(pinned_at)}
+    return {
+        "name": project.name,
+        "registration": registration,
+        "files": json.loads(files),
+        "pinned_by": pinned_by,
+        "pinned_at": str(pinned_at),
+    }
 
 
 def check_registration(project: Project, pinned: dict, where: str) -> None:
@@ -184,7 +240,9 @@ def check_registration(project: Project, pinned: dict, where: str) -> None:
     errors. A lock rewritten together with the mapping is named as the lock; a file edited under an
     unchanged lock is named as that file."""
     if project.name != pinned["name"]:
-        raise VerifyError(f"{where}/{PROJECT_DIR}/project.json: project {project.name!r}, but the evidence is of {pinned['name']!r}")
+        raise VerifyError(
+            f"{where}/{PROJECT_DIR}/project.json: project {project.name!r}, but the evidence is of {pinned['name']!r}"
+        )
     try:
         locked = project.locked()
     except ProjectError as exc:
@@ -192,13 +250,19 @@ def check_registration(project: Project, pinned: dict, where: str) -> None:
     since = f"the store pinned {{sha}} ({pinned['pinned_by']}, {pinned['pinned_at'][:16]} UTC)"
     for rel, sha in sorted(pinned["files"].items()):
         if locked.get(rel) != sha:
-            raise VerifyError(f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: registers {rel} as {str(locked.get(rel, 'absent'))[:12]}, "
-                              f"but {since.format(sha=sha[:12])}; its runs and verdicts belong to that registration")
+            raise VerifyError(
+                f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: registers {rel} as {str(locked.get(rel, 'absent'))[:12]}, "
+                f"but {since.format(sha=sha[:12])}; its runs and verdicts belong to that registration"
+            )
         if project.shas.get(rel) != sha:
-            raise VerifyError(f"{where}/{rel}: sha256 {str(project.shas.get(rel, 'absent'))[:12]}, but {since.format(sha=sha[:12])}")
+            raise VerifyError(
+                f"{where}/{rel}: sha256 {str(project.shas.get(rel, 'absent'))[:12]}, but {since.format(sha=sha[:12])}"
+            )
     if project.registration != pinned["registration"]:
-        raise VerifyError(f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: registration {project.registration[:12]}, "
-                          f"but {since.format(sha=pinned['registration'][:12])}")
+        raise VerifyError(
+            f"{where}/{PROJECT_DIR}/{PROJECT_LOCK}: registration {project.registration[:12]}, "
+            f"but {since.format(sha=pinned['registration'][:12])}"
+        )
 
 
 def check_pass_criterion(judged_by: dict[str, dict], files: dict[str, str], where: str) -> None:
@@ -208,8 +272,10 @@ def check_pass_criterion(judged_by: dict[str, dict], files: dict[str, str], wher
         recorded = code.get("pass criterion") or {}
         for rel in sorted(set(recorded) | set(files)):
             if recorded.get(rel) != files.get(rel):
-                raise VerifyError(f"{where}/{rel}: sha256 {str(files.get(rel, 'absent'))[:12]}, but run {attempt} was judged by "
-                                  f"{str(recorded.get(rel, 'absent'))[:12]} (its sealed {runroot.META_FILE})")
+                raise VerifyError(
+                    f"{where}/{rel}: sha256 {str(files.get(rel, 'absent'))[:12]}, but run {attempt} was judged by "
+                    f"{str(recorded.get(rel, 'absent'))[:12]} (its sealed {runroot.META_FILE})"
+                )
 
 
 def sealed_meta(run_root: Path, source_path: str) -> str:
@@ -225,7 +291,9 @@ def check_sealed_run(run_root: Path, source_path: str, source_sha256: str, recor
     the attempt's seal (checked under the store's key) holds that hash."""
     found = seal.sha256_text(runroot.run_file_text(json.loads(record_json)))
     if found != source_sha256:
-        raise VerifyError(f"store: runs.record of {source_path}: differs from the file it was ingested from (sha256 {found[:12]}, ingested {source_sha256[:12]})")
+        raise VerifyError(
+            f"store: runs.record of {source_path}: differs from the file it was ingested from (sha256 {found[:12]}, ingested {source_sha256[:12]})"
+        )
     try:
         sealed = seal.verify(run_root, Path(run_root) / Path(source_path).parent)
     except seal.SealError as exc:
@@ -236,7 +304,12 @@ def check_sealed_run(run_root: Path, source_path: str, source_sha256: str, recor
 
 def _check_landed(con, wave: str, rows) -> None:
     """An imported run is the landed file it was parsed from (the corpus file, stored verbatim)."""
-    landed = {p: (sha, body) for p, sha, body in con.execute("SELECT rel_path, sha256, body FROM corpus_files WHERE wave = ?", [wave]).fetchall()}
+    landed = {
+        p: (sha, body)
+        for p, sha, body in con.execute(
+            "SELECT rel_path, sha256, body FROM corpus_files WHERE wave = ?", [wave]
+        ).fetchall()
+    }
     for _op, _probe, status, record, path, sha, _attempt in rows:
         if status != "present":
             continue
@@ -245,7 +318,9 @@ def _check_landed(con, wave: str, rows) -> None:
         if parse_runresult(json.loads(landed[path][1]), path) != parse_runresult(json.loads(record), path):
             raise VerifyError(f"store: runs.record of {path}: differs from its landed file")
     # fetchall: DuckDB refuses to register a frame (read_runs) beside an unfinished result
-    imported = con.execute("SELECT corpus_root FROM corpus_imports WHERE wave = ? ORDER BY imported_at DESC LIMIT 1", [wave]).fetchall()
+    imported = con.execute(
+        "SELECT corpus_root FROM corpus_imports WHERE wave = ? ORDER BY imported_at DESC LIMIT 1", [wave]
+    ).fetchall()
     root = Path(imported[0][0]) if imported else None
     if root is not None and root.is_dir():  # the corpus it came from is still here: it must be what was landed
         for path, (sha, _body) in sorted(landed.items()):
@@ -259,8 +334,10 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
         raise VerifyError(f"store {store_path}: no such store (a bundle is verified by its directory)")
     run_root = run_root_beside(store_path)
     with connect(store_path, read_only=True) as con:
-        rows = con.execute(f"SELECT operator, probe, status, {record_sql()}, source_path, source_sha256, attempt FROM runs WHERE wave = ? ORDER BY probe, operator",
-                           [wave.name]).fetchall()
+        rows = con.execute(
+            f"SELECT operator, probe, status, {record_sql()}, source_path, source_sha256, attempt FROM runs WHERE wave = ? ORDER BY probe, operator",
+            [wave.name],
+        ).fetchall()
         if not rows:
             raise VerifyError(f"store {store_path}: wave {wave.name} has no stored runs")
         if wave.source == "live":
@@ -274,23 +351,35 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
         project, pinned = getattr(registry, "project", None), None
         if project is not None:
             pinned = pinned_registration(con, project)
-            judged_by = {path: json.loads(sealed_meta(run_root, path))["identity"].get("code", {})
-                         for _op, _probe, status, _record, path, *_ in rows if status == "present"}
+            judged_by = {
+                path: json.loads(sealed_meta(run_root, path))["identity"].get("code", {})
+                for _op, _probe, status, _record, path, *_ in rows
+                if status == "present"
+            }
             check_pass_criterion(judged_by, project.code_hashes()["pass criterion"], project.root.name)
         runs = read_runs(con, wave.name, [(op, probe) for op, probe, *_ in rows])
         imported = latest_import(con, wave.name)
         kappa = read_report(con, wave.name, "soft", "kappa.json")
         return Published(
-            wave=wave, runs=runs, baselines=read_baselines(con, wave.name),
-            judged=located_from_runs({(op, probe): v for (op, probe, _), v in read_judgements(con, wave.name, variant=0).items()}, runs),
-            label=conformance_label(con, wave), missing=imported["missing"] if imported else [],
+            wave=wave,
+            runs=runs,
+            baselines=read_baselines(con, wave.name),
+            judged=located_from_runs(
+                {(op, probe): v for (op, probe, _), v in read_judgements(con, wave.name, variant=0).items()}, runs
+            ),
+            label=conformance_label(con, wave),
+            missing=imported["missing"] if imported else [],
             kappa=json.loads(kappa) if kappa else None,
             cells={v: read_verdicts(con, wave.name, v) for v in wave.readings},
             boards={v: json.loads(b) for v in wave.readings if (b := read_report(con, wave.name, v, "board.json"))},
             reports={v: read_report(con, wave.name, v, "md") for v in wave.readings},
             html=read_report(con, wave.name, wave.headline_ruleset, "html"),
-            where={"cells": "store: cell_verdicts of ruleset {v}", "board": "store: board.json of ruleset {v}",
-                   "report": "store: Markdown report of ruleset {v}", "html": "store: HTML report"},
+            where={
+                "cells": "store: cell_verdicts of ruleset {v}",
+                "board": "store: board.json of ruleset {v}",
+                "report": "store: Markdown report of ruleset {v}",
+                "html": "store: HTML report",
+            },
             project=pinned,
         )
 

@@ -15,9 +15,25 @@ from sabot.store.spend import spend_of_project, spend_of_wave
 from sabot.store.verdicts import read_verdicts
 
 CELL_FIELDS = (
-    "framework", "config", "task", "operator", "seed", "status", "excluded", "missing", "mapping", "flags",
-    "flags_noticed", "flags_anchored", "detected_hard", "reacted", "recovered", "fault_run_id", "fault_sha256",
-    "baseline_run_id", "baseline_sha256",
+    "framework",
+    "config",
+    "task",
+    "operator",
+    "seed",
+    "status",
+    "excluded",
+    "missing",
+    "mapping",
+    "flags",
+    "flags_noticed",
+    "flags_anchored",
+    "detected_hard",
+    "reacted",
+    "recovered",
+    "fault_run_id",
+    "fault_sha256",
+    "baseline_run_id",
+    "baseline_sha256",
 )
 
 
@@ -65,16 +81,26 @@ def instrument_text(doc: dict) -> list[str]:
         return f"{axis} {t['agree']}/{decided} agree{extra}"
 
     def brief(t):
-        return ", ".join(f"{a} {t[a]['agree']}/{t[a]['agree'] + t[a]['disagree']}" for a in ("detection", "reaction", "recovery"))
+        return ", ".join(
+            f"{a} {t[a]['agree']}/{t[a]['agree'] + t[a]['disagree']}" for a in ("detection", "reaction", "recovery")
+        )
 
-    lines = [f"Instrument check (simulation; ruleset {doc['ruleset']}): the scorer against the scripted model's intent log",
-             "  all valid cells: " + "; ".join(share(a) for a in ("detection", "reaction", "recovery")),
-             *(f"  {group}: {brief(t)} agree" for group, t in head["by_row"].items()),
-             "  " + "; ".join(f"{op} {brief(t)}" for op, t in head["by_operator"].items()),
-             f"  disagreements: {len(head['disagreements'])}" + "".join(f"\n    {d['axis']} {d['cell']}: scorer {d['scorer']}, intent log {d['intent log']} ({d['why']})" for d in head["disagreements"][:20])]
+    lines = [
+        f"Instrument check (simulation; ruleset {doc['ruleset']}): the scorer against the scripted model's intent log",
+        "  all valid cells: " + "; ".join(share(a) for a in ("detection", "reaction", "recovery")),
+        *(f"  {group}: {brief(t)} agree" for group, t in head["by_row"].items()),
+        "  " + "; ".join(f"{op} {brief(t)}" for op, t in head["by_operator"].items()),
+        f"  disagreements: {len(head['disagreements'])}"
+        + "".join(
+            f"\n    {d['axis']} {d['cell']}: scorer {d['scorer']}, intent log {d['intent log']} ({d['why']})"
+            for d in head["disagreements"][:20]
+        ),
+    ]
     if len(head["disagreements"]) > 20:
         lines.append(f"    ... {len(head['disagreements']) - 20} more in the instrument check report")
-    lines.append("  per operator and row: the instrument check report (`instrument_check` asset); the funnel below is simulation, not a finding")
+    lines.append(
+        "  per operator and row: the instrument check report (`instrument_check` asset); the funnel below is simulation, not a finding"
+    )
     return lines
 
 
@@ -82,14 +108,17 @@ def scoreboard_text(doc: dict) -> str:
     board, label = doc["scoreboard"], doc["label"]
     if board.get("project"):
         return project_board_text(doc)
-    return "\n".join([*instrument_text(doc),
-        f"{doc['wave']} under ruleset {doc['ruleset']} ({label}); cells: {json.dumps(board['cells'], sort_keys=True)}",
-        entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),
-        "§2 funnel (every rate over |valid|; judged = valid cells a judge ruled on; undecided = neither a hard act nor a judge verdict):",
-        section2_markdown(board["tables"]["framework_config"], label),
-        *caveat_lines(doc),
-        f"{median_line(board).replace('**', '').replace('`', '')} Excluded cell classes: {len(board['exclusions'])}; missing files: {len(doc['missing'])}",
-    ])
+    return "\n".join(
+        [
+            *instrument_text(doc),
+            f"{doc['wave']} under ruleset {doc['ruleset']} ({label}); cells: {json.dumps(board['cells'], sort_keys=True)}",
+            entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),
+            "§2 funnel (every rate over |valid|; judged = valid cells a judge ruled on; undecided = neither a hard act nor a judge verdict):",
+            section2_markdown(board["tables"]["framework_config"], label),
+            *caveat_lines(doc),
+            f"{median_line(board).replace('**', '').replace('`', '')} Excluded cell classes: {len(board['exclusions'])}; missing files: {len(doc['missing'])}",
+        ]
+    )
 
 
 def caveat_lines(doc: dict) -> list[str]:
@@ -105,9 +134,13 @@ def caveat_lines(doc: dict) -> list[str]:
         wilson = next(e["wilson"]["detected_hard"] for e in board["tables"]["framework_config"] if e["group"] == group)
         lo, hi = entry["interval"][1:]
         interval = f": {entry['not_estimable']}" if entry.get("not_estimable") else f" [{100 * lo:.1f}, {100 * hi:.1f}]"
-        lines.append(f"{group} DETECTED_HARD 95%: Wilson [{100 * wilson[0]:.1f}, {100 * wilson[1]:.1f}] (cells independent); "
-                     f"{entry['method']}{interval}{tag}")
-    lines.append(f"Ruleset {doc['ruleset']}: {labels['ruleset_registered']}. Base-rate denominators: {labels['base_rate_denominator']}.")
+        lines.append(
+            f"{group} DETECTED_HARD 95%: Wilson [{100 * wilson[0]:.1f}, {100 * wilson[1]:.1f}] (cells independent); "
+            f"{entry['method']}{interval}{tag}"
+        )
+    lines.append(
+        f"Ruleset {doc['ruleset']}: {labels['ruleset_registered']}. Base-rate denominators: {labels['base_rate_denominator']}."
+    )
     return lines
 
 
@@ -119,16 +152,23 @@ def project_board_text(doc: dict) -> str:
     exclusions by code; no cross-framework reading and no instrument check (no intent log)."""
     board, label = doc["scoreboard"], doc["label"]
     lines = [TEST_DOUBLE_NOTE] if is_simulated(label) else []
-    lines.append(f"{doc['wave']} under ruleset {doc['ruleset']} ({label}); cells: {json.dumps(board['cells'], sort_keys=True)}")
+    lines.append(
+        f"{doc['wave']} under ruleset {doc['ruleset']} ({label}); cells: {json.dumps(board['cells'], sort_keys=True)}"
+    )
     if board["cells"].get("valid"):
-        lines += [entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),
-                  "§2 funnel (every rate over |valid|; judged = valid cells a judge ruled on; undecided = neither a hard act nor a judge verdict):",
-                  section2_markdown(board["tables"]["framework_config"], label)]
+        lines += [
+            entries_markdown(board["tables"]["framework_config"], columns_for(doc["ruleset"], label), label),
+            "§2 funnel (every rate over |valid|; judged = valid cells a judge ruled on; undecided = neither a hard act nor a judge verdict):",
+            section2_markdown(board["tables"]["framework_config"], label),
+        ]
     else:
         lines.append("No fault cell could be scored: every one is excluded (below), so there are no rates to show.")
     by_code: dict[str, dict[str, int]] = {}
     for _framework, _config, _task, operator, code, n in board["exclusions"]:
         by_code.setdefault(code, {})[operator] = by_code.get(code, {}).get(operator, 0) + n
-    excluded = "; ".join(f"{code} {sum(ops.values())} ({', '.join(f'{op} {n}' for op, n in sorted(ops.items()))})" for code, ops in sorted(by_code.items()))
+    excluded = "; ".join(
+        f"{code} {sum(ops.values())} ({', '.join(f'{op} {n}' for op, n in sorted(ops.items()))})"
+        for code, ops in sorted(by_code.items())
+    )
     lines += [PROJECT_BOARD_NOTE, f"Excluded cells: {excluded or 'none'}"]
     return "\n".join(lines)

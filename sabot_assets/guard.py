@@ -54,7 +54,9 @@ def _guarded(asset: dg.AssetsDefinition, registry: Registry, store) -> dg.Assets
         # Rebuilding a graph's ops would mean rebuilding the graph: its ops call require_registered
         # themselves (sabot_assets.waves.live_runs) and are marked so; one that does not is refused.
         if not is_guarded(asset):
-            raise TypeError(f"graph-backed asset {asset.key.to_user_string()} has a step that does not check the registry (sabot_assets.guard)")
+            raise TypeError(
+                f"graph-backed asset {asset.key.to_user_string()} has a step that does not check the registry (sabot_assets.guard)"
+            )
         return asset
     # Dagster has no pre-step hook, so the op is rebuilt around a wrapper of its function (the only
     # reach past Dagster's public API, isolated in sabot_assets.dagster_private). The wrapper keeps the

@@ -40,7 +40,9 @@ def hosts_executor() -> dg.ExecutorDefinition:
     """The Celery executor with the settings every worker host was started with (one file for both)."""
     from dagster_celery import celery_executor
 
-    return celery_executor.configured(dg.config_from_files([str(CELERY_CONFIG)])["execution"]["config"], name="celery_hosts")
+    return celery_executor.configured(
+        dg.config_from_files([str(CELERY_CONFIG)])["execution"]["config"], name="celery_hosts"
+    )
 
 
 def store_step_tags() -> dict[str, str]:

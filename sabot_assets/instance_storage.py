@@ -54,7 +54,9 @@ def _kept_engine(conn_string: str):
     """An engine that keeps its SQLite connection open between uses (Dagster's use NullPool)."""
     engine = create_engine(
         conn_string,
-        poolclass=db.pool.QueuePool, pool_size=1, max_overflow=2,
+        poolclass=db.pool.QueuePool,
+        pool_size=1,
+        max_overflow=2,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
     )
     db.event.listen(engine, "connect", _wal_pragmas)
@@ -114,7 +116,9 @@ class BatchedSqliteEventLogStorage(SqliteEventLogStorage):
 
     def _template(self) -> str:
         """An empty, stamped run shard in WAL mode, made by Dagster's own `_initdb` once per version."""
-        path = os.path.join(self._base_dir, f"shard-template-{DAGSTER_VERSION}.sqlite")  # not *.db: never listed as a run
+        path = os.path.join(
+            self._base_dir, f"shard-template-{DAGSTER_VERSION}.sqlite"
+        )  # not *.db: never listed as a run
         if not os.path.exists(path):
             fd, tmp = tempfile.mkstemp(dir=self._base_dir, suffix=".tmp")  # an empty file is an empty database
             os.close(fd)
@@ -237,4 +241,3 @@ class SabotSqliteStorage(DagsterSqliteStorage):
     @classmethod
     def from_config_value(cls, inst_data, config_value) -> "SabotSqliteStorage":
         return cls.from_local(inst_data=inst_data, **config_value)
-

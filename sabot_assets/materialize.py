@@ -18,7 +18,9 @@ from sabot_assets.constants import NOT_LAUNCHED_KEY, RUN_ERRORS_KEY, STOPPED_KEY
 from sabot_assets.waves.concurrency import launcher_tag
 
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
-SILENT = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}  # an expected check failure is a result, not an error
+SILENT = {
+    "loggers": {"console": {"config": {"log_level": "CRITICAL"}}}
+}  # an expected check failure is a result, not an error
 
 
 def quiet() -> dict:
@@ -122,7 +124,12 @@ class Block:
         out = []
         for start, end in self.probe_ranges(wave):
             for span in spans:
-                out.append((Cell(wave.operators[span[0]], Probe.parse(start)).key, Cell(wave.operators[span[-1]], Probe.parse(end)).key))
+                out.append(
+                    (
+                        Cell(wave.operators[span[0]], Probe.parse(start)).key,
+                        Cell(wave.operators[span[-1]], Probe.parse(end)).key,
+                    )
+                )
         return out
 
 
@@ -162,7 +169,9 @@ class WaveRunner:
 
     def _fail(self, result, names, partition_range) -> None:
         where = ", ".join(names) + (f" [{partition_range[0]}...{partition_range[1]}]" if partition_range else "")
-        failure = next((e for e in result.all_events if e.is_step_failure), None) or next((e for e in result.all_events if e.is_failure), None)
+        failure = next((e for e in result.all_events if e.is_step_failure), None) or next(
+            (e for e in result.all_events if e.is_failure), None
+        )
         detail = failure.message if failure else "see the Dagster run log"
         if failure is not None and failure.is_step_failure and failure.step_failure_data.error:
             detail = own_cause(failure.step_failure_data.error)
@@ -172,7 +181,9 @@ class WaveRunner:
                 detail = user.description
         raise MaterializationError(f"{self.wave.name}: materializing {where} failed (run {result.run_id}): {detail}")
 
-    def _execute(self, names: list[str], partition_range: tuple[str, str] | None, run_config=None) -> dg.ExecuteInProcessResult:
+    def _execute(
+        self, names: list[str], partition_range: tuple[str, str] | None, run_config=None
+    ) -> dg.ExecuteInProcessResult:
         tags = dict(self.tags)
         if partition_range:
             tags[RANGE_START], tags[RANGE_END] = partition_range
@@ -191,7 +202,9 @@ class WaveRunner:
         result = self._execute(["preregistration"], None)
         for check in result.get_asset_check_evaluations():
             if not check.passed:
-                raise MaterializationError(f"{self.wave.name}: pre-registration check failed: {check.metadata['problems'].value}")
+                raise MaterializationError(
+                    f"{self.wave.name}: pre-registration check failed: {check.metadata['problems'].value}"
+                )
         if not result.success:
             self._fail(result, ["preregistration"], None)
 
@@ -236,4 +249,7 @@ class WaveRunner:
         return not failed
 
     def board(self) -> dg.ExecuteInProcessResult:
-        return self.run(["scoreboard", "report"] + (["instrument_check"] if self.wave.source == "live" and not self.wave.project else []))
+        return self.run(
+            ["scoreboard", "report"]
+            + (["instrument_check"] if self.wave.source == "live" and not self.wave.project else [])
+        )

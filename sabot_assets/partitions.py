@@ -31,7 +31,9 @@ class CellPartitions(dg.MultiPartitionsDefinition):
 
 
 def cell_partitions(wave: WaveDef) -> dg.MultiPartitionsDefinition:
-    return CellPartitions({"operator": dg.StaticPartitionsDefinition(list(wave.operators)), "probe": probe_partitions(wave)})
+    return CellPartitions(
+        {"operator": dg.StaticPartitionsDefinition(list(wave.operators)), "probe": probe_partitions(wave)}
+    )
 
 
 # A cell reads the baseline of its own probe.

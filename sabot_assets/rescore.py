@@ -28,7 +28,9 @@ class Flip:
     after: dict
 
     def describe(self) -> str:
-        changed = [f"{k} {self.before[k]} -> {self.after[k]}" for k in VERDICT_FIELDS if self.before[k] != self.after[k]]
+        changed = [
+            f"{k} {self.before[k]} -> {self.after[k]}" for k in VERDICT_FIELDS if self.before[k] != self.after[k]
+        ]
         return f"{self.cell}: {', '.join(changed)}"
 
 
@@ -44,7 +46,10 @@ class Rescore:
 
 def _verdicts(store_path, wave: str, ruleset: str) -> dict:
     with connect(store_path, read_only=True) as con:
-        return {f"{r['operator']}|{r['probe']}": {k: r[k] for k in VERDICT_FIELDS} for r in read_verdicts(con, wave, ruleset)}
+        return {
+            f"{r['operator']}|{r['probe']}": {k: r[k] for k in VERDICT_FIELDS}
+            for r in read_verdicts(con, wave, ruleset)
+        }
 
 
 def _stored_cell_ranges(store_path, wave: WaveDef) -> list[tuple[str, str]]:
@@ -54,15 +59,24 @@ def _stored_cell_ranges(store_path, wave: WaveDef) -> list[tuple[str, str]]:
     range for each, so a run's check set-up grows with the square of its range (900 cells in one run:
     5.2-5.8 s of CPU in Dagster alone; six runs of 150: 3.5 s; `bench/bench_dagster_floor.py`)."""
     with connect(store_path, read_only=True) as con:
-        probes = [Probe.parse(p) for (p,) in con.execute("SELECT DISTINCT probe FROM runs WHERE wave = ?", [wave.name]).fetchall()]
+        probes = [
+            Probe.parse(p)
+            for (p,) in con.execute("SELECT DISTINCT probe FROM runs WHERE wave = ?", [wave.name]).fetchall()
+        ]
     touched = {(p.framework, p.config, p.task) for p in probes}
     if not touched:
         raise RegistryError(f"wave {wave.name} has no stored runs to re-score (run or import it first)")
     return [block.cell_range(wave) for block in blocks(wave, touched)]
 
 
-def rescore_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, store_path, wave_name: str,
-                 ruleset: str | None = None) -> Rescore:
+def rescore_wave(
+    registry: Registry,
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    store_path,
+    wave_name: str,
+    ruleset: str | None = None,
+) -> Rescore:
     """Re-materialize the hard tier of a wave's stored cells, then its board; report what flipped."""
     registry.require_registered()
     wave = registry.wave(wave_name)
@@ -70,11 +84,13 @@ def rescore_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterI
     if ruleset not in wave.readings:
         raise RegistryError(
             f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {ruleset!r} "
-            f"(a later ruleset reads a wave when its file lists the wave under \"rescores\")"
+            f'(a later ruleset reads a wave when its file lists the wave under "rescores")'
         )
     before = _verdicts(store_path, wave.name, ruleset)
     print_ = fingerprint(registry, defs.assets, store_path, wave, {"rescore": ruleset}, {})
-    if before and settled_by(instance, wave, print_):  # nothing changed since a rescore under these rules: nothing to do
+    if before and settled_by(
+        instance, wave, print_
+    ):  # nothing changed since a rescore under these rules: nothing to do
         return Rescore(wave, ruleset, ruleset, len(before), 0, [])
     compared_with = ruleset if before else wave.headline_ruleset
     before = before or _verdicts(store_path, wave.name, wave.headline_ruleset)
@@ -85,5 +101,9 @@ def rescore_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterI
     board = runner.run(["scoreboard", "report"])
     mark_settled(instance, board.run_id, fingerprint(registry, defs.assets, store_path, wave, {"rescore": ruleset}, {}))
     after = _verdicts(store_path, wave.name, ruleset)
-    flips = [Flip(cell, before[cell], after[cell]) for cell in sorted(after) if cell in before and before[cell] != after[cell]]
+    flips = [
+        Flip(cell, before[cell], after[cell])
+        for cell in sorted(after)
+        if cell in before and before[cell] != after[cell]
+    ]
     return Rescore(wave, ruleset, compared_with, len(after), len(spans) + 1, flips)

@@ -85,7 +85,8 @@ def fingerprint(registry: Registry, assets, store_path: Path, wave: WaveDef, ask
 def settled_by(instance: dg.DagsterInstance, wave: WaveDef, print_: str) -> str | None:
     """The id of a successful board run that settled exactly this state, if there is one."""
     runs = instance.get_run_records(
-        dg.RunsFilter(tags={"sabot/wave": wave.name, SETTLED_TAG: print_}, statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1
+        dg.RunsFilter(tags={"sabot/wave": wave.name, SETTLED_TAG: print_}, statuses=[dg.DagsterRunStatus.SUCCESS]),
+        limit=1,
     )
     return runs[0].dagster_run.run_id if runs else None
 

@@ -49,7 +49,10 @@ def block_fingerprints(registry: Registry, assets, store_path: Path, wave, slots
     import hashlib
     import json
 
-    from sabot_assets.waves.attempts import reusable_attempts, run_root_beside  # the run path: imported where a wave runs
+    from sabot_assets.waves.attempts import (
+        reusable_attempts,
+        run_root_beside,
+    )  # the run path: imported where a wave runs
 
     code = code_versions(assets, wave)
     out = dict.fromkeys(slots_by_block)
@@ -78,7 +81,8 @@ def is_settled(instance: dg.DagsterInstance, wave_name: str, print_: str | None)
     if print_ is None:
         return False
     runs = instance.get_run_records(
-        dg.RunsFilter(tags={"sabot/wave": wave_name, BLOCK_TAG: print_}, statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1
+        dg.RunsFilter(tags={"sabot/wave": wave_name, BLOCK_TAG: print_}, statuses=[dg.DagsterRunStatus.SUCCESS]),
+        limit=1,
     )
     return bool(runs)
 

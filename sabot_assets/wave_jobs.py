@@ -17,7 +17,17 @@ from sabot_assets.settled import fingerprint, mark_settled, settled_by
 from sabot_assets.settled_blocks import block_fingerprints, is_settled, mark_block
 from sabot_assets.waves.budget import ceiling_tag
 from sabot_assets.waves.concurrency import free_slots_of_dead_runs, host_label
-from sabot_assets.waves.schedule import BASELINES, BlockCounter, Plan, new_run_id, ordered, recordings_for, run_schedule, spec_of, wait_for_foreign
+from sabot_assets.waves.schedule import (
+    BASELINES,
+    BlockCounter,
+    Plan,
+    new_run_id,
+    ordered,
+    recordings_for,
+    run_schedule,
+    spec_of,
+    wait_for_foreign,
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +54,9 @@ def _pick(wave_name: str, what: str, wanted, registered) -> list:
         return list(registered)
     unknown = [w for w in wanted if w not in registered]
     if unknown:
-        raise RegistryError(f"wave {wave_name} has no {what}(s) {', '.join(map(str, unknown))} (it has {', '.join(map(str, registered))})")
+        raise RegistryError(
+            f"wave {wave_name} has no {what}(s) {', '.join(map(str, unknown))} (it has {', '.join(map(str, registered))})"
+        )
     return [r for r in registered if r in wanted]
 
 
@@ -61,19 +73,33 @@ class Selected:
     skipped: list[str]  # frameworks not run, with the reason
 
     def probes(self) -> list[Probe]:
-        return [p for p in self.wave.probes() if p.framework in self.frameworks and p.config in self.configs and p.task in self.tasks
-                and (self.seeds is None or p.seed in self.seeds)]
+        return [
+            p
+            for p in self.wave.probes()
+            if p.framework in self.frameworks
+            and p.config in self.configs
+            and p.task in self.tasks
+            and (self.seeds is None or p.seed in self.seeds)
+        ]
 
     def carved_out(self) -> int:
         """How many of the slice's fault cells the wave carves out (never run)."""
-        return sum(self.wave.is_carved_out(Cell(op, p)) for p in self.probes() for op in (self.operators or self.wave.operators))
+        return sum(
+            self.wave.is_carved_out(Cell(op, p))
+            for p in self.probes()
+            for op in (self.operators or self.wave.operators)
+        )
 
     def slots(self) -> list[tuple[str | None, Probe]]:
         """(operator or None for the baseline, probe) of every run the slice holds, carved-out cells left out."""
         out = []
         for probe in self.probes():
             out.append((None, probe))
-            out += [(op, probe) for op in (self.operators or self.wave.operators) if not self.wave.is_carved_out(Cell(op, probe))]
+            out += [
+                (op, probe)
+                for op in (self.operators or self.wave.operators)
+                if not self.wave.is_carved_out(Cell(op, probe))
+            ]
         return out
 
 
@@ -85,7 +111,9 @@ def select(registry: Registry, wave_name: str, selection: Slice | None = None, f
     wanted = _pick(wave_name, "framework", frameworks or selection.frameworks, wave.frameworks)
     configs = _pick(wave_name, "config", selection.configs, wave.configs)
     tasks = _pick(wave_name, "task", selection.tasks, wave.tasks)
-    operators = tuple(_pick(wave_name, "operator", selection.operators, wave.operators)) if selection.operators else None
+    operators = (
+        tuple(_pick(wave_name, "operator", selection.operators, wave.operators)) if selection.operators else None
+    )
     seeds = tuple(_pick(wave_name, "seed", selection.seeds, wave.seeds)) if selection.seeds else None
     runnable = [f for f in wanted if f in PIPELINES]
     skipped = [f"{f}: no adapter yet" for f in wanted if f not in PIPELINES]
@@ -123,13 +151,26 @@ def missing_slots(store_path: Path, chosen: Selected) -> int:
     if not Path(store_path).exists():
         return len(slots)
     with connect(store_path, read_only=True) as con:
-        held = set(con.execute("SELECT operator, probe FROM runs WHERE wave = ? AND status = 'present'", [chosen.wave.name]).fetchall())
+        held = set(
+            con.execute(
+                "SELECT operator, probe FROM runs WHERE wave = ? AND status = 'present'", [chosen.wave.name]
+            ).fetchall()
+        )
     return sum(1 for operator, probe in slots if (operator or "", probe.key) not in held)
 
 
-def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInstance, wave_name: str, frameworks=None,
-             progress=iter, selection: Slice | None = None, rerun: bool = False, replay: bool = False,
-             spend_ceiling: float | None = None) -> WaveRun:
+def run_wave(
+    registry: Registry,
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    wave_name: str,
+    frameworks=None,
+    progress=iter,
+    selection: Slice | None = None,
+    rerun: bool = False,
+    replay: bool = False,
+    spend_ceiling: float | None = None,
+) -> WaveRun:
     """Every run of the slice in one schedule (baselines first, then fault runs, across blocks), each
     block's run assets and verdicts materialized as soon as its runs have landed, then the board.
 
@@ -154,30 +195,51 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
     free_slots_of_dead_runs(instance)  # a wave killed earlier would otherwise hold its pool slots forever
     runner = WaveRunner(defs, wave, instance, tags or None)
     if rerun or replay or missing_slots(Path(defs.resources["store"].database), chosen):
-        start_fork_server(chosen.frameworks)  # its imports (these frameworks only) overlap the pre-registration, not the first run
+        start_fork_server(
+            chosen.frameworks
+        )  # its imports (these frameworks only) overlap the pre-registration, not the first run
     runner.preregister()
-    blocks = [Block(fw, cfg, task, task, chosen.operators, chosen.seeds) for fw in chosen.frameworks for cfg in chosen.configs for task in chosen.tasks]
+    blocks = [
+        Block(fw, cfg, task, task, chosen.operators, chosen.seeds)
+        for fw in chosen.frameworks
+        for cfg in chosen.configs
+        for task in chosen.tasks
+    ]
     plan = _plan(registry, defs.resources["store"], chosen, runner.tags, rerun or replay, replay)
     schedule_id = new_run_id()
     schedule_tags = dict(runner.tags)
     runner.tags[SCHEDULED_TAG] = schedule_id  # the run assets settle what the schedule made
     block_of = {(b.framework, b.config, b.first_task): b for b in blocks}
-    counter = BlockCounter(blocks, lambda spec: block_of[(spec.framework, spec.config, spec.task)], plan.specs + plan.foreign)
+    counter = BlockCounter(
+        blocks, lambda spec: block_of[(spec.framework, spec.config, spec.task)], plan.specs + plan.foreign
+    )
 
     assets, store_path = defs.assets, Path(defs.resources["store"].database)
-    slots_of = {b: [s for s in chosen.slots() if block_of[(s[1].framework, s[1].config, s[1].task)] == b] for b in blocks}
-    prints = {} if rerun or replay or not store_path.exists() else block_fingerprints(registry, assets, store_path, wave, slots_of, plan.identity)
+    slots_of = {
+        b: [s for s in chosen.slots() if block_of[(s[1].framework, s[1].config, s[1].task)] == b] for b in blocks
+    }
+    prints = (
+        {}
+        if rerun or replay or not store_path.exists()
+        else block_fingerprints(registry, assets, store_path, wave, slots_of, plan.identity)
+    )
     fresh = {b for b, print_ in prints.items() if is_settled(instance, wave.name, print_)}
     for block in fresh:  # counted as a settling would count them: every run reused, carved-out cells as such
         runner.tally.reused += len(slots_of[block])
         probes = [probe for operator, probe in slots_of[block] if operator is None]
-        runner.tally.carved_out += sum(wave.is_carved_out(Cell(op, p)) for p in probes for op in (chosen.operators or wave.operators))
+        runner.tally.carved_out += sum(
+            wave.is_carved_out(Cell(op, p)) for p in probes for op in (chosen.operators or wave.operators)
+        )
 
     def settle(landed) -> None:  # a block nothing of which is stale is left as its last settling left it
         for block in progress(_baselines_on_the_way(_as_blocks_land(landed, counter, plan), runner, fresh)):
             runner.fault_runs(block)
             last = runner.verdicts(block)
-            mark_block(instance, last, block_fingerprints(registry, assets, store_path, wave, {block: slots_of[block]}, plan.identity)[block])
+            mark_block(
+                instance,
+                last,
+                block_fingerprints(registry, assets, store_path, wave, {block: slots_of[block]}, plan.identity)[block],
+            )
 
     # The kappa audit after the last run would wait seconds for its statistics' imports: made meanwhile.
     threading.Thread(target=import_backends, name="import-kappa-backends", daemon=True).start()
@@ -189,11 +251,19 @@ def run_wave(registry: Registry, defs: dg.Definitions, instance: dg.DagsterInsta
         print_ = _fingerprint(registry, defs.assets, Path(defs.resources["store"].database), chosen)
         if print_ is not None:  # the next command with nothing to do says so at once
             mark_settled(instance, board.run_id, print_)
-    return WaveRun(wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped, runner.tally)
+    return WaveRun(
+        wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped, runner.tally
+    )
 
 
-def settled_wave(registry: Registry, instance: dg.DagsterInstance, store_path: Path, wave_name: str,
-                 selection: Slice | None = None, frameworks=None) -> tuple[WaveRun, str] | None:
+def settled_wave(
+    registry: Registry,
+    instance: dg.DagsterInstance,
+    store_path: Path,
+    wave_name: str,
+    selection: Slice | None = None,
+    frameworks=None,
+) -> tuple[WaveRun, str] | None:
     """(what a wave run would report, the board run that settled it) when nothing of the slice is
     stale: every slot answered by a reusable stored run, and the code, registry and stored results
     exactly as a successful board run left them (sabot_assets.settled). None: something is stale.
@@ -210,7 +280,9 @@ def settled_wave(registry: Registry, instance: dg.DagsterInstance, store_path: P
     board_run = print_ and settled_by(instance, chosen.wave, print_)
     if not board_run:
         return None
-    result = WaveRun(chosen.wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped)
+    result = WaveRun(
+        chosen.wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped
+    )
     result.tally.reused = len(chosen.slots())
     result.tally.carved_out = chosen.carved_out()
     return result, board_run
@@ -226,9 +298,17 @@ def _fingerprint(registry: Registry, assets, store_path: Path, chosen: Selected)
     reuse = reusable_attempts(run_root_beside(store_path), chosen.wave.name, slots, identity)
     if len(reuse) < len(slots):
         return None
-    asked = {"frameworks": chosen.frameworks, "configs": chosen.configs, "tasks": chosen.tasks, "operators": chosen.operators,
-             "seeds": chosen.seeds, "identity": repr(identity)}
-    return fingerprint(registry, assets, store_path, chosen.wave, asked, {(op, p.key): a.sha256 for (op, p), a in reuse.items()})
+    asked = {
+        "frameworks": chosen.frameworks,
+        "configs": chosen.configs,
+        "tasks": chosen.tasks,
+        "operators": chosen.operators,
+        "seeds": chosen.seeds,
+        "identity": repr(identity),
+    }
+    return fingerprint(
+        registry, assets, store_path, chosen.wave, asked, {(op, p.key): a.sha256 for (op, p), a in reuse.items()}
+    )
 
 
 def _as_blocks_land(landed, counter: BlockCounter, plan: Plan):
@@ -269,11 +349,36 @@ def _plan(registry: Registry, store, chosen: Selected, tags: dict, rerun: bool, 
     reuse = {} if rerun else reusable_attempts(run_root, wave.name, slots, identity)
     wanted = ordered([spec_of(wave, slot) for slot in slots if slot not in reuse])
     holder = f"{host_label()}:{os.getpid()}"
-    claimed = {s for s in wanted if runroot.claim(run_root, wave.name, Probe(s.framework, s.config, s.task, s.seed), s.operator, holder, host_label())}
+    claimed = {
+        s
+        for s in wanted
+        if runroot.claim(
+            run_root, wave.name, Probe(s.framework, s.config, s.task, s.seed), s.operator, holder, host_label()
+        )
+    }
     specs, foreign = [s for s in wanted if s in claimed], [s for s in wanted if s not in claimed]
     with store_connection(store) as con:
         breaker = step_breaker(tags, store_path, con, identity.endpoint, replay, registry)
-        replays = recordings_for(specs, lambda s: read_recording(con, wave.name, s.operator, Probe(s.framework, s.config, s.task, s.seed).key, s.run_id,
-                                                                 run_root)) if replay else {}
+        replays = (
+            recordings_for(
+                specs,
+                lambda s: read_recording(
+                    con, wave.name, s.operator, Probe(s.framework, s.config, s.task, s.seed).key, s.run_id, run_root
+                ),
+            )
+            if replay
+            else {}
+        )
     circuit = None if replay else provider_circuit(registry)
-    return Plan(registry, run_root, store_path.parent / "runs" / wave.name, identity, specs, breaker, replays, holder, foreign, circuit)
+    return Plan(
+        registry,
+        run_root,
+        store_path.parent / "runs" / wave.name,
+        identity,
+        specs,
+        breaker,
+        replays,
+        holder,
+        foreign,
+        circuit,
+    )

@@ -96,11 +96,32 @@ def socket_addresses():
 
 # The suite runs on two workers, one file each (pyproject: -n 2 --dist loadfile), handed out in
 # collection order: the longest files go first so that no long file starts last, alone.
-LONGEST_FIRST = ("test_live_wave2.py", "test_live_wave.py", "test_budget_wave.py", "test_ui_metadata.py", "test_registry_guard.py",
-                 "test_ui_lineage.py", "test_resume.py", "test_byo.py", "test_compare.py", "test_reference_wave1.py", "test_export.py",
-                 "test_agent_framework_provider.py", "test_magentic_observability.py", "test_project_gate.py",
-                 "test_confinement.py", "test_key_redaction.py", "test_signed_bundles.py", "test_reimport.py", "test_one_line_failures.py",
-                 "test_wave_stop.py", "test_killed_runs.py", "test_no_survivors.py", "test_wave_progress.py", "test_shared_ceiling.py")
+LONGEST_FIRST = (
+    "test_live_wave2.py",
+    "test_live_wave.py",
+    "test_budget_wave.py",
+    "test_ui_metadata.py",
+    "test_registry_guard.py",
+    "test_ui_lineage.py",
+    "test_resume.py",
+    "test_byo.py",
+    "test_compare.py",
+    "test_reference_wave1.py",
+    "test_export.py",
+    "test_agent_framework_provider.py",
+    "test_magentic_observability.py",
+    "test_project_gate.py",
+    "test_confinement.py",
+    "test_key_redaction.py",
+    "test_signed_bundles.py",
+    "test_reimport.py",
+    "test_one_line_failures.py",
+    "test_wave_stop.py",
+    "test_killed_runs.py",
+    "test_no_survivors.py",
+    "test_wave_progress.py",
+    "test_shared_ceiling.py",
+)
 
 
 # Last: the real local model server's slice, which waits for the server's build that CI starts in the

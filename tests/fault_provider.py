@@ -35,7 +35,19 @@ from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.reply import Reply
 from adapters.scripted.server import ScriptedModelServer
 
-MODES = ("401", "404-model", "400-echo", "escaped-echo", "retry-after", "quota", "hang", "dead", "large-usage", "slow", "max-usage")
+MODES = (
+    "401",
+    "404-model",
+    "400-echo",
+    "escaped-echo",
+    "retry-after",
+    "quota",
+    "hang",
+    "dead",
+    "large-usage",
+    "slow",
+    "max-usage",
+)
 
 
 def escaped(key: str, escape: str) -> str:
@@ -49,7 +61,6 @@ def escaped(key: str, escape: str) -> str:
     raise ValueError(f"unknown escape {escape!r}; escapes: slash, unicode, mixed")
 
 
-
 class _Responder:
     def __init__(self, provider: "FaultProvider"):
         self.provider = provider
@@ -61,20 +72,38 @@ class _Responder:
             p.stamps.append(time.monotonic())
             first = len(p.stamps) == 1
         if p.mode == "401":
-            return Reply(status=401, error=f"Incorrect API key provided: {p.key}. You can find your API key at https://platform.example/account.")
+            return Reply(
+                status=401,
+                error=f"Incorrect API key provided: {p.key}. You can find your API key at https://platform.example/account.",
+            )
         if p.mode == "retry-after":
-            return Reply(status=429, error="Rate limit reached; please retry later", headers=(("Retry-After", str(p.retry_after)),))
+            return Reply(
+                status=429,
+                error="Rate limit reached; please retry later",
+                headers=(("Retry-After", str(p.retry_after)),),
+            )
         if p.mode == "quota":
-            return Reply(status=429, error="You exceeded your current quota, please check your plan and billing details. (insufficient_quota)")
+            return Reply(
+                status=429,
+                error="You exceeded your current quota, please check your plan and billing details. (insufficient_quota)",
+            )
         if p.mode == "404-model" and request.get("model") == p.missing_model:
-            return Reply(status=404, error=f"The model `{p.missing_model}` does not exist or you do not have access to it.")
+            return Reply(
+                status=404, error=f"The model `{p.missing_model}` does not exist or you do not have access to it."
+            )
         if p.mode == "escaped-echo":
             status, said = (400, "Invalid request for key") if first else (401, "Incorrect API key provided")
             spelt = escaped(p.key, p.escape)
-            body = '{"error": {"message": "%s: %s.", "type": "invalid_request_error", "param": "%s", "code": null}}' % (said, spelt, spelt)
+            body = '{"error": {"message": "%s: %s.", "type": "invalid_request_error", "param": "%s", "code": null}}' % (
+                said,
+                spelt,
+                spelt,
+            )
             return Reply(status=status, body=body.encode())
         if p.mode == "400-echo" and first:
-            return Reply(status=400, error=f"Invalid request (headers received: Authorization: Bearer {p.key}; api_key={p.key})")
+            return Reply(
+                status=400, error=f"Invalid request (headers received: Authorization: Bearer {p.key}; api_key={p.key})"
+            )
         if p.mode in ("slow", "max-usage"):
             time.sleep(p.delay)
         reply = Reply(content="ok") if p.mode == "max-usage" else self.scripted(request)
@@ -84,11 +113,26 @@ class _Responder:
 
 
 class FaultProvider:
-    def __init__(self, mode: str, key: str = "", missing_model: str = "", weak_model: str = "gpt-5.6-luna", retry_after: int = 120,
-                 usage_scale: int = 1, escape: str = "mixed", delay: float = 0.0):
+    def __init__(
+        self,
+        mode: str,
+        key: str = "",
+        missing_model: str = "",
+        weak_model: str = "gpt-5.6-luna",
+        retry_after: int = 120,
+        usage_scale: int = 1,
+        escape: str = "mixed",
+        delay: float = 0.0,
+    ):
         if mode not in MODES:
             raise ValueError(f"unknown fault mode {mode!r}; modes: {', '.join(MODES)}")
-        self.mode, self.key, self.missing_model, self.weak_model, self.retry_after = mode, key, missing_model, weak_model, retry_after
+        self.mode, self.key, self.missing_model, self.weak_model, self.retry_after = (
+            mode,
+            key,
+            missing_model,
+            weak_model,
+            retry_after,
+        )
         self.usage_scale, self._usage_for, self.escape, self.delay = usage_scale, None, escape, delay
         self.lock = threading.Lock()
         self.stamps: list[float] = []  # when each request (or, hanging, each connection) arrived
@@ -122,7 +166,9 @@ class FaultProvider:
         else:
             if self.mode in ("large-usage", "max-usage"):
                 self._usage_for = scripted_server.usage_for
-                scripted_server.usage_for = self._scaled_usage if self.mode == "large-usage" else self._most_allowed_usage
+                scripted_server.usage_for = (
+                    self._scaled_usage if self.mode == "large-usage" else self._most_allowed_usage
+                )
             self._server = ScriptedModelServer(_Responder(self)).start()
             self._port = self._server.port
         return self

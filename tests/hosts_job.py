@@ -30,7 +30,13 @@ def where_am_i() -> dict:
 
 
 def record_step(context, started: float) -> str:
-    record = {"step": context.op_handle.name, "run_id": context.run_id, "started": started, "ended": time.time(), **where_am_i()}
+    record = {
+        "step": context.op_handle.name,
+        "run_id": context.run_id,
+        "started": started,
+        "ended": time.time(),
+        **where_am_i(),
+    }
     steps = Path(os.environ["SABOT_RUN_ROOT"]) / "steps"
     steps.mkdir(parents=True, exist_ok=True)
     (steps / f"{record['step']}.{uuid.uuid4().hex}.json").write_text(json.dumps(record))  # one file per execution

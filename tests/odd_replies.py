@@ -32,7 +32,10 @@ def _message(kind: str) -> tuple[dict, str]:
     if kind == "null":
         return {"role": "assistant", "content": None}, "stop"
     if kind == "no-stop":
-        return {"role": "assistant", "content": "The the the the the the the the the the the the the the the the"}, "length"
+        return {
+            "role": "assistant",
+            "content": "The the the the the the the the the the the the the the the the",
+        }, "length"
     if kind == "bad-tool-call":
         call = {"id": "call_odd_1", "type": "function", "function": {"name": "no_such_tool", "arguments": "{not json"}}
         return {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
@@ -45,9 +48,14 @@ def _message(kind: str) -> tuple[dict, str]:
 
 def completion(kind: str, model: str, n: int) -> dict:
     message, finish = _message(kind)
-    return {"id": f"chatcmpl-odd-{n}", "object": "chat.completion", "created": 1, "model": model,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    return {
+        "id": f"chatcmpl-odd-{n}",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
 
 
 def stream_events(kind: str, model: str, n: int) -> list[bytes]:
@@ -58,9 +66,11 @@ def stream_events(kind: str, model: str, n: int) -> list[bytes]:
     if "tool_calls" in delta:
         delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(delta["tool_calls"])]
     base = {"id": f"chatcmpl-odd-{n}", "object": "chat.completion.chunk", "created": 1, "model": model}
-    chunks = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-              {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-              {**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}]
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+        {**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}},
+    ]
     return [f"data: {json.dumps(c)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
 
 
@@ -89,7 +99,11 @@ class OddReplyServer:
                 pass
 
             def do_GET(self) -> None:
-                self._send(200, "application/json", [json.dumps({"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]}).encode()])
+                self._send(
+                    200,
+                    "application/json",
+                    [json.dumps({"object": "list", "data": [{"id": MODEL_ID, "object": "model"}]}).encode()],
+                )
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))

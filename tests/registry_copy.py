@@ -25,7 +25,11 @@ def add_one_anchor_ruleset(root: Path, rescores=("public_wave2",)) -> Registry:
     anchors["version"] = "v0.2.0-x1"
     (root / "standard" / "anchors.v0.2.0-x1.json").write_text(json.dumps(anchors, indent=1))
     ruleset = json.loads((root / "rulesets" / "v0.2.0.json").read_text())
-    ruleset.update(version=NEW_RULESET, summary=f"v0.2.0 with the {task}/{op} anchor {old!r} replaced by {new!r}.", rescores=list(rescores))
+    ruleset.update(
+        version=NEW_RULESET,
+        summary=f"v0.2.0 with the {task}/{op} anchor {old!r} replaced by {new!r}.",
+        rescores=list(rescores),
+    )
     ruleset["uses"]["anchors"] = "anchors.v0.2.0-x1.json"
     (root / "rulesets" / f"{NEW_RULESET}.json").write_text(json.dumps(ruleset, indent=1))
     Registry(root).write_lock()

@@ -41,8 +41,12 @@ def hold(ledger_path: str, host: str) -> dict:
 
 def trip(endpoint: str, config: str, message: str) -> dict:
     circuit = endpoint_circuit(endpoint, config=config)
-    return {"open": circuit.trip({"kind": "endpoint_fatal", "status": 401, "endpoint": endpoint, "model": None, "message": message}),
-            "backend": type(circuit).__name__}
+    return {
+        "open": circuit.trip(
+            {"kind": "endpoint_fatal", "status": 401, "endpoint": endpoint, "model": None, "message": message}
+        ),
+        "backend": type(circuit).__name__,
+    }
 
 
 def probe(endpoint: str, config: str, open_seconds: str) -> dict:
@@ -54,7 +58,9 @@ def probe(endpoint: str, config: str, open_seconds: str) -> dict:
 
 
 def admit(endpoint: str, calls: str, requests: str, window: str, tokens: str) -> dict:
-    limiter = endpoint_limiter(endpoint, RateLimit(requests=int(requests), tokens=400_000, window_seconds=float(window)))
+    limiter = endpoint_limiter(
+        endpoint, RateLimit(requests=int(requests), tokens=400_000, window_seconds=float(window))
+    )
     _await_start()
     stamps = []
     for _ in range(int(calls)):
@@ -69,18 +75,32 @@ def call(base_url: str, key: str) -> dict:
 
     from adapters.gateway import CallPolicy, ModelGateway, Upstream
 
-    policy = CallPolicy.from_doc({"retry": {"max_attempts": 1, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.2,
-                                            "jitter_seconds": 0.0, "max_retry_after_seconds": 10, "max_total_seconds": 20,
-                                            "retry_on_status": [429]},
-                                  "call_timeout_seconds": 5, "connect_timeout_seconds": 1, "first_byte_timeout_seconds": 2,
-                                  "run_wall_limit_seconds": 60, "limits": {}})
+    policy = CallPolicy.from_doc(
+        {
+            "retry": {
+                "max_attempts": 1,
+                "initial_backoff_seconds": 0.05,
+                "max_backoff_seconds": 0.2,
+                "jitter_seconds": 0.0,
+                "max_retry_after_seconds": 10,
+                "max_total_seconds": 20,
+                "retry_on_status": [429],
+            },
+            "call_timeout_seconds": 5,
+            "connect_timeout_seconds": 1,
+            "first_byte_timeout_seconds": 2,
+            "run_wall_limit_seconds": 60,
+            "limits": {},
+        }
+    )
     upstream = Upstream(base_url, key, f"provider {base_url}", scripted=False)
     with ModelGateway(upstream, policy, "child") as gateway:
         _await_start()
         started = time.time()
         try:
             openai.OpenAI(base_url=gateway.base_url, api_key="x", max_retries=0).chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "hello"}])
+                model="m", messages=[{"role": "user", "content": "hello"}]
+            )
             status = 200
         except openai.APIStatusError as exc:
             status = exc.status_code

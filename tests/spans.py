@@ -15,5 +15,5 @@ def span_keys(span: str, ordered: list[str]) -> list[str]:
             out.append(unquote(single))
         else:
             i, j = ordered.index(unquote(first)), ordered.index(unquote(last))
-            out += ordered[i:j + 1]
+            out += ordered[i : j + 1]
     return out

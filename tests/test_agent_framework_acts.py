@@ -63,9 +63,13 @@ class Ledgers:
             self.ledgers += 1
             names = magentic.NAMES.search(last).group(1).split(", ")
             if self.ledgers in self.stall:
-                return magentic._ledger(False, "Not yet confirmed.", True, False, "The replies repeat.", names[0], "Write the artifact.")
+                return magentic._ledger(
+                    False, "Not yet confirmed.", True, False, "The replies repeat.", names[0], "Write the artifact."
+                )
             if self.never:
-                return magentic._ledger(False, "Not yet confirmed.", False, True, "Work continues.", names[0], "Write the artifact.")
+                return magentic._ledger(
+                    False, "Not yet confirmed.", False, True, "Work continues.", names[0], "Write the artifact."
+                )
         return self.policy(request)
 
 
@@ -74,7 +78,9 @@ def run_pipeline(config, responder, tmp_path, registry, flags=True, **kwargs):
     tools = TaskTools(task, recorder, Fault(), tmp_path, task.worker_role)
     with ScriptedModelServer(responder) as server:
         endpoint = scripted(server.base_url, "gpt-5.6-terra", "gpt-5.6-luna")
-        pipeline = AgentFrameworkPipeline(config, task, tools, recorder, endpoint, Fault(), Protocols.from_registry(registry), flags, **kwargs)
+        pipeline = AgentFrameworkPipeline(
+            config, task, tools, recorder, endpoint, Fault(), Protocols.from_registry(registry), flags, **kwargs
+        )
         pipeline.run()
         exchanges = list(server.exchanges)
     return recorder, exchanges, pipeline
@@ -85,13 +91,27 @@ def acts_of(recorder):
 
 
 def as_run(recorder, config, operator="O1"):
-    return recorder.record_of(run_id="r", framework="agent_framework", config=config, task=TASK, operator=operator, seed=11,
-                              injection_verified=True, task_passed=True, error=None, extra={})
+    return recorder.record_of(
+        run_id="r",
+        framework="agent_framework",
+        config=config,
+        task=TASK,
+        operator=operator,
+        seed=11,
+        injection_verified=True,
+        task_passed=True,
+        error=None,
+        extra={},
+    )
 
 
 def counted(registry, version, recorder, config, operator="O1"):
     ruleset = load_ruleset(registry, version)
-    return [a.act for a in mapping_acts(ruleset, as_run(recorder, config, operator), registry.anchors(TASK, operator), 1) if a.counted]
+    return [
+        a.act
+        for a in mapping_acts(ruleset, as_run(recorder, config, operator), registry.anchors(TASK, operator), 1)
+        if a.counted
+    ]
 
 
 def magentic_events(pipeline, kind):
@@ -103,7 +123,9 @@ def test_magentic_replan_is_read_from_the_orchestrator_event(tmp_path, registry)
     assert acts_of(recorder) == [("retry_with_reason", ORCHESTRATOR)]
     assert len(magentic_events(pipeline, "replanned")) == 1  # the framework's own event, one per act
     reason = [e for e in recorder.events if e.kind == "guardrail-event"][0].payload["reason"]
-    assert reason.startswith("stall threshold crossed {'is_request_satisfied': False, 'is_progress_being_made': False, 'is_in_loop': True}")
+    assert reason.startswith(
+        "stall threshold crossed {'is_request_satisfied': False, 'is_progress_being_made': False, 'is_in_loop': True}"
+    )
     lasts = [prompts.message_text(x["request"]["messages"][-1]) for x in exchanges]
     assert sum(magentic.AF_FACTS_UPDATE in t for t in lasts) == 1 and sum(magentic.PLAN_UPDATE in t for t in lasts) == 1
     assert tasks.passes(TASK, tmp_path)
@@ -115,24 +137,35 @@ def test_two_stalls_do_not_replan(tmp_path, registry):
     """The pinned Magentic re-plans when the stall count exceeds max_stall_count (2): the third stall."""
     recorder, _, pipeline = run_pipeline("default", Ledgers(stall=(2, 3)), tmp_path, registry)
     assert acts_of(recorder) == [] and magentic_events(pipeline, "replanned") == []
-    assert len(magentic_events(pipeline, "progress_ledger_updated")) >= 3 and len(magentic_events(pipeline, "plan_created")) == 1
+    assert (
+        len(magentic_events(pipeline, "progress_ledger_updated")) >= 3
+        and len(magentic_events(pipeline, "plan_created")) == 1
+    )
     assert tasks.passes(TASK, tmp_path)
 
 
 def test_magentic_round_limit_is_block(tmp_path, registry):
-    recorder, _, pipeline = run_pipeline("default", Ledgers(never_satisfied=True), tmp_path, registry, max_round_count=2)
+    recorder, _, pipeline = run_pipeline(
+        "default", Ledgers(never_satisfied=True), tmp_path, registry, max_round_count=2
+    )
     assert acts_of(recorder) == [("block", ORCHESTRATOR)]
     assert [e for e in recorder.events if e.kind == "guardrail-event"][0].payload["reason"] == LIMIT_MESSAGES[0]
-    assert len(magentic_events(pipeline, "progress_ledger_updated")) == 2  # no off-by-one, unlike Magentic-One's max_turns
+    assert (
+        len(magentic_events(pipeline, "progress_ledger_updated")) == 2
+    )  # no off-by-one, unlike Magentic-One's max_turns
     assert counted(registry, "v0.2.0", recorder, "default") == ["block"]
     assert not tasks.passes(TASK, tmp_path)  # the limit message is no artifact
 
 
 def test_reviewer_reject_and_revise_retry(tmp_path, registry):
     reject = 'FLAGS: source says "74.1" and "47.1"\nVERDICT: REJECT - "74.1" conflicts with "47.1"'
-    recorder, exchanges, _ = run_pipeline("guardrail", Script([good_artifact()], [reject, "FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry)
+    recorder, exchanges, _ = run_pipeline(
+        "guardrail", Script([good_artifact()], [reject, "FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry
+    )
     assert acts_of(recorder) == [("reject", REVIEWER), ("retry_with_reason", REVIEWER)]
-    worker_requests = [x["request"] for x in exchanges if "extractor" in x["request"]["messages"][0]["content"].split("\n")[0]]
+    worker_requests = [
+        x["request"] for x in exchanges if "extractor" in x["request"]["messages"][0]["content"].split("\n")[0]
+    ]
     assert len(worker_requests) == 2 and "=== REVIEWER FEEDBACK ===" in worker_requests[1]["messages"][-1]["content"]
     assert tasks.passes(TASK, tmp_path)
     assert counted(registry, "v0.2.1", recorder, "guardrail") == ["reject", "retry_with_reason"]
@@ -141,21 +174,30 @@ def test_reviewer_reject_and_revise_retry(tmp_path, registry):
 
 
 def test_guardrail_middleware_terminates_then_escalates(tmp_path, registry):
-    recorder, exchanges, _ = run_pipeline("guardrail", Script(["not the contract"], ["FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry)
+    recorder, exchanges, _ = run_pipeline(
+        "guardrail", Script(["not the contract"], ["FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry
+    )
     assert acts_of(recorder) == [("reject", GUARDRAIL), ("retry_with_reason", GUARDRAIL), ("escalate", GUARDRAIL)]
     # MiddlewareTermination ended the reviewer's runs before any model call: only the two worker calls went out
-    assert all("extractor" in x["request"]["messages"][0]["content"].split("\n")[0] for x in exchanges) and len(exchanges) == 2
+    assert (
+        all("extractor" in x["request"]["messages"][0]["content"].split("\n")[0] for x in exchanges)
+        and len(exchanges) == 2
+    )
     assert "not valid JSON" in [e for e in recorder.events if e.kind == "guardrail-event"][0].payload["reason"]
     assert not tasks.passes(TASK, tmp_path)  # nothing written
     assert counted(registry, "v0.2.0", recorder, "guardrail") == ["reject", "retry_with_reason", "escalate"]
 
 
 def test_guardrail_passes_a_contract_draft_to_the_reviewer(tmp_path, registry):
-    recorder, exchanges, _ = run_pipeline("guardrail", Script([good_artifact()], ["FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry)
+    recorder, exchanges, _ = run_pipeline(
+        "guardrail", Script([good_artifact()], ["FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry
+    )
     assert acts_of(recorder) == [] and len(exchanges) == 2 and tasks.passes(TASK, tmp_path)
 
 
-OPERATOR_CELLS = [("guardrail", op) for op in ("O1", "O2", "O3", "O4", "O5", "O6")] + [("default", op) for op in ("O1", "O4", "O5")]
+OPERATOR_CELLS = [("guardrail", op) for op in ("O1", "O2", "O3", "O4", "O5", "O6")] + [
+    ("default", op) for op in ("O1", "O4", "O5")
+]
 
 
 @pytest.fixture(scope="module")

@@ -16,16 +16,38 @@ def test_the_candidate_pins_are_locked_and_installed_beside_the_other_frameworks
         assert importlib.metadata.version(name) == version
     # the other frameworks' pins did not move to make room (openai is the shared client)
     assert importlib.metadata.version("openai") == "2.54.0"
-    for name, version in {"langchain-openai": "1.4.0", "crewai": "1.15.5", "autogen-ext": "0.7.5", "autogen-agentchat": "0.7.5"}.items():
+    for name, version in {
+        "langchain-openai": "1.4.0",
+        "crewai": "1.15.5",
+        "autogen-ext": "0.7.5",
+        "autogen-agentchat": "0.7.5",
+    }.items():
         assert importlib.metadata.version(name) == version
 
 
 def test_the_surfaces_the_rows_read_exist_at_the_pin():
     from agent_framework import AgentMiddleware, ChatMiddleware, FunctionMiddleware, MiddlewareTermination
     from agent_framework.openai import OpenAIChatCompletionClient
-    from agent_framework.orchestrations import GroupChatBuilder, MagenticBuilder, MagenticOrchestratorEventType, SequentialBuilder, StandardMagenticManager
+    from agent_framework.orchestrations import (
+        GroupChatBuilder,
+        MagenticBuilder,
+        MagenticOrchestratorEventType,
+        SequentialBuilder,
+        StandardMagenticManager,
+    )
 
     assert {e.value for e in MagenticOrchestratorEventType} == {"plan_created", "replanned", "progress_ledger_updated"}
     assert issubclass(MiddlewareTermination, Exception)
-    assert all(callable(c) for c in (AgentMiddleware, ChatMiddleware, FunctionMiddleware, OpenAIChatCompletionClient,
-                                     GroupChatBuilder, MagenticBuilder, SequentialBuilder, StandardMagenticManager))
+    assert all(
+        callable(c)
+        for c in (
+            AgentMiddleware,
+            ChatMiddleware,
+            FunctionMiddleware,
+            OpenAIChatCompletionClient,
+            GroupChatBuilder,
+            MagenticBuilder,
+            SequentialBuilder,
+            StandardMagenticManager,
+        )
+    )

@@ -18,10 +18,19 @@ from sabot_assets.wave_jobs import Slice, run_wave
 from tests.fault_provider import FaultProvider
 
 KEY = "sk-proj-AGENTFW-0c1d2e3f"
-QUICK_POLICY = {"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.2, "jitter_seconds": 0.05,
-                          "max_retry_after_seconds": 5},
-                "call_timeout_seconds": 20, "connect_timeout_seconds": 2, "first_byte_timeout_seconds": 10,
-                "breaker": {"consecutive_failures": 5, "open_seconds": 600}}
+QUICK_POLICY = {
+    "retry": {
+        "max_attempts": 2,
+        "initial_backoff_seconds": 0.05,
+        "max_backoff_seconds": 0.2,
+        "jitter_seconds": 0.05,
+        "max_retry_after_seconds": 5,
+    },
+    "call_timeout_seconds": 20,
+    "connect_timeout_seconds": 2,
+    "first_byte_timeout_seconds": 10,
+    "breaker": {"consecutive_failures": 5, "open_seconds": 600},
+}
 
 
 class Store:
@@ -54,6 +63,7 @@ def provider_env(store, monkeypatch):
         monkeypatch.setenv("SABOT_MODEL_BASE_URL", base_url)
         monkeypatch.setenv("SABOT_MODEL_API_KEY", KEY)
         monkeypatch.setenv("SABOT_CALL_POLICY", str(store.policy))
+
     return point_at
 
 
@@ -68,8 +78,12 @@ class DatedSnapshots:
 
 
 def o4_verdicts(store, config: str, task: str):
-    return dict(store.query("SELECT operator, status FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND probe = ?",
-                            f"agent_framework.{config}.{task}.s11"))
+    return dict(
+        store.query(
+            "SELECT operator, status FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND probe = ?",
+            f"agent_framework.{config}.{task}.s11",
+        )
+    )
 
 
 def test_both_rows_against_a_provider_count_spend_and_land_o4_from_dated_ids(store, provider_env, registry):
@@ -83,10 +97,15 @@ def test_both_rows_against_a_provider_count_spend_and_land_o4_from_dated_ids(sto
     assert (tally.run_errors, tally.stopped) == ({}, None) and tally.ran == 4  # two baselines, two O4 runs
     for config in ("default", "guardrail"):
         assert o4_verdicts(store, config, "T1") == {"O4": "valid"}  # landed: the dated downgrade id served a call
-        [(served,)] = store.query("SELECT record FROM runs WHERE wave = 'demo' AND operator = 'O4' AND probe = ?", f"agent_framework.{config}.T1.s11")
+        [(served,)] = store.query(
+            "SELECT record FROM runs WHERE wave = 'demo' AND operator = 'O4' AND probe = ?",
+            f"agent_framework.{config}.T1.s11",
+        )
         assert f"{downgrade}-2026-07-01" in parse_runresult(json.loads(served), "stored O4 run").served_model_ids()
-    [(paid, spent, endpoints)] = store.query("SELECT count(*) FILTER (status = 200), SUM(cost_usd), list(DISTINCT endpoint) FROM model_calls "
-                                             "WHERE wave = 'demo' AND probe LIKE 'agent_framework.%'")
+    [(paid, spent, endpoints)] = store.query(
+        "SELECT count(*) FILTER (status = 200), SUM(cost_usd), list(DISTINCT endpoint) FROM model_calls "
+        "WHERE wave = 'demo' AND probe LIKE 'agent_framework.%'"
+    )
     assert paid == answered > 0 and spent > 0 and endpoints == [f"provider {base_url}"]
 
 

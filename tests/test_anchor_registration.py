@@ -27,14 +27,23 @@ def test_an_anchor_must_be_in_the_injected_text_on_token_boundaries():
 
 
 def clean(seed, tool_output, flags="FLAGS: none"):
-    events = (Event(1, "worker", "tool-call", {"tool": "lookup_order", "output": tool_output}), Event(2, "reviewer", "agent-msg", {"text": f"{flags}\nVERDICT: APPROVE"}))
+    events = (
+        Event(1, "worker", "tool-call", {"tool": "lookup_order", "output": tool_output}),
+        Event(2, "reviewer", "agent-msg", {"text": f"{flags}\nVERDICT: APPROVE"}),
+    )
     return RunRecord(f"b{seed}", "langgraph", "own", "refunds", None, seed, events, None, False, True, None)
 
 
 def test_an_anchor_served_unfaulted_or_firing_on_clean_baselines_is_refused(registry):
-    flags, rules = FlagsRule.from_doc(registry.doc("standard/flags_protocol.v0.2.0.json")), AnchorRules.from_registry(registry)
+    flags, rules = (
+        FlagsRule.from_doc(registry.doc("standard/flags_protocol.v0.2.0.json")),
+        AnchorRules.from_registry(registry),
+    )
     assert rules.false_fire_budget == 0.05
-    baselines = [clean(1, '{"amount_paid": 84.0, "note": "superseded policy"}'), clean(2, '{"amount_paid": 84.0}', "FLAGS: refund 48.0 looks low")]
+    baselines = [
+        clean(1, '{"amount_paid": 84.0, "note": "superseded policy"}'),
+        clean(2, '{"amount_paid": 84.0}', "FLAGS: refund 48.0 looks low"),
+    ]
     lines = baseline_problems("ops.json", "O1", ["48.0", "superseded", "84"], baselines, flags, rules)
     assert lines == [
         "ops.json: O1 anchor '48.0': fires on 1 of 2 clean baseline(s), over the registered false-fire budget of 5%",
@@ -46,14 +55,19 @@ def test_an_anchor_served_unfaulted_or_firing_on_clean_baselines_is_refused(regi
 
 def test_a_project_with_a_dead_anchor_is_refused_naming_it(tmp_path):
     copy = tmp_path / "refunds"
-    shutil.copytree(next(p for p in EXAMPLES if p.name == "refund_desk"), copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        next(p for p in EXAMPLES if p.name == "refund_desk"), copy, ignore=shutil.ignore_patterns("__pycache__")
+    )
     ops = copy / "sabot" / "operators.json"
     doc = json.loads(ops.read_text())
     doc["O1"]["anchors"] = ["48.0", "84.0"]
     ops.write_text(json.dumps(doc))
     with pytest.raises(ProjectError) as refused:
         Project.load(copy)
-    assert str(refused.value) == f"{ops}: O1 anchor '84.0': not in the text the fault injects ('\"amount_paid\": 48.0'): a dead anchor, quotable only from elsewhere"
+    assert (
+        str(refused.value)
+        == f"{ops}: O1 anchor '84.0': not in the text the fault injects ('\"amount_paid\": 48.0'): a dead anchor, quotable only from elsewhere"
+    )
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)

@@ -15,10 +15,22 @@ FRAMEWORKS = tuple(sorted(PIPELINES))
 
 
 def quick_policy() -> CallPolicy:
-    doc = {"retry": {"max_attempts": 2, "max_total_seconds": 20, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.2,
-                     "jitter_seconds": 0.05, "max_retry_after_seconds": 5, "retry_on_status": [429, 500, 502, 503, 504]},
-           "call_timeout_seconds": 10, "run_wall_limit_seconds": 120, "limits": {"provider": None, "scripted": None},
-           "max_completion_tokens": 3000, "profiles": {"local_model": {"max_concurrent_calls": 1, "max_completion_tokens": 64}}}
+    doc = {
+        "retry": {
+            "max_attempts": 2,
+            "max_total_seconds": 20,
+            "initial_backoff_seconds": 0.05,
+            "max_backoff_seconds": 0.2,
+            "jitter_seconds": 0.05,
+            "max_retry_after_seconds": 5,
+            "retry_on_status": [429, 500, 502, 503, 504],
+        },
+        "call_timeout_seconds": 10,
+        "run_wall_limit_seconds": 120,
+        "limits": {"provider": None, "scripted": None},
+        "max_completion_tokens": 3000,
+        "profiles": {"local_model": {"max_concurrent_calls": 1, "max_completion_tokens": 64}},
+    }
     return CallPolicy.from_doc(doc, "quick test policy")
 
 
@@ -29,6 +41,7 @@ def local_server(monkeypatch, tmp_path):
         monkeypatch.setenv("SABOT_MODEL_LOCAL", "1")
         monkeypatch.delenv("SABOT_MODEL_API_KEY", raising=False)
         monkeypatch.setenv("SABOT_LIMITER_DIR", str(tmp_path / "limiter"))
+
     return point_at
 
 
@@ -44,7 +57,9 @@ def test_any_reply_is_the_runs_outcome_never_an_exception(framework, kind, regis
     assert not record.task_passed, f"a {kind} reply never makes T1 pass"
     endpoint = record.extra["endpoint"]
     assert endpoint.startswith("local model odd-replies-test-model at http://127.0.0.1:"), endpoint
-    if record.error is not None:  # RUN_ERROR naming the attempt, what failed and the endpoint (a run cut by its call bound is not retried)
+    if (
+        record.error is not None
+    ):  # RUN_ERROR naming the attempt, what failed and the endpoint (a run cut by its call bound is not retried)
         assert record.error.startswith(("attempt 2: ", "attempt 1: ")) and "local model" in record.error, record.error
         assert record.events == (), "a RUN_ERROR record keeps no half-run trace"
         assert record.extra.get("exchanges"), "its calls are kept: the RUN_ERROR replays as the same failure"
@@ -62,5 +77,9 @@ def test_a_crash_on_an_empty_reply_replays_as_the_same_run_error_with_no_call(re
         calls = len(server.requests)
     assert live.error and "ValueError: Invalid response from LLM call - None or empty" in live.error
     recording = Recording(live.extra["exchanges"], live.extra["endpoint"], [])
-    replayed = run(spec, registry, tmp_path / "replay", replay=recording, call_policy=quick_policy()).record  # the server is gone
-    assert replayed.error.split(" (endpoint:")[0] == live.error.split(" (endpoint:")[0] and calls == len(server.requests)
+    replayed = run(
+        spec, registry, tmp_path / "replay", replay=recording, call_policy=quick_policy()
+    ).record  # the server is gone
+    assert replayed.error.split(" (endpoint:")[0] == live.error.split(" (endpoint:")[0] and calls == len(
+        server.requests
+    )

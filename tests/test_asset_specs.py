@@ -21,7 +21,9 @@ def describe(spec) -> dict:
         "group": spec.group_name,
         "code_version": spec.code_version,
         "deps": sorted("/".join(d.asset_key.path) for d in spec.deps),
-        "partitions": None if partitions is None else f"{type(partitions).__name__}({len(partitions.get_partition_keys())})",
+        "partitions": None
+        if partitions is None
+        else f"{type(partitions).__name__}({len(partitions.get_partition_keys())})",
         "automated": spec.automation_condition is not None,
         "tags": {k: v for k, v in sorted(spec.tags.items()) if not k.startswith("dagster/kind")},
     }

@@ -57,7 +57,12 @@ class Ledgers:
     with no progress, and that no ledger is satisfied when `never_satisfied`."""
 
     def __init__(self, stall=(), never_satisfied=False):
-        self.policy, self.stall, self.never, self.ledgers = ScriptedPolicy("autogen-acts"), set(stall), never_satisfied, 0
+        self.policy, self.stall, self.never, self.ledgers = (
+            ScriptedPolicy("autogen-acts"),
+            set(stall),
+            never_satisfied,
+            0,
+        )
 
     def __call__(self, request):
         last = prompts.message_text(request["messages"][-1])
@@ -65,9 +70,13 @@ class Ledgers:
             self.ledgers += 1
             names = magentic.NAMES.search(last).group(1).split(", ")
             if self.ledgers in self.stall:
-                return magentic._ledger(False, "Not yet confirmed.", True, False, "The replies repeat.", names[0], "Write the artifact.")
+                return magentic._ledger(
+                    False, "Not yet confirmed.", True, False, "The replies repeat.", names[0], "Write the artifact."
+                )
             if self.never:
-                return magentic._ledger(False, "Not yet confirmed.", False, True, "Work continues.", names[0], "Write the artifact.")
+                return magentic._ledger(
+                    False, "Not yet confirmed.", False, True, "Work continues.", names[0], "Write the artifact."
+                )
         return self.policy(request)
 
 
@@ -76,7 +85,9 @@ def run_pipeline(config, responder, tmp_path, registry, flags=True, **kwargs):
     tools = TaskTools(task, recorder, Fault(), tmp_path, task.worker_role)
     with ScriptedModelServer(responder) as server:
         endpoint = scripted(server.base_url, "gpt-5.6-terra", "gpt-5.6-luna")
-        AutoGenPipeline(config, task, tools, recorder, endpoint, Fault(), Protocols.from_registry(registry), flags, **kwargs).run()
+        AutoGenPipeline(
+            config, task, tools, recorder, endpoint, Fault(), Protocols.from_registry(registry), flags, **kwargs
+        ).run()
         exchanges = list(server.exchanges)
     return recorder, exchanges
 
@@ -86,45 +97,76 @@ def acts_of(recorder):
 
 
 def as_run(recorder, config, operator="O1"):
-    return recorder.record_of(run_id="r", framework="autogen", config=config, task=TASK, operator=operator, seed=11,
-                              injection_verified=True, task_passed=True, error=None, extra={})
+    return recorder.record_of(
+        run_id="r",
+        framework="autogen",
+        config=config,
+        task=TASK,
+        operator=operator,
+        seed=11,
+        injection_verified=True,
+        task_passed=True,
+        error=None,
+        extra={},
+    )
 
 
 def counted(registry, version, recorder, config, operator="O1"):
     ruleset = load_ruleset(registry, version)
-    return [a.act for a in mapping_acts(ruleset, as_run(recorder, config, operator), registry.anchors(TASK, operator), 1) if a.counted]
+    return [
+        a.act
+        for a in mapping_acts(ruleset, as_run(recorder, config, operator), registry.anchors(TASK, operator), 1)
+        if a.counted
+    ]
 
 
 @pytest.fixture
 def loggers_restored():
     names = (autogen_agentchat.TRACE_LOGGER_NAME, autogen_core.EVENT_LOGGER_NAME)
-    before = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).level, logging.getLogger(n).propagate) for n in names}
+    before = {
+        n: (list(logging.getLogger(n).handlers), logging.getLogger(n).level, logging.getLogger(n).propagate)
+        for n in names
+    }
     yield
-    after = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).level, logging.getLogger(n).propagate) for n in names}
+    after = {
+        n: (list(logging.getLogger(n).handlers), logging.getLogger(n).level, logging.getLogger(n).propagate)
+        for n in names
+    }
     assert after == before  # no handler, level or propagation leaks into the next run
 
 
 def test_critic_reject_and_revise_retry(tmp_path, registry, loggers_restored):
     reject = 'FLAGS: source says "74.1" and "47.1"\nVERDICT: REJECT - "74.1" conflicts with "47.1"'
-    recorder, exchanges = run_pipeline("default", Script([good_artifact()], [reject, "FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry)
+    recorder, exchanges = run_pipeline(
+        "default", Script([good_artifact()], [reject, "FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry
+    )
     assert acts_of(recorder) == [("reject", "critic"), ("retry_with_reason", "critic")]
     retry = [e for e in recorder.events if e.payload.get("act") == "retry_with_reason"][0]
     assert retry.payload["reason"] == '"74.1" conflicts with "47.1"'
     # the revise re-dispatch really carried the reason to the worker (through AutoGen's own request)
-    worker_requests = [x["request"] for x in exchanges if "extractor" in x["request"]["messages"][0]["content"].split("\n")[0]]
+    worker_requests = [
+        x["request"] for x in exchanges if "extractor" in x["request"]["messages"][0]["content"].split("\n")[0]
+    ]
     assert len(worker_requests) == 2 and "=== REVIEWER FEEDBACK ===" in worker_requests[1]["messages"][-1]["content"]
     assert tasks.passes(TASK, tmp_path)
     assert counted(registry, "v0.2.0", recorder, "default") == ["reject", "retry_with_reason"]
-    assert counted(registry, "v0.2.1", recorder, "default") == ["reject", "retry_with_reason"]  # the reason quotes the anomaly
+    assert counted(registry, "v0.2.1", recorder, "default") == [
+        "reject",
+        "retry_with_reason",
+    ]  # the reason quotes the anomaly
     ruleset = load_ruleset(registry, "v0.2.0")
-    assert any(line.anchors for line in flag_lines(ruleset, as_run(recorder, "default"), registry.anchors(TASK, "O1"), 1))
+    assert any(
+        line.anchors for line in flag_lines(ruleset, as_run(recorder, "default"), registry.anchors(TASK, "O1"), 1)
+    )
     msgs = [e for e in recorder.events if e.kind == "agent-msg"]
     assert len(msgs) == 4 and all(m.payload["model_id"] == "gpt-5.6-terra" for m in msgs)
     assert all("temperature" not in x["request"] for x in exchanges)
 
 
 def test_critic_approve_records_no_act(tmp_path, registry):
-    recorder, _ = run_pipeline("default", Script([good_artifact()], ["FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry)
+    recorder, _ = run_pipeline(
+        "default", Script([good_artifact()], ["FLAGS: none\nVERDICT: APPROVE"]), tmp_path, registry
+    )
     assert acts_of(recorder) == []
 
 
@@ -133,7 +175,9 @@ def test_magentic_replan_from_trace_logger(tmp_path, registry, loggers_restored)
     recorder, exchanges = run_pipeline("guardrail", responder, tmp_path, registry)
     assert acts_of(recorder) == [("retry_with_reason", ORCHESTRATOR)]
     replan = [e for e in recorder.events if e.kind == "guardrail-event"][0]
-    assert replan.payload["reason"].startswith("stall threshold crossed {'is_request_satisfied': False, 'is_progress_being_made': False, 'is_in_loop': True}")
+    assert replan.payload["reason"].startswith(
+        "stall threshold crossed {'is_request_satisfied': False, 'is_progress_being_made': False, 'is_in_loop': True}"
+    )
     # the re-plan really happened in the framework: the facts-update and plan-update requests follow it
     lasts = [prompts.message_text(x["request"]["messages"][-1]) for x in exchanges]
     assert sum(magentic.FACTS_UPDATE in t for t in lasts) == 1 and sum(magentic.PLAN_UPDATE in t for t in lasts) == 1
@@ -152,7 +196,11 @@ def test_magentic_without_stalls_records_no_replan(tmp_path, registry):
     recorder, _ = run_pipeline("guardrail", Ledgers(stall=(2, 3)), tmp_path, registry)  # two stalls < max_stalls
     assert acts_of(recorder) == []
     verdicts = [e.payload for e in recorder.events if e.kind == "verdict"]
-    assert len(verdicts) == 1 and set(verdicts[0]) == {"stop_reason"} and verdicts[0]["stop_reason"] != "Max rounds reached."
+    assert (
+        len(verdicts) == 1
+        and set(verdicts[0]) == {"stop_reason"}
+        and verdicts[0]["stop_reason"] != "Max rounds reached."
+    )
     assert counted(registry, "v0.2.0", recorder, "guardrail") == []  # a satisfied run's free-text reason is no block
 
 
@@ -160,7 +208,9 @@ def test_magentic_max_rounds_is_block(tmp_path, registry, loggers_restored):
     recorder, exchanges = run_pipeline("guardrail", Ledgers(never_satisfied=True), tmp_path, registry, max_turns=2)
     verdicts = [e.payload for e in recorder.events if e.kind == "verdict"]
     assert verdicts == [{"stop_reason": "Max rounds reached."}]
-    assert sum(magentic.LEDGER in prompts.message_text(x["request"]["messages"][-1]) for x in exchanges) == 3  # 0.7.5's off-by-one
+    assert (
+        sum(magentic.LEDGER in prompts.message_text(x["request"]["messages"][-1]) for x in exchanges) == 3
+    )  # 0.7.5's off-by-one
     assert acts_of(recorder) == []  # no block guardrail-event: the scorer derives block from the verdict event
     assert counted(registry, "v0.2.0", recorder, "guardrail") == ["block"]
 
@@ -173,7 +223,9 @@ def test_flags_head_in_contract_only_in_wave2(tmp_path, registry):
     assert tasks.passes(TASK, tmp_path / "w2") and tasks.passes(TASK, tmp_path / "w1")  # the FLAGS head is stripped
 
 
-OPERATOR_CELLS = [("default", op) for op in ("O1", "O2", "O3", "O4", "O5", "O6")] + [("guardrail", op) for op in ("O1", "O4", "O5")]
+OPERATOR_CELLS = [("default", op) for op in ("O1", "O2", "O3", "O4", "O5", "O6")] + [
+    ("guardrail", op) for op in ("O1", "O4", "O5")
+]
 
 
 @pytest.fixture
@@ -231,9 +283,15 @@ def test_scripted_orchestrator_shapes_and_seeded_stall_noise():
 
     task = tasks.served(TASK)
     worker = prompts.worker_messages(task, task.documents["source"], task.documents["context"], None)
-    assert magentic.respond({"messages": worker}, ScriptedPolicy("k"), random.Random(1)) is None  # the worker's own call
-    ledger_prompt = f"{task.output_contract['text']}\nWho should speak next? (select from: extractor)\n{magentic.LEDGER}"
-    reply = magentic.respond({"messages": [{"role": "user", "content": ledger_prompt}]}, ScriptedPolicy("k"), random.Random(1))
+    assert (
+        magentic.respond({"messages": worker}, ScriptedPolicy("k"), random.Random(1)) is None
+    )  # the worker's own call
+    ledger_prompt = (
+        f"{task.output_contract['text']}\nWho should speak next? (select from: extractor)\n{magentic.LEDGER}"
+    )
+    reply = magentic.respond(
+        {"messages": [{"role": "user", "content": ledger_prompt}]}, ScriptedPolicy("k"), random.Random(1)
+    )
     entry = LedgerEntry.model_validate(json.loads(reply.content))
     assert entry.next_speaker.answer == "extractor" and not entry.is_request_satisfied.answer
     share = sum(magentic.stalling_run(ScriptedPolicy(f"cell-{i}")) for i in range(400)) / 400

@@ -61,7 +61,11 @@ def damage(env, rel, edit):
     ("rel", "edit", "message"),
     [
         (RUN, lambda t: t[:-40], "not valid JSON"),
-        (RUN, lambda t: json.dumps({k: v for k, v in json.loads(t).items() if k != "task_passed"}), "missing field(s) task_passed"),
+        (
+            RUN,
+            lambda t: json.dumps({k: v for k, v in json.loads(t).items() if k != "task_passed"}),
+            "missing field(s) task_passed",
+        ),
         (RUN, lambda t: t.replace('"seq": 3', '"seq": "three"', 1), "trace.events[2].seq: expected int"),
         (RUN, lambda t: t.replace('"seed": 11', '"seed": 12', 1), "trace.seed is 12 but the path says 11"),
     ],
@@ -84,7 +88,10 @@ def test_an_unknown_operator_directory_is_named(env):
 
 
 def test_an_unregistered_wave_lists_the_registered_ones(env):
-    with pytest.raises(RegistryError, match="unknown wave .wave9.; registered waves: candidate_agent_framework, demo, public_wave1, public_wave2, wave1, wave2"):
+    with pytest.raises(
+        RegistryError,
+        match="unknown wave .wave9.; registered waves: candidate_agent_framework, demo, public_wave1, public_wave2, wave1, wave2",
+    ):
         import_corpus(env["registry"], env["defs"], env["instance"], env["store"], env["bad"], "wave9")
 
 
@@ -92,7 +99,11 @@ def test_the_cli_prints_one_clear_line_and_exits_1(env, tmp_path):
     damage(env, RUN, lambda t: t[:-40])
     proc = subprocess.run(
         [sys.executable, "-m", "sabot_assets.cli", "corpus", "import", str(env["bad"]), "--wave", WAVE],
-        cwd=PROJECT, capture_output=True, text=True, env={**os.environ, "SABOT_VAR": str(tmp_path / "var")}, timeout=120,
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SABOT_VAR": str(tmp_path / "var")},
+        timeout=120,
     )
     assert proc.returncode == 1
     assert f"Error: {RUN}: not valid JSON" in proc.stderr
@@ -100,6 +111,7 @@ def test_the_cli_prints_one_clear_line_and_exits_1(env, tmp_path):
 
 
 # -- bounded, transactional import: each refusal names the file, and no row of the store moves -------
+
 
 def row_counts(store_path) -> dict[str, int]:
     with connect(store_path, read_only=True) as con:
@@ -140,15 +152,19 @@ def test_two_files_for_one_cell_are_refused_naming_both(env):
 def test_a_lone_surrogate_is_refused_naming_the_file_and_the_field(env):
     doc = json.loads((env["bad"] / RUN).read_text())
     index = next(i for i, e in enumerate(doc["trace"]["events"]) if isinstance(e["payload"].get("text"), str))
-    doc["trace"]["events"][index]["payload"]["text"] = "reviewed: fine \ud800"  # json.dumps writes it as the escape \ud800
+    doc["trace"]["events"][index]["payload"]["text"] = (
+        "reviewed: fine \ud800"  # json.dumps writes it as the escape \ud800
+    )
     (env["bad"] / RUN).write_text(json.dumps(doc))
     message = refused(env, "a lone surrogate")
-    assert message.startswith(f"{RUN}: trace.events[{index}].payload.text: a lone surrogate ('\\ud800') at character 15")
+    assert message.startswith(
+        f"{RUN}: trace.events[{index}].payload.text: a lone surrogate ('\\ud800') at character 15"
+    )
 
 
 def test_a_surrogate_pair_is_text_and_imports(env):
     doc = json.loads((env["bad"] / RUN).read_text())
-    doc["trace"]["events"][0]["payload"]["note"] = "\U0001F600"  # written as the pair \ud83d\ude00
+    doc["trace"]["events"][0]["payload"]["note"] = "\U0001f600"  # written as the pair \ud83d\ude00
     (env["bad"] / RUN).write_text(json.dumps(doc))
     assert "\\ud83d\\ude00" in (env["bad"] / RUN).read_text()
     import_bad(env, replace=True)  # another directory under the same wave: a re-import replaces explicitly
@@ -158,7 +174,8 @@ def test_a_file_over_the_registered_cap_is_refused_before_it_is_read(env):
     with open(env["bad"] / RUN, "r+b") as f:
         f.truncate(65 * 2**20)  # sparse: 65 MB as the file system reports it, no disk used
     assert refused(env, "over the registered cap").startswith(
-        f"{RUN}: 65.0 MB, over the registered cap of 64 MB for one corpus file (standard/corpus_import.v1.json)")
+        f"{RUN}: 65.0 MB, over the registered cap of 64 MB for one corpus file (standard/corpus_import.v1.json)"
+    )
 
 
 KILLED_LANDING = """
@@ -185,8 +202,13 @@ def test_an_import_killed_while_landing_leaves_the_store_as_it_was(env):
     before = row_counts(env["store"]), stored_state(env["store"])
     verdict = env["bad"] / BLOCK / "O2" / "seed12" / "judgeverdict.json"
     verdict.write_text(json.dumps({**json.loads(verdict.read_text()), "note": "a corpus unlike the stored one"}))
-    child = subprocess.Popen([sys.executable, "-c", KILLED_LANDING, str(env["bad"]), str(env["store"]), WAVE], cwd=PROJECT,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_LANDING, str(env["bad"]), str(env["store"]), WAVE],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     fifo = child.stdout.readline().strip()
     assert fifo, child.stderr.read()
     deadline = time.monotonic() + 60

@@ -8,7 +8,19 @@ from sabot.trace import Event, RunRecord
 
 
 def clean(task, seed, text="FLAGS: none\nVERDICT: APPROVE"):
-    return RunRecord(f"{task}-{seed}", "autogen", "guardrail", task, None, seed, (Event(1, "critic", "agent-msg", {"text": text}),), None, False, True, None)
+    return RunRecord(
+        f"{task}-{seed}",
+        "autogen",
+        "guardrail",
+        task,
+        None,
+        seed,
+        (Event(1, "critic", "agent-msg", {"text": text}),),
+        None,
+        False,
+        True,
+        None,
+    )
 
 
 def test_the_label_prints_each_tasks_own_denominator(registry):
@@ -17,9 +29,12 @@ def test_the_label_prints_each_tasks_own_denominator(registry):
     baselines = [clean("T3", s) for s in (11, 14)] + [clean("T4", s) for s in (11, 12, 13, 14, 15)]
     operators = ("O1", "O2", "O3", "O4", "O5", "O6")
     rates = base_rates(floor, baselines, operators)
-    board = {"tables": {"framework_config": []}, "baselines_scanned": len(baselines),
-             "base_rates": {"anchor": {op: list(rates.rate("anchor", "operator", op)) for op in operators}},
-             "base_rates_by_task": {"anchor": {t: list(rates.rate("anchor", "task", t)) for t in ("T3", "T4")}}}
+    board = {
+        "tables": {"framework_config": []},
+        "baselines_scanned": len(baselines),
+        "base_rates": {"anchor": {op: list(rates.rate("anchor", "operator", op)) for op in operators}},
+        "base_rates_by_task": {"anchor": {t: list(rates.rate("anchor", "task", t)) for t in ("T3", "T4")}},
+    }
     label = board_labels(board)["base_rate_denominator"]
     assert board["base_rates_by_task"]["anchor"] == {"T3": [0, 12], "T4": [0, 30]}
     assert "per task (its baselines x 6 anchor sets) T3 12, T4 30" in label

@@ -13,21 +13,46 @@ def _calls(rows: list[tuple]) -> pd.DataFrame:
     """(probe, record hash, endpoint, prompt, completion, cost) -> model_calls rows."""
     out = []
     for n, (probe, sha, endpoint, prompt, completion, cost) in enumerate(rows):
-        out.append({"wave": "w", "operator": "O1", "probe": probe, "run_id": sha, "record_sha256": sha, "attempt": 1, "n": n,
-                    "model": "gpt-5.6-terra", "status": 200, "upstream_attempts": 1, "prompt_tokens": prompt,
-                    "completion_tokens": completion, "cached_tokens": 0, "reasoning_tokens": 0, "usage_reported": True,
-                    "cost_usd": cost, "price_table": "p", "endpoint": endpoint})
+        out.append(
+            {
+                "wave": "w",
+                "operator": "O1",
+                "probe": probe,
+                "run_id": sha,
+                "record_sha256": sha,
+                "attempt": 1,
+                "n": n,
+                "model": "gpt-5.6-terra",
+                "status": 200,
+                "upstream_attempts": 1,
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "cached_tokens": 0,
+                "reasoning_tokens": 0,
+                "usage_reported": True,
+                "cost_usd": cost,
+                "price_table": "p",
+                "endpoint": endpoint,
+            }
+        )
     return pd.DataFrame(out, columns=CALL_COLUMNS).astype({"status": "Int64", "n": "Int64", "cost_usd": "Float64"})
 
 
 def test_rates_and_spend_come_from_the_stored_calls_per_kind_of_endpoint(tmp_path):
     provider, sim = "provider https://api.example/v1", "simulation (scripted model on 127.0.0.1)"
     with connect(tmp_path / "s.duckdb") as con:
-        insert(con, "model_calls", _calls([
-            ("langgraph.default.T1.11", "a", provider, 1000, 100, 0.10), ("langgraph.default.T1.11", "a", provider, 1000, 100, 0.10),
-            ("langgraph.default.T1.12", "b", provider, 1000, 100, 0.10),  # two runs, three calls
-            ("crewai.guardrail.T1.11", "c", sim, 500, 50, 9.0),  # simulated usage: never a provider's spend
-        ]))
+        insert(
+            con,
+            "model_calls",
+            _calls(
+                [
+                    ("langgraph.default.T1.11", "a", provider, 1000, 100, 0.10),
+                    ("langgraph.default.T1.11", "a", provider, 1000, 100, 0.10),
+                    ("langgraph.default.T1.12", "b", provider, 1000, 100, 0.10),  # two runs, three calls
+                    ("crewai.guardrail.T1.11", "c", sim, 500, 50, 9.0),  # simulated usage: never a provider's spend
+                ]
+            ),
+        )
         known = rates_of(con, simulated=False)
         assert set(known) == {"langgraph"}
         assert known["langgraph"].runs == 2 and known["langgraph"].calls == 1.5
@@ -65,7 +90,10 @@ def test_a_wave_of_three_seeds_or_fewer_can_only_cut_cells():
 
 def test_a_framework_without_recorded_runs_is_a_pilot_named_in_the_projection():
     known = {"crewai": Rate(runs=1, calls=3.0, tokens=9000, cost=1.0)}
-    specs = [RunSpec("w", 2, "autogen", "default", "T1", None, 11), RunSpec("w", 2, "crewai", "default", "T1", None, 11)]
+    specs = [
+        RunSpec("w", 2, "autogen", "default", "T1", None, 11),
+        RunSpec("w", 2, "crewai", "default", "T1", None, 11),
+    ]
     projection = check_projection(specs, known, budget=10.0, seeds=(11,))
     assert projection.unknown == ("autogen",) and projection.cost == pytest.approx(1.0)
 
@@ -100,13 +128,16 @@ def test_the_seed_cut_is_a_slice_the_wave_can_run(registry):
     assert {probe.seed for _, probe in chosen.slots()} == {11, 12, 14}
     assert len(chosen.slots()) == 3 * (1 + 3)
     block = Block("langgraph", "default", "T1", "T1", chosen.operators, chosen.seeds)
-    assert block.probe_ranges(wave) == [("langgraph.default.T1.s11", "langgraph.default.T1.s12"), ("langgraph.default.T1.s14",) * 2]
+    assert block.probe_ranges(wave) == [
+        ("langgraph.default.T1.s11", "langgraph.default.T1.s12"),
+        ("langgraph.default.T1.s14",) * 2,
+    ]
     covered = set()
     operators = list(wave.operators)
     for start, end in block.cell_ranges(wave):
         first, last = Cell.parse(start), Cell.parse(end)
-        for op in operators[operators.index(first.operator):operators.index(last.operator) + 1]:
-            for seed in wave.seeds[wave.seeds.index(first.probe.seed):wave.seeds.index(last.probe.seed) + 1]:
+        for op in operators[operators.index(first.operator) : operators.index(last.operator) + 1]:
+            for seed in wave.seeds[wave.seeds.index(first.probe.seed) : wave.seeds.index(last.probe.seed) + 1]:
                 covered.add((op, seed))
     assert covered == {(op, seed) for op in ("O1", "O3", "O4") for seed in (11, 12, 14)}
     with pytest.raises(Exception, match="has no seed"):
@@ -119,8 +150,12 @@ def test_breakers_on_one_ledger_share_the_ceiling_and_margin(tmp_path):
     from sabot.store.ledger import SpendLedger
 
     spec = lambda s: RunSpec("w", 2, "langgraph", "default", "T1", "O1", s)  # noqa: E731
-    first, second = (LedgerBreaker(SpendLedger(tmp_path / "store.spend.sqlite", "host"), "provider", 1.5, 2.0, {"langgraph": 0.3}, 5.0)
-                     for _ in range(2))
+    first, second = (
+        LedgerBreaker(
+            SpendLedger(tmp_path / "store.spend.sqlite", "host"), "provider", 1.5, 2.0, {"langgraph": 0.3}, 5.0
+        )
+        for _ in range(2)
+    )
     assert first.may_launch(spec(1)) and first.may_launch(spec(2))  # (0.3 + 0.3) x 2 = 1.2
     assert not second.may_launch(spec(3))  # (0.3 x 3) x 2 = 1.8 would pass the 1.5 ceiling
     assert second.may_fit_later(spec(3))  # once the runs in flight settle below their reservations
@@ -148,7 +183,11 @@ def test_a_runs_bound_lets_no_call_through_past_its_calls_or_its_worst_case(regi
 
     margin, prices = Margin.from_registry(registry), PriceTable.from_registry(registry)
     bound = margin.run_bound(prices)
-    assert bound.limit_usd == pytest.approx(margin.pilot_worst_case(prices)) == pytest.approx(bound.per_call_usd * margin.max_calls)
+    assert (
+        bound.limit_usd
+        == pytest.approx(margin.pilot_worst_case(prices))
+        == pytest.approx(bound.per_call_usd * margin.max_calls)
+    )
     small = {"prompt_tokens": 100, "completion_tokens": 10}
     for _ in range(margin.max_calls):  # calls within the token bounds: exactly max_calls go through
         held, why = bound.admit()
@@ -195,4 +234,7 @@ def test_a_growing_conversation_is_priced_by_its_size_before_each_call_is_sent(r
         tokens, sent = tokens * 2, sent + 1
     assert sent == 5 and bound.paid <= bound.limit_usd
     assert bound.paid + bound.dearest <= bound.limit_usd  # the dearest call paid would have let the next one through
-    assert prices.cost("gpt-5.6-terra", {"prompt_tokens": 2 * tokens, "completion_tokens": 1_000}) + bound.paid > bound.limit_usd
+    assert (
+        prices.cost("gpt-5.6-terra", {"prompt_tokens": 2 * tokens, "completion_tokens": 1_000}) + bound.paid
+        > bound.limit_usd
+    )

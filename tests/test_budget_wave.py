@@ -15,9 +15,18 @@ SLICE = ["demo", "--framework", "langgraph", "--config", "default", "--task", "T
 
 
 def _sabot(var: Path, *args, **extra) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
-    return subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", *args], env={**env, "SABOT_VAR": str(var), **extra},
-                          capture_output=True, text=True, timeout=600)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")
+    }
+    return subprocess.run(
+        [str(PROJECT / ".venv/bin/sabot"), "wave", "run", *args],
+        env={**env, "SABOT_VAR": str(var), **extra},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _attempts(var: Path, wave: str) -> list[Path]:
@@ -42,7 +51,13 @@ def _fault_run_status(var: Path) -> dict:
         with dg.DagsterInstance.get() as instance:
             keys = [k for k in partitions.get_partition_keys() if k.endswith("|langgraph.default.T1.s11")]
             assert len(keys) == 6
-            return {k: v for k, v in instance.get_status_by_partition(dg.AssetKey(["demo", "fault_runs"]), keys, partitions).items() if v is not None}
+            return {
+                k: v
+                for k, v in instance.get_status_by_partition(
+                    dg.AssetKey(["demo", "fault_runs"]), keys, partitions
+                ).items()
+                if v is not None
+            }
     finally:
         for k, v in old.items():
             os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
@@ -74,7 +89,9 @@ def test_a_pilot_whose_budget_cannot_pay_one_run_is_refused_then_runs_in_full(va
 def test_a_projection_over_budget_is_refused_before_any_model_call(var):
     """The demo runs above recorded what a LangGraph run costs; wave 1's row has 5 seeds."""
     calls = _calls(var)
-    refused = _sabot(var, "wave1", "--framework", "langgraph", "--config", "default", "--task", "T1", "--budget", "0.01")
+    refused = _sabot(
+        var, "wave1", "--framework", "langgraph", "--config", "default", "--task", "T1", "--budget", "0.01"
+    )
     assert refused.returncode == 1
     assert "projected spend $" in refused.stderr and "exceeds the budget of $0.0100" in refused.stderr
     assert "cut seeds 5 -> 3 (seeds 11, 12, 13) before any cell is cut: projected $" in refused.stderr
@@ -88,10 +105,27 @@ def test_a_provider_wave_is_never_labelled_simulation_even_when_every_run_failed
 
     quick = tmp_path / "quick_call_policy.json"  # a dead endpoint fails fast
     # RUN_ERROR cells are the subject here, not the endpoint breaker (tests/test_provider_faults.py): kept closed
-    quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05},
-                                 "breaker": {"consecutive_failures": 1000}}))
-    out = _sabot(tmp_path, *SLICE, "--operator", "O1", "--budget", "7", "--json", str(tmp_path / "board.json"),
-                 SABOT_MODEL_BASE_URL="http://127.0.0.1:3598/v1", SABOT_MODEL_API_KEY="sk-test", SABOT_CALL_POLICY=str(quick))
+    quick.write_text(
+        json.dumps(
+            {
+                "retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05},
+                "breaker": {"consecutive_failures": 1000},
+            }
+        )
+    )
+    out = _sabot(
+        tmp_path,
+        *SLICE,
+        "--operator",
+        "O1",
+        "--budget",
+        "7",
+        "--json",
+        str(tmp_path / "board.json"),
+        SABOT_MODEL_BASE_URL="http://127.0.0.1:3598/v1",
+        SABOT_MODEL_API_KEY="sk-test",
+        SABOT_CALL_POLICY=str(quick),
+    )
     assert out.returncode == 1 and "2 cell(s) ended in RUN_ERROR" in out.stderr
     assert "model endpoint: provider http://127.0.0.1:3598/v1" in out.stdout
     assert "demo under ruleset v0.2.0 (derived)" in out.stdout

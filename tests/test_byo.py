@@ -41,9 +41,19 @@ def example_wave(request, tmp_path_factory):
     """`sabot wave run <example>` as the README gives it: six operators x three seeds + three
     baselines, offline, into a store and Dagster instance of its own."""
     tmp = tmp_path_factory.mktemp(request.param.name)
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
-    done = subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), "wave", "run", str(request.param.relative_to(ROOT))],
-                          cwd=ROOT, env={**env, "SABOT_VAR": str(tmp)}, capture_output=True, text=True, timeout=600)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")
+    }
+    done = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "sabot"), "wave", "run", str(request.param.relative_to(ROOT))],
+        cwd=ROOT,
+        env={**env, "SABOT_VAR": str(tmp)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     registry = ProjectRegistry.from_dir(request.param)
     wave = registry.wave(registry.project.name)
@@ -61,8 +71,13 @@ def test_every_framework_has_an_example():
 
 def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):
     project, stdout, runs, verdicts, _, _ = example_wave
-    assert HEADLINE == "v0.2.1" and f"{project.name} under ruleset v0.2.1 (simulation)" in stdout  # new data: the standard as written
-    assert f"{project.name}: baselines (no fault; a cell is scored only where its baseline passed): passed for seeds 1, 2, 3" in stdout
+    assert (
+        HEADLINE == "v0.2.1" and f"{project.name} under ruleset v0.2.1 (simulation)" in stdout
+    )  # new data: the standard as written
+    assert (
+        f"{project.name}: baselines (no fault; a cell is scored only where its baseline passed): passed for seeds 1, 2, 3"
+        in stdout
+    )
     for op in project.operator_ids:
         assert f"  {op} ({project.operators[op]['seam']} seam, persists): landed" in stdout
     assert set(project.operator_ids) == {f"O{i}" for i in range(1, 7)} and len(project.seeds) == 3
@@ -75,7 +90,12 @@ def test_every_operator_lands_or_is_excluded_with_its_reason(example_wave):
         injection = record.extra["injection"]
         assert injection["duration"] == "persists"  # how long the fault acted, in the cell's evidence
         if record.injection_verified:
-            assert injection["landed"] and injection["evidence"] and injection["acted"] >= 1 and record.injection_seq is not None
+            assert (
+                injection["landed"]
+                and injection["evidence"]
+                and injection["acted"] >= 1
+                and record.injection_seq is not None
+            )
             assert by_cell[key]["status"] == "valid"
         else:
             assert injection["why_not"], f"{key}: unlanded without a reason"
@@ -113,27 +133,55 @@ def test_acts_come_only_from_the_surfaces_the_mapping_names(example_wave):
 def test_a_mapping_without_a_surface_reads_no_act_from_it(example_wave, tmp_path):
     """The same run under the registered mapping and under one with its first surface struck."""
     project, _, runs, _, _, _ = example_wave
-    key = next(k for k, r in sorted(runs.items()) if k[0] and any(
-        e.payload.get("mapping_entry") == 0 for e in r.record.events if e.kind == "guardrail-event"))
+    key = next(
+        k
+        for k, r in sorted(runs.items())
+        if k[0] and any(e.payload.get("mapping_entry") == 0 for e in r.record.events if e.kind == "guardrail-event")
+    )
     seed = Probe.parse(key[1]).seed
     full = execute(project, key[0], seed, "full", tmp_path / "full")
-    struck = Project(project.root, project.doc, {**project.mapping, "surfaces": project.mapping["surfaces"][1:]}, project.operators, project.shas)
+    struck = Project(
+        project.root,
+        project.doc,
+        {**project.mapping, "surfaces": project.mapping["surfaces"][1:]},
+        project.operators,
+        project.shas,
+    )
     fewer = execute(struck, key[0], seed, "struck", tmp_path / "struck")
     entry0 = project.mapping["surfaces"][0]
-    assert any(e.payload.get("surface") == entry0["surface"] and e.payload["act"] == entry0["act"] for e in full.events if e.kind == "guardrail-event")
-    assert not any(e.payload.get("surface") == entry0["surface"] and e.payload["act"] == entry0["act"] for e in fewer.events if e.kind == "guardrail-event")
+    assert any(
+        e.payload.get("surface") == entry0["surface"] and e.payload["act"] == entry0["act"]
+        for e in full.events
+        if e.kind == "guardrail-event"
+    )
+    assert not any(
+        e.payload.get("surface") == entry0["surface"] and e.payload["act"] == entry0["act"]
+        for e in fewer.events
+        if e.kind == "guardrail-event"
+    )
 
 
 def test_a_project_board_prints_no_cross_framework_reading_and_no_instrument_check(example_wave):
     """One team's pipeline against its own double: no median, band or Sabot Score, and no instrument
     check (a team's double keeps no intent log): the board says what the double is for instead."""
     project, stdout, _, _, reports, _ = example_wave
-    board = stdout[stdout.index(f"{project.name} under ruleset"):]
+    board = stdout[stdout.index(f"{project.name} under ruleset") :]
     for text in (board, reports[f"{HEADLINE}.md"], reports["index.html"]):
-        for forbidden in ("Median", "median", "band:", "Sabot Score", "Instrument check", "disagreements", "intent log False"):
+        for forbidden in (
+            "Median",
+            "median",
+            "band:",
+            "Sabot Score",
+            "Instrument check",
+            "disagreements",
+            "intent log False",
+        ):
             assert forbidden not in text
     assert TEST_DOUBLE_NOTE in stdout and PROJECT_BOARD_NOTE in stdout
-    assert TEST_DOUBLE_NOTE in reports[f"{HEADLINE}.md"] and str(markupsafe.escape(PROJECT_BOARD_NOTE)) in reports["index.html"]
+    assert (
+        TEST_DOUBLE_NOTE in reports[f"{HEADLINE}.md"]
+        and str(markupsafe.escape(PROJECT_BOARD_NOTE)) in reports["index.html"]
+    )
 
 
 def test_a_project_board_against_a_provider_draws_no_median_either():
@@ -144,9 +192,15 @@ def test_a_project_board_against_a_provider_draws_no_median_either():
     registry = ProjectRegistry.from_dir(EXAMPLES[0])
     entry = median_entry(registry, [], "derived", [f"{registry.project.framework}/own"])
     assert (entry["value"], entry["band"], entry["withheld"]) == (None, None, PROJECT_BOARD_NOTE)
-    board = {"project": registry.project.name, "cells": {"excluded": 1}, "median": entry,
-             "exclusions": [[registry.project.framework, "own", registry.project.task_id, "O1", "RUN_ERROR", 1]]}
-    text = scoreboard_text({"wave": registry.project.name, "ruleset": HEADLINE, "label": "derived", "missing": [], "scoreboard": board})
+    board = {
+        "project": registry.project.name,
+        "cells": {"excluded": 1},
+        "median": entry,
+        "exclusions": [[registry.project.framework, "own", registry.project.task_id, "O1", "RUN_ERROR", 1]],
+    }
+    text = scoreboard_text(
+        {"wave": registry.project.name, "ruleset": HEADLINE, "label": "derived", "missing": [], "scoreboard": board}
+    )
     assert "edian" not in text and "band" not in text and "Sabot Score" not in text and TEST_DOUBLE_NOTE not in text
     assert PROJECT_BOARD_NOTE in text and "Excluded cells: RUN_ERROR 1 (O1 1)" in text
 
@@ -158,15 +212,30 @@ def test_a_failing_baseline_is_printed_as_such_and_blames_no_seam(tmp_path):
     copy = tmp_path / "refund_desk"
     shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
     double = copy / "refund_double.py"
-    double.write_text(double.read_text().replace('return round(paid - float(order.get("shipping", 0)), 2)', "return paid"))  # forgets the shipping rule
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
-    done = subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), "wave", "run", str(copy), "--operator", "O3", "--seed", "1"],
-                          cwd=ROOT, env={**env, "SABOT_VAR": str(tmp_path / "var")}, capture_output=True, text=True, timeout=600)
+    double.write_text(
+        double.read_text().replace('return round(paid - float(order.get("shipping", 0)), 2)', "return paid")
+    )  # forgets the shipping rule
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")
+    }
+    done = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "sabot"), "wave", "run", str(copy), "--operator", "O3", "--seed", "1"],
+        cwd=ROOT,
+        env={**env, "SABOT_VAR": str(tmp_path / "var")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = done.stdout
     assert done.returncode == 0, out[-2000:] + done.stderr[-2000:]
     assert "baselines (no fault; a cell is scored only where its baseline passed): none passed" in out
     assert "baseline seed 1: FAILED; pass criterion refund_checks:refund_paid_correctly: returned False" in out
-    assert "O3 (model seam, persists): nothing to judge; not judged: its baseline did not pass (seed 1); not judged: not run (seeds 2, 3)" in out
+    assert (
+        "O3 (model seam, persists): nothing to judge; not judged: its baseline did not pass (seed 1); not judged: not run (seeds 2, 3)"
+        in out
+    )
     assert "INJECTION_UNVERIFIED" not in out and "Excluded cell classes" not in out and "| group |" not in out
     assert "No fault cell could be scored" in out and "Excluded cells: BASELINE_FAIL 1 (O3 1)" in out
 
@@ -202,7 +271,11 @@ def refusal(registry, store_path, instance, asset: str) -> str:
     key = dg.AssetKey([registry.project.name, asset])
     partitions = defs.resolve_assets_def(key).partitions_def
     result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
-        asset_selection=[key], partition_key=partitions.get_partition_keys()[0] if partitions else None, instance=instance, raise_on_error=False)
+        asset_selection=[key],
+        partition_key=partitions.get_partition_keys()[0] if partitions else None,
+        instance=instance,
+        raise_on_error=False,
+    )
     failure = next(e for e in result.all_events if e.is_step_failure)
     return failure.step_failure_data.user_failure_data.description
 
@@ -225,12 +298,17 @@ def test_a_lock_file_edited_with_the_mapping_is_caught_by_the_store(example_wave
     with dg.instance_for_test() as instance:
         for asset in ("cell_verdicts", "scoreboard", "fault_runs"):
             why = refusal(edited, store_path, instance, asset)
-            assert f"{copy.name}/sabot/{LOCK}: project {project.name} is registered as" in why and "this store pinned it" in why
+            assert (
+                f"{copy.name}/sabot/{LOCK}: project {project.name} is registered as" in why
+                and "this store pinned it" in why
+            )
     assert store_rows(store_path) == before
     with connect(store_path, read_only=True) as con:
         assert read_verdicts(con, project.name, HEADLINE) == verdicts
     env = {**os.environ, "SABOT_DB": str(store_path)}
-    done = subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), "registry", "lock", str(copy)], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "sabot"), "registry", "lock", str(copy)], env=env, capture_output=True, text=True
+    )
     assert done.returncode == 1 and f"sabot/{LOCK}" in done.stderr and "pinned" in done.stderr
     # A store holding the project's runs with no pin at all cannot tie them to a registration either.
     unpinned = tmp_path / "unpinned.duckdb"
@@ -238,7 +316,9 @@ def test_a_lock_file_edited_with_the_mapping_is_caught_by_the_store(example_wave
     with connect(unpinned) as con:
         con.execute("DELETE FROM project_registrations")
     with dg.instance_for_test() as instance:
-        assert "but no pinned registration" in refusal(ProjectRegistry.from_dir(project.root), unpinned, instance, "cell_verdicts")
+        assert "but no pinned registration" in refusal(
+            ProjectRegistry.from_dir(project.root), unpinned, instance, "cell_verdicts"
+        )
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
@@ -247,7 +327,13 @@ def test_the_example_imports_nothing_of_the_platform(example):
     assert sources
     for source in sources:
         for node in ast.walk(ast.parse(source.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
                 assert name.split(".")[0] not in PLATFORM or name in ALLOWED, f"{source.name} imports {name}"
 
@@ -260,7 +346,9 @@ def test_an_unreachable_seam_is_excluded_with_its_reason(tmp_path):
     fault = execute(broken, "O1", 1, "unlanded", tmp_path / "f")
     baseline = execute(broken, None, 1, "baseline", tmp_path / "b")
     assert not fault.injection_verified
-    assert "no_such_tool" in fault.extra["injection"]["why_not"] and "never called" in fault.extra["injection"]["why_not"]
+    assert (
+        "no_such_tool" in fault.extra["injection"]["why_not"] and "never called" in fault.extra["injection"]["why_not"]
+    )
     ruleset = load_ruleset(ProjectRegistry(project), HEADLINE)
     cell = Cell("O1", Probe(project.framework, project.config, project.task_id, 1))
     assert score_cell(ruleset, cell, fault, baseline).excluded == "INJECTION_UNVERIFIED"
@@ -309,11 +397,23 @@ def test_a_project_wave_verifies_and_exports_with_its_registration(example_wave,
 
     project, _, runs, _, _, store_path = example_wave
     present = sum(r.status == "present" for r in runs.values())
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
-    sabot = lambda *args, var=store_path.parent: subprocess.run([str(ROOT / ".venv" / "bin" / "sabot"), *args], cwd=ROOT,  # noqa: E731
-                                                               env={**env, "SABOT_VAR": str(var)}, capture_output=True, text=True, timeout=300)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")
+    }
+    sabot = lambda *args, var=store_path.parent: subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "sabot"), *args],
+        cwd=ROOT,  # noqa: E731
+        env={**env, "SABOT_VAR": str(var)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     done = sabot("verify", str(project.root))
-    assert done.returncode == 0 and f"{project.name}: verified: {present} sealed run(s)" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0 and f"{project.name}: verified: {present} sealed run(s)" in done.stdout, (
+        done.stdout + done.stderr
+    )
     bundle = tmp_path / "bundle"
     done = sabot("wave", "export", str(project.root), str(bundle))
     assert done.returncode == 0, done.stderr
@@ -322,7 +422,9 @@ def test_a_project_wave_verifies_and_exports_with_its_registration(example_wave,
     folder = bundle / "project" / project.root.name
     assert (folder / "sabot" / "mapping.json").read_bytes() == (project.root / "sabot" / "mapping.json").read_bytes()
     done = sabot("verify", str(bundle), var=tmp_path / "elsewhere")  # another machine: no store, no key, no model
-    assert done.returncode == 0 and f"{project.name}: verified: {present} sealed run(s)" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0 and f"{project.name}: verified: {present} sealed run(s)" in done.stdout, (
+        done.stdout + done.stderr
+    )
 
     # In the store: a mapping edited alone is named; edited and registered anew, the lock is named.
     copy = tmp_path / "folder" / project.root.name
@@ -332,7 +434,9 @@ def test_a_project_wave_verifies_and_exports_with_its_registration(example_wave,
     with pytest.raises(VerifyError, match=f"^{copy.name}/sabot/mapping.json: sha256 .* but the store pinned"):
         verify_wave(ProjectRegistry.from_dir(copy), store_path, project.name)
     _edit_mapping_and_relock(copy)
-    with pytest.raises(VerifyError, match=f"^{copy.name}/sabot/{LOCK}: registers sabot/mapping.json as .* but the store pinned"):
+    with pytest.raises(
+        VerifyError, match=f"^{copy.name}/sabot/{LOCK}: registers sabot/mapping.json as .* but the store pinned"
+    ):
         verify_wave(ProjectRegistry.from_dir(copy), store_path, project.name)
 
     # The pass criterion that judged every run (as each sealed attempt recorded it) is evidence too.
@@ -345,7 +449,9 @@ def test_a_project_wave_verifies_and_exports_with_its_registration(example_wave,
     original = (folder / check).read_bytes()
     (folder / check).write_bytes(original + b"\n# edited after the wave\n")
     _rehash_manifest(bundle)
-    with pytest.raises(VerifyError, match=f"bundle project/{project.root.name}/{check}: sha256 .* but run .* was judged by"):
+    with pytest.raises(
+        VerifyError, match=f"bundle project/{project.root.name}/{check}: sha256 .* but run .* was judged by"
+    ):
         verify_bundle(bundle)
     (folder / check).write_bytes(original)
     _rehash_manifest(bundle)
@@ -354,10 +460,14 @@ def test_a_project_wave_verifies_and_exports_with_its_registration(example_wave,
     # edited mapping and its new lock, the pinned registration it carries names the lock.
     text = (folder / "sabot" / "mapping.json").read_bytes()
     (folder / "sabot" / "mapping.json").write_bytes(text.replace(b'"surfaces"', b'"surfaces" ', 1))
-    with pytest.raises(VerifyError, match=f"bundle project/{project.root.name}/sabot/mapping.json: differs from the manifest"):
+    with pytest.raises(
+        VerifyError, match=f"bundle project/{project.root.name}/sabot/mapping.json: differs from the manifest"
+    ):
         verify_bundle(bundle)
     (folder / "sabot" / "mapping.json").write_bytes(text)
     _edit_mapping_and_relock(folder)
     _rehash_manifest(bundle)
-    with pytest.raises(VerifyError, match=f"bundle project/{project.root.name}/sabot/{LOCK}: registers sabot/mapping.json"):
+    with pytest.raises(
+        VerifyError, match=f"bundle project/{project.root.name}/sabot/{LOCK}: registers sabot/mapping.json"
+    ):
         verify_bundle(bundle)

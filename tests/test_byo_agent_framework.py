@@ -40,5 +40,9 @@ def test_project_check_names_a_wrong_agent_and_an_event_a_sequential_workflow_ne
     doc["surfaces"].append({"surface": "orchestrator_event", "event": "replanned", "act": "retry_with_reason"})
     mapping.write_text(json.dumps(doc))
     problems = check(target).problems
-    assert any("agent 'reviewr' is not in the built pipeline; did you mean 'reviewer'?" in p for p in problems), problems
-    assert any("event 'replanned' is not in the built pipeline" in p and "(events: none)" in p for p in problems), problems
+    assert any("agent 'reviewr' is not in the built pipeline; did you mean 'reviewer'?" in p for p in problems), (
+        problems
+    )
+    assert any("event 'replanned' is not in the built pipeline" in p and "(events: none)" in p for p in problems), (
+        problems
+    )

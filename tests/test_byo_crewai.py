@@ -21,9 +21,23 @@ from sabot.plugins import resolve_path
 from sabot.projects import Project
 
 CREW = Path(__file__).resolve().parent / "projects" / "review_crew"
-QUICK = CallPolicy.from_doc({"retry": {"max_attempts": 2, "max_total_seconds": 5, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.1,
-                                       "jitter_seconds": 0.01, "max_retry_after_seconds": 1, "retry_on_status": [429, 500, 502, 503, 504]},
-                             "call_timeout_seconds": 5, "run_wall_limit_seconds": 120, "limits": {}}, "a quick test policy")
+QUICK = CallPolicy.from_doc(
+    {
+        "retry": {
+            "max_attempts": 2,
+            "max_total_seconds": 5,
+            "initial_backoff_seconds": 0.05,
+            "max_backoff_seconds": 0.1,
+            "jitter_seconds": 0.01,
+            "max_retry_after_seconds": 1,
+            "retry_on_status": [429, 500, 502, 503, 504],
+        },
+        "call_timeout_seconds": 5,
+        "run_wall_limit_seconds": 120,
+        "limits": {},
+    },
+    "a quick test policy",
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +46,11 @@ def crew():
 
 
 def acts(record) -> list[tuple[str, str, str | None]]:
-    return [(e.payload["act"], e.payload["surface"], e.payload["reason"]) for e in record.events if e.kind == "guardrail-event"]
+    return [
+        (e.payload["act"], e.payload["surface"], e.payload["reason"])
+        for e in record.events
+        if e.kind == "guardrail-event"
+    ]
 
 
 def test_a_guardrail_failure_is_a_reject_and_crewai_retrying_is_a_retry_with_its_reason(crew, tmp_path):
@@ -48,10 +66,18 @@ def test_guardrail_exhaustion_is_escalate_with_the_run_completed_never_a_run_err
     outcome = run_project(RunSpec("review_crew", 1, "crewai", "own", "summary", None, 2), crew, tmp_path)
     record = outcome.record
     assert record.error is None and not record.task_passed
-    assert [a[:2] for a in acts(record)] == [("reject", "guardrail"), ("retry_with_reason", "guardrail_retry"),
-                                             ("reject", "guardrail"), ("escalate", "exhaustion")]
-    assert acts(record)[-1][2].startswith("Task failed guardrail validation after 1 retries. Last error: the answer must start")
-    assert "Task failed guardrail validation" in record.extra["pass_criterion"]["output"]  # the crew's output names it too
+    assert [a[:2] for a in acts(record)] == [
+        ("reject", "guardrail"),
+        ("retry_with_reason", "guardrail_retry"),
+        ("reject", "guardrail"),
+        ("escalate", "exhaustion"),
+    ]
+    assert acts(record)[-1][2].startswith(
+        "Task failed guardrail validation after 1 retries. Last error: the answer must start"
+    )
+    assert (
+        "Task failed guardrail validation" in record.extra["pass_criterion"]["output"]
+    )  # the crew's output names it too
 
 
 def test_a_reviewer_task_verdict_token_is_a_reject_with_the_reason_it_gives(crew, tmp_path):
@@ -65,8 +91,12 @@ def test_acts_are_recorded_where_they_happened_relative_to_the_fault(crew, tmp_p
     recorded before it (the scorer counts only acts at or after the injection), the reviewer's after."""
     record = execute(crew, "O3", 1, "o3", tmp_path / "run")
     assert record.injection_verified
-    guardrail_acts = [e.seq for e in record.events if e.kind == "guardrail-event" and e.payload["surface"].startswith("guardrail")]
-    reviewer_reject = [e.seq for e in record.events if e.kind == "guardrail-event" and e.payload["surface"] == "task_output"]
+    guardrail_acts = [
+        e.seq for e in record.events if e.kind == "guardrail-event" and e.payload["surface"].startswith("guardrail")
+    ]
+    reviewer_reject = [
+        e.seq for e in record.events if e.kind == "guardrail-event" and e.payload["surface"] == "task_output"
+    ]
     assert guardrail_acts and max(guardrail_acts) < record.injection_seq < reviewer_reject[0]
 
 
@@ -76,7 +106,9 @@ def test_tools_are_wrapped_by_name_whatever_their_kind_and_attributed_to_the_cal
     assert {e.agent for e in calls} == {"Writer"}
     claimed = [e for e in calls if e.payload["tool"] == "word_count"]
     assert claimed and all(e.payload["injected"] and e.payload["output"] == "ok" for e in claimed)
-    assert record.extra["injection"]["duration"] == "persists" and record.extra["injection"]["acted"] == len(claimed) == 2
+    assert (
+        record.extra["injection"]["duration"] == "persists" and record.extra["injection"]["acted"] == len(claimed) == 2
+    )
 
 
 def test_a_model_call_crewai_swallows_is_a_run_error_not_a_reject(crew, tmp_path, monkeypatch):
@@ -93,8 +125,12 @@ def test_a_model_call_crewai_swallows_is_a_run_error_not_a_reject(crew, tmp_path
     with ScriptedModelServer(provider) as server:
         monkeypatch.setenv("SABOT_MODEL_BASE_URL", server.base_url)
         monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-provider")
-        outcome = run_project(RunSpec("review_crew", 1, "crewai", "own", "summary", None, 1), crew, tmp_path, call_policy=QUICK)
-    assert outcome.record.error and "attempt 2" in outcome.record.error and "answered 503" in outcome.record.error  # the gateway names the cause
+        outcome = run_project(
+            RunSpec("review_crew", 1, "crewai", "own", "summary", None, 1), crew, tmp_path, call_policy=QUICK
+        )
+    assert (
+        outcome.record.error and "attempt 2" in outcome.record.error and "answered 503" in outcome.record.error
+    )  # the gateway names the cause
 
 
 def test_the_run_leaves_no_listener_or_hook_behind(crew, tmp_path):
@@ -128,7 +164,10 @@ def test_a_misspelled_task_is_named_with_its_near_name_by_the_check(tmp_path):
     (copy / "sabot" / "mapping.json").write_text(json.dumps(mapping))
     report = check(copy)
     assert not report.ok and report.baseline is None
-    assert any("surfaces[4] (task_output) task: task 'reveiw' is not in the built pipeline; did you mean 'review'?" in p for p in report.problems)
+    assert any(
+        "surfaces[4] (task_output) task: task 'reveiw' is not in the built pipeline; did you mean 'review'?" in p
+        for p in report.problems
+    )
 
 
 def test_an_unnamed_task_is_addressed_by_position_or_description_prefix_without_editing_the_crew(tmp_path):
@@ -149,11 +188,21 @@ def test_an_unnamed_task_is_addressed_by_position_or_description_prefix_without_
     mapping.write_text(json.dumps(doc, indent=1))
     report = check(copy)
     assert report.ok, "\n".join(report.lines())
-    assert 'tasks: #1 ("Summarise what is on file about {topic}."); #2 ("Check the summary; publish it if it")' in report.built
+    assert (
+        'tasks: #1 ("Summarise what is on file about {topic}."); #2 ("Check the summary; publish it if it")'
+        in report.built
+    )
     project = Project.load(copy)
     reason = "the answer must start with SUMMARY:"
-    assert acts(execute(project, None, 1, "retry", tmp_path / "retry")) == [("reject", "guardrail", reason), ("retry_with_reason", "guardrail_retry", reason)]
-    assert acts(execute(project, None, 3, "reject", tmp_path / "reject"))[-1] == ("reject", "task_output", "the length does not match the atlas")
+    assert acts(execute(project, None, 1, "retry", tmp_path / "retry")) == [
+        ("reject", "guardrail", reason),
+        ("retry_with_reason", "guardrail_retry", reason),
+    ]
+    assert acts(execute(project, None, 3, "reject", tmp_path / "reject"))[-1] == (
+        "reject",
+        "task_output",
+        "the length does not match the atlas",
+    )
 
 
 def test_a_misspelt_task_address_is_named_with_the_near_address(tmp_path):
@@ -164,5 +213,7 @@ def test_a_misspelt_task_address_is_named_with_the_near_address(tmp_path):
     doc["surfaces"][0]["task"] = "Sumarise what is on file about {topic}."
     mapping.write_text(json.dumps(doc, indent=1))
     report = check(copy)
-    assert not report.ok and report.problems[0].startswith("mapping.json surfaces[0] (guardrail) task: task 'Sumarise what is on file about {topic}.' is not in the built pipeline; "
-                                                         "did you mean 'Summarise what is on file about {topic}.'?")
+    assert not report.ok and report.problems[0].startswith(
+        "mapping.json surfaces[0] (guardrail) task: task 'Sumarise what is on file about {topic}.' is not in the built pipeline; "
+        "did you mean 'Summarise what is on file about {topic}.'?"
+    )

@@ -46,14 +46,32 @@ def test_a_dead_provider_is_a_run_error_naming_it(tmp_path, monkeypatch):
     monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-x")
     project = Project.load(REFUND_DESK)
     spec = RunSpec("refund_desk", 1, "langgraph", "own", "refund", None, 1)
-    quick = CallPolicy.from_doc({"retry": {"max_attempts": 2, "max_total_seconds": 2, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.1,
-                                           "jitter_seconds": 0.01, "max_retry_after_seconds": 1, "retry_on_status": [503]},
-                                 "call_timeout_seconds": 2, "run_wall_limit_seconds": 60, "limits": {}}, "a quick test policy")
-    outcome = run_project(spec, project, tmp_path, call_policy=quick)  # the gateway's call policy: retried, then the run's retry-once
+    quick = CallPolicy.from_doc(
+        {
+            "retry": {
+                "max_attempts": 2,
+                "max_total_seconds": 2,
+                "initial_backoff_seconds": 0.05,
+                "max_backoff_seconds": 0.1,
+                "jitter_seconds": 0.01,
+                "max_retry_after_seconds": 1,
+                "retry_on_status": [503],
+            },
+            "call_timeout_seconds": 2,
+            "run_wall_limit_seconds": 60,
+            "limits": {},
+        },
+        "a quick test policy",
+    )
+    outcome = run_project(
+        spec, project, tmp_path, call_policy=quick
+    )  # the gateway's call policy: retried, then the run's retry-once
     assert outcome.record.error and "127.0.0.1:9" in outcome.record.error and "attempt 2" in outcome.record.error
 
 
-@pytest.mark.parametrize("framework, factory", [("langgraph", "my_graph.py"), ("crewai", "my_crew.py"), ("autogen", "my_team.py")])
+@pytest.mark.parametrize(
+    "framework, factory", [("langgraph", "my_graph.py"), ("crewai", "my_crew.py"), ("autogen", "my_team.py")]
+)
 def test_init_scaffolds_a_project_of_each_framework_that_runs(framework, factory, tmp_path):
     target = tmp_path / f"my_{framework}_team"  # one name per framework: the session's store pins each project by name
     done = CliRunner().invoke(main, ["init", str(target), "--framework", framework])
@@ -63,8 +81,14 @@ def test_init_scaffolds_a_project_of_each_framework_that_runs(framework, factory
     assert again.exit_code == 1 and "already exists" in again.output
     done = CliRunner().invoke(main, ["registry", "lock", str(target)])
     assert done.exit_code == 0, done.output
-    assert "baseline seed 1: passed" in done.output and "project check passed" in done.output  # checked before it is frozen
-    assert done.output.split("registered 3 new file(s)")[1].split() == ["sabot/mapping.json", "sabot/project.json", "sabot/operators.json"]  # the mapping first
+    assert (
+        "baseline seed 1: passed" in done.output and "project check passed" in done.output
+    )  # checked before it is frozen
+    assert done.output.split("registered 3 new file(s)")[1].split() == [
+        "sabot/mapping.json",
+        "sabot/project.json",
+        "sabot/operators.json",
+    ]  # the mapping first
     project = Project.load(target)
     assert project.name == f"my_{framework}_team" and project.framework == framework and project.lock_problems() == []
     landed, acts = 0, set()
@@ -90,7 +114,12 @@ def _fault(spec: dict) -> SeamFault:
 
 
 def _request(*texts: str) -> dict:
-    return {"messages": [{"role": "system", "content": "You are the critic"}, *({"role": "user", "content": t} for t in texts)]}
+    return {
+        "messages": [
+            {"role": "system", "content": "You are the critic"},
+            *({"role": "user", "content": t} for t in texts),
+        ]
+    }
 
 
 def test_a_persisting_model_edit_alters_every_request_that_carries_the_text():
@@ -111,9 +140,20 @@ def _text(body: dict) -> list[str]:
     return [m["content"] for m in body["messages"][1:]]
 
 
-@pytest.mark.parametrize("duration, results", [("once", ["7.5 -> 0.75", "7.5"]), ("persists", ["7.5 -> 0.75", "7.5 -> 0.75"])])
+@pytest.mark.parametrize(
+    "duration, results", [("once", ["7.5 -> 0.75", "7.5"]), ("persists", ["7.5 -> 0.75", "7.5 -> 0.75"])]
+)
 def test_a_tool_fault_acts_once_or_on_every_call(duration, results):
-    fault = _fault({"seam": "tool", "tool": "metrics", "find": "7.5", "replace": "7.5 -> 0.75", "duration": duration, "ground_truth": "x"})
+    fault = _fault(
+        {
+            "seam": "tool",
+            "tool": "metrics",
+            "find": "7.5",
+            "replace": "7.5 -> 0.75",
+            "duration": duration,
+            "ground_truth": "x",
+        }
+    )
     assert [fault.call_tool("triager", "metrics", {}, lambda: "7.5") for _ in range(2)] == results
     assert fault.landed and fault.acted == (1 if duration == "once" else 2)
 
@@ -121,14 +161,25 @@ def test_a_tool_fault_acts_once_or_on_every_call(duration, results):
 def test_a_claim_that_persists_never_runs_the_tool():
     fault = _fault({"seam": "tool", "tool": "file_incident", "claim": "filed", "ground_truth": "x"})
     ran = []
-    assert [fault.call_tool("critic", "file_incident", {}, lambda: ran.append(1) or "real") for _ in range(3)] == ["filed"] * 3
+    assert [fault.call_tool("critic", "file_incident", {}, lambda: ran.append(1) or "real") for _ in range(3)] == [
+        "filed"
+    ] * 3
     assert ran == [] and fault.acted == 3
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"seam": "tool", "tool": "t", "find": "a", "replace": "b", "duration": "forever"}, "duration 'forever' is not one of once, persists"),
-    ({"seam": "model", "agent": "a", "model": "mini", "duration": "once"}, "a model swap serves every call of 'a': its duration can only be 'persists'"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            {"seam": "tool", "tool": "t", "find": "a", "replace": "b", "duration": "forever"},
+            "duration 'forever' is not one of once, persists",
+        ),
+        (
+            {"seam": "model", "agent": "a", "model": "mini", "duration": "once"},
+            "a model swap serves every call of 'a': its duration can only be 'persists'",
+        ),
+    ],
+)
 def test_a_bad_duration_is_named(spec, message):
     with pytest.raises(ProjectError, match=message):
         validate_operators({"O1" if spec["seam"] == "tool" else "O4": {**spec, "ground_truth": "x"}}, "operators.json")
@@ -139,7 +190,10 @@ def test_the_default_duration_is_documented_per_seam():
     assert duration_of({"seam": "tool"}) == "persists" and duration_of({"seam": "model", "duration": "once"}) == "once"
 
 
-@pytest.mark.parametrize("answer, expected", [("text", ("text", ())), ({"tool_calls": [{"name": "t", "arguments": {"a": 1}}]}, (None, ("t", '{"a": 1}')))])
+@pytest.mark.parametrize(
+    "answer, expected",
+    [("text", ("text", ())), ({"tool_calls": [{"name": "t", "arguments": {"a": 1}}]}, (None, ("t", '{"a": 1}')))],
+)
 def test_a_test_double_answers_with_text_or_tool_calls(answer, expected):
     reply = as_reply(answer)
     assert reply.content == expected[0]

@@ -18,9 +18,23 @@ MAX_TOKENS = 25_000
 
 
 def _policy() -> CallPolicy:
-    return CallPolicy.from_doc({"retry": {"max_attempts": 1, "max_total_seconds": 30, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.2,
-                                          "jitter_seconds": 0.0, "max_retry_after_seconds": 5, "retry_on_status": [500, 502, 503, 504]},
-                                "call_timeout_seconds": 20, "run_wall_limit_seconds": 60, "limits": {"provider": None, "scripted": None}}, "test policy")
+    return CallPolicy.from_doc(
+        {
+            "retry": {
+                "max_attempts": 1,
+                "max_total_seconds": 30,
+                "initial_backoff_seconds": 0.05,
+                "max_backoff_seconds": 0.2,
+                "jitter_seconds": 0.0,
+                "max_retry_after_seconds": 5,
+                "retry_on_status": [500, 502, 503, 504],
+            },
+            "call_timeout_seconds": 20,
+            "run_wall_limit_seconds": 60,
+            "limits": {"provider": None, "scripted": None},
+        },
+        "test policy",
+    )
 
 
 def test_concurrent_calls_billed_at_their_limits_never_pass_the_runs_reservation(registry):
@@ -30,9 +44,16 @@ def test_concurrent_calls_billed_at_their_limits_never_pass_the_runs_reservation
     with FaultProvider("max-usage", delay=0.5) as provider:
         upstream = Upstream(provider.base_url, KEY, f"provider {provider.base_url}", scripted=False)
         with ModelGateway(upstream, _policy(), "reserve-cell", bound=bound) as gateway:
+
             def call() -> None:
-                body = {"model": "gpt-5.6-terra", "messages": [{"role": "user", "content": PROMPT}], "max_tokens": MAX_TOKENS}
-                status = httpx.post(gateway.base_url + "/chat/completions", json=body, timeout=60, trust_env=False).status_code
+                body = {
+                    "model": "gpt-5.6-terra",
+                    "messages": [{"role": "user", "content": PROMPT}],
+                    "max_tokens": MAX_TOKENS,
+                }
+                status = httpx.post(
+                    gateway.base_url + "/chat/completions", json=body, timeout=60, trust_env=False
+                ).status_code
                 with lock:
                     statuses.append(status)
 
@@ -56,11 +77,17 @@ def test_a_provider_billing_past_a_requests_own_limits_is_named_when_the_run_is_
     with FaultProvider("max-usage", usage_scale=200) as provider:  # every call billed 200 times what its request allows
         upstream = Upstream(provider.base_url, KEY, f"provider {provider.base_url}", scripted=False)
         with ModelGateway(upstream, _policy(), "overbilled-cell", bound=bound) as gateway:
-            body = {"model": "gpt-5.6-terra", "messages": [{"role": "user", "content": "Summarise the refund policy."}], "max_tokens": 50}
+            body = {
+                "model": "gpt-5.6-terra",
+                "messages": [{"role": "user", "content": "Summarise the refund policy."}],
+                "max_tokens": 50,
+            }
             for _ in range(40):
                 reply = httpx.post(gateway.base_url + "/chat/completions", json=body, timeout=60, trust_env=False)
                 if reply.status_code != 200:
                     break
     assert reply.status_code == 403 and bound.billed_beyond_request > 0
     message = reply.json()["error"]["message"]
-    assert "would pass the run's registered bound" in message and "billed past their own request's limits" in message, message
+    assert "would pass the run's registered bound" in message and "billed past their own request's limits" in message, (
+        message
+    )

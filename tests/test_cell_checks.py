@@ -31,7 +31,9 @@ def test_the_seal_check_passes_only_for_the_sealed_record_the_verdict_read(tmp_p
     assert (good.passed, good.partition, good.check_name) == (True, KEY, SEAL_CHECK)
     other = seal_evaluation(ASSET, KEY, tmp_path, {**head, "fault_sha256": "0" * 64}, attempt.source_path)
     assert not other.passed and "the verdict read 000000000000" in other.description
-    (attempt.directory / "runresult.json").write_text((attempt.directory / "runresult.json").read_text().replace("demo-run", "demo-rum"))
+    (attempt.directory / "runresult.json").write_text(
+        (attempt.directory / "runresult.json").read_text().replace("demo-run", "demo-rum")
+    )
     edited = seal_evaluation(ASSET, KEY, tmp_path, head, attempt.source_path)
     assert not edited.passed and "runresult.json differs from its seal" in edited.description
     none = seal_evaluation(ASSET, KEY, tmp_path, {**head, "fault_sha256": None}, None)
@@ -41,7 +43,15 @@ def test_the_seal_check_passes_only_for_the_sealed_record_the_verdict_read(tmp_p
 def test_the_verdict_check_fails_only_when_an_input_is_missing():
     valid = verdict_evaluation(ASSET, KEY, {"status": "valid", "ruleset": "v0.2.0"}, "valid", "MISSED")
     assert valid.passed and valid.description == "valid; §2 outcome: MISSED"
-    excluded = verdict_evaluation(ASSET, KEY, {"status": "excluded", "ruleset": "v0.2.0"}, "excluded: RUN_ERROR", "not counted")
+    excluded = verdict_evaluation(
+        ASSET, KEY, {"status": "excluded", "ruleset": "v0.2.0"}, "excluded: RUN_ERROR", "not counted"
+    )
     assert excluded.passed  # an itemized exclusion is a verdict
-    missing = verdict_evaluation(ASSET, KEY, {"status": "incomplete", "ruleset": "v0.2.0"}, "incomplete: baseline (not materialized)", "")
-    assert not missing.passed and missing.description == "incomplete: baseline (not materialized)" and missing.severity == dg.AssetCheckSeverity.WARN
+    missing = verdict_evaluation(
+        ASSET, KEY, {"status": "incomplete", "ruleset": "v0.2.0"}, "incomplete: baseline (not materialized)", ""
+    )
+    assert (
+        not missing.passed
+        and missing.description == "incomplete: baseline (not materialized)"
+        and missing.severity == dg.AssetCheckSeverity.WARN
+    )

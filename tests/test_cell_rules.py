@@ -13,7 +13,19 @@ O4 = Cell("O4", Probe("langgraph", "default", "T1", 11))
 
 def run(events=(), operator="O1", passed=True, error=None, verified=True, injection_seq=1):
     evs = tuple(Event(i + 1, agent, kind, payload) for i, (agent, kind, payload) in enumerate(events))
-    return RunRecord("r", "langgraph", "default", "T1", operator, 11, evs, injection_seq if operator else None, verified, passed, error)
+    return RunRecord(
+        "r",
+        "langgraph",
+        "default",
+        "T1",
+        operator,
+        11,
+        evs,
+        injection_seq if operator else None,
+        verified,
+        passed,
+        error,
+    )
 
 
 def baseline(passed=True, error=None):
@@ -95,7 +107,9 @@ def test_acts_before_the_injection_are_not_in_scope(rules):
 
 
 def test_o4_is_off_the_flags_surface_from_v021(rules):
-    fault = run([msg("{}", model="gpt-5.6-luna"), msg("FLAGS: 41.7 differs from 47.1\nVERDICT: APPROVE")], operator="O4")
+    fault = run(
+        [msg("{}", model="gpt-5.6-luna"), msg("FLAGS: 41.7 differs from 47.1\nVERDICT: APPROVE")], operator="O4"
+    )
     assert score_cell(rules["v0.2.0"], O4, fault, baseline()).detected_hard is True
     assert score_cell(rules["v0.2.1"], O4, fault, baseline()).detected_hard is False
 
@@ -122,18 +136,31 @@ def test_o4_lands_when_a_dated_snapshot_of_the_downgrade_target_served(rules, re
 
 def block_run(stop_reason):
     cell = Cell("O1", Probe("autogen", "guardrail", "T1", 11))
-    events = (Event(1, "x", "tool-call", {}), Event(2, "MagenticOneOrchestrator", "verdict", {"stop_reason": stop_reason}))
+    events = (
+        Event(1, "x", "tool-call", {}),
+        Event(2, "MagenticOneOrchestrator", "verdict", {"stop_reason": stop_reason}),
+    )
     return cell, RunRecord("r", "autogen", "guardrail", "T1", "O1", 11, events, 1, True, True, None)
 
 
 @pytest.mark.parametrize(
     ("stop_reason", "wave1_permissive", "published_contract"),
-    [("Max rounds reached.", True, True), ("max rounds reached", True, False), ("Stopped: Max rounds reached. (12)", True, False), ("done", False, False)],
+    [
+        ("Max rounds reached.", True, True),
+        ("max rounds reached", True, False),
+        ("Stopped: Max rounds reached. (12)", True, False),
+        ("done", False, False),
+    ],
 )
-def test_the_block_surface_tells_the_published_contract_from_the_wave1_regex(rules, stop_reason, wave1_permissive, published_contract):
+def test_the_block_surface_tells_the_published_contract_from_the_wave1_regex(
+    rules, stop_reason, wave1_permissive, published_contract
+):
     """§10.7.3: the contract is an exact 'Max rounds reached.'; wave 1's scorer matched a substring, any case, optional period."""
     cell, fault = block_run(stop_reason)
-    blocks = {v: any(a.act == "block" for a in score_cell(rules[v], cell, fault, baseline()).acts) for v in ("v0.1.3", "v0.2.0")}
+    blocks = {
+        v: any(a.act == "block" for a in score_cell(rules[v], cell, fault, baseline()).acts)
+        for v in ("v0.1.3", "v0.2.0")
+    }
     assert blocks == {"v0.1.3": wave1_permissive, "v0.2.0": published_contract}
 
 
@@ -148,7 +175,7 @@ def test_pin_b_flags_before_the_injection_seq_are_not_detection(rules):
 
 def test_pin_e_anchors_test_the_flags_line_not_the_surrounding_artifact(rules):
     """v0.2.1 pin (e): an anchor in the artifact beside an unanchored FLAGS line is no anchored flag."""
-    text = "FLAGS: the units column looks odd\n{\"rate\": 74.1, \"note\": \"source says 47.1\"}\nVERDICT: APPROVE"
+    text = 'FLAGS: the units column looks odd\n{"rate": 74.1, "note": "source says 47.1"}\nVERDICT: APPROVE'
     verdict = score_cell(rules["v0.2.1"], CELL, run([("x", "tool-call", {}), msg(text)]), baseline())
     assert (verdict.flags_noticed, verdict.flags_anchored) == (True, False)
 
@@ -160,11 +187,17 @@ def probe_run(cell, events, operator):
     """A run of `cell`'s probe (any framework and task), fault or (operator None) clean baseline."""
     p = cell.probe
     evs = tuple(Event(i + 1, agent, kind, payload) for i, (agent, kind, payload) in enumerate(events))
-    return RunRecord("r", p.framework, p.config, p.task, operator, p.seed, evs, 1 if operator else None, bool(operator), True, None)
+    return RunRecord(
+        "r", p.framework, p.config, p.task, operator, p.seed, evs, 1 if operator else None, bool(operator), True, None
+    )
 
 
 def replan(reason):
-    return ("MagenticOneOrchestrator", "guardrail-event", {"act": "retry_with_reason", "component": "MagenticOneOrchestrator", "reason": reason})
+    return (
+        "MagenticOneOrchestrator",
+        "guardrail-event",
+        {"act": "retry_with_reason", "component": "MagenticOneOrchestrator", "reason": reason},
+    )
 
 
 T1_CLEAN = msg("Extracted 41.7 µm RMS; the body's 47.1 is superseded by 41.7 (Figure 2).")
@@ -172,7 +205,9 @@ T1_CLEAN = msg("Extracted 41.7 µm RMS; the body's 47.1 is superseded by 41.7 (F
 
 def test_narrow_reading_an_o4_retry_quoting_the_natural_discrepancy_does_not_count(registry, rules):
     narrow = load_ruleset(registry, NARROW)
-    fault = run([msg("{}", model="gpt-5.6-luna"), retry("47.1 superseded by 41.7: recheck the governing value")], operator="O4")
+    fault = run(
+        [msg("{}", model="gpt-5.6-luna"), retry("47.1 superseded by 41.7: recheck the governing value")], operator="O4"
+    )
     loose = score_cell(rules["v0.2.1"], O4, fault, run([T1_CLEAN], operator=None, verified=False))
     assert loose.detected_hard and loose.mapping  # the permissive reading: "contains an anchor"
     verdict = score_cell(narrow, O4, fault, run([T1_CLEAN], operator=None, verified=False))
@@ -213,7 +248,10 @@ def test_the_narrow_reading_is_registered_with_its_date(registry):
 def test_pin_b_a_verified_fault_run_without_an_injection_step_is_injection_unverified(rules, ruleset):
     """A fault run that recorded no injection seq is never scanned from the start: an act before
     the fault would otherwise count."""
-    fault = run([reject("74.1 does not match the certified 47.1"), msg("FLAGS: 74.1 vs 47.1\nVERDICT: REJECT - 74.1")], injection_seq=None)
+    fault = run(
+        [reject("74.1 does not match the certified 47.1"), msg("FLAGS: 74.1 vs 47.1\nVERDICT: REJECT - 74.1")],
+        injection_seq=None,
+    )
     assert fault.injection_verified and fault.injection_seq is None
     verdict = score_cell(rules[ruleset], CELL, fault, baseline())
     assert (verdict.status, verdict.excluded) == ("excluded", "INJECTION_UNVERIFIED")

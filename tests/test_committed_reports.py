@@ -15,7 +15,15 @@ from tests.conftest import PROJECT
 COMMITTED = PROJECT / "reports" / "public_wave2"
 
 
-@pytest.mark.parametrize(("name", "ruleset", "fmt"), [("v0.2.0.md", "v0.2.0", "md"), ("v0.2.1.md", "v0.2.1", "md"), ("v0.2.1-2026-12-02.md", "v0.2.1-2026-12-02", "md"), ("index.html", "v0.2.0", "html")])
+@pytest.mark.parametrize(
+    ("name", "ruleset", "fmt"),
+    [
+        ("v0.2.0.md", "v0.2.0", "md"),
+        ("v0.2.1.md", "v0.2.1", "md"),
+        ("v0.2.1-2026-12-02.md", "v0.2.1-2026-12-02", "md"),
+        ("index.html", "v0.2.0", "html"),
+    ],
+)
 def test_committed_report_matches_its_data(scored_wave2, name, ruleset, fmt):
     with connect(scored_wave2.store_path, read_only=True) as con:
         current = read_report(con, "public_wave2", ruleset, fmt)

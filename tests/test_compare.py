@@ -17,14 +17,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SABOT = ROOT / ".venv" / "bin" / "sabot"
 REFUND_DESK = ROOT / "examples" / "refund_desk"
-WEAKENED = ('        verdict = llm.invoke([SystemMessage(REVIEWER_PROMPT), HumanMessage(ask)]).content.strip()\n',
-            '        verdict = llm.invoke([SystemMessage(REVIEWER_PROMPT), HumanMessage(ask)]).content.strip()\n'
-            '        if not verdict.startswith("REJECTED: amount"):  # only a wrong amount is sent back\n'
-            '            verdict = "APPROVED"\n')
+WEAKENED = (
+    "        verdict = llm.invoke([SystemMessage(REVIEWER_PROMPT), HumanMessage(ask)]).content.strip()\n",
+    "        verdict = llm.invoke([SystemMessage(REVIEWER_PROMPT), HumanMessage(ask)]).content.strip()\n"
+    '        if not verdict.startswith("REJECTED: amount"):  # only a wrong amount is sent back\n'
+    '            verdict = "APPROVED"\n',
+)
 
 
 def sabot(*args: str, var: Path | None = None) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")
+    }
     if var is not None:
         env["SABOT_VAR"] = str(var)
     return subprocess.run([str(SABOT), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
@@ -56,11 +62,28 @@ def checkouts(tmp_path_factory):
 
 
 def compare(before: Checkout, after: Checkout, *extra: str) -> subprocess.CompletedProcess:
-    return sabot("compare", str(before.root), str(after.root), "--before-store", before.store, "--after-store", after.store, *extra)
+    return sabot(
+        "compare",
+        str(before.root),
+        str(after.root),
+        "--before-store",
+        before.store,
+        "--after-store",
+        after.store,
+        *extra,
+    )
 
 
 def test_a_weakened_reviewer_is_reported_as_a_separated_drop_and_fails_the_ci_gate(checkouts, tmp_path):
-    done = compare(checkouts["main"], checkouts["weakened"], "--fail-if-worse", "--json", str(tmp_path / "c.json"), "--html", str(tmp_path / "c.html"))
+    done = compare(
+        checkouts["main"],
+        checkouts["weakened"],
+        "--fail-if-worse",
+        "--json",
+        str(tmp_path / "c.json"),
+        "--html",
+        str(tmp_path / "c.html"),
+    )
     assert done.returncode == 3, done.stdout + done.stderr
     doc = json.loads((tmp_path / "c.json").read_text())
     overall = doc["overall"]
@@ -68,7 +91,10 @@ def test_a_weakened_reviewer_is_reported_as_a_separated_drop_and_fails_the_ci_ga
     assert overall["direction"] == "fall" and overall["after_only"] == 0 and overall["before_only"] >= 6
     assert overall["p"] == pytest.approx(2 * 0.5 ** overall["before_only"])  # exact McNemar with no discordant rise
     assert overall["status"] == "separated" and doc["worse"] == ["overall"]
-    assert f"exact p={overall['p']:.4g}" in done.stdout and "compare: WORSE: detection fell, separated: overall" in done.stdout
+    assert (
+        f"exact p={overall['p']:.4g}" in done.stdout
+        and "compare: WORSE: detection fell, separated: overall" in done.stdout
+    )
     assert "code: pipeline refund_desk.py changed" in done.stdout  # what changed in between
     assert sum(c["before"] and not c["after"] for c in doc["cells"]) == overall["before_only"]
     page = (tmp_path / "c.html").read_text()
@@ -88,10 +114,18 @@ def test_two_runs_of_the_same_version_pass_the_gate(checkouts):
 
 
 def test_a_side_with_no_store_is_named_in_one_line(checkouts, tmp_path):
-    done = sabot("compare", str(checkouts["main"].root), str(checkouts["again"].root), "--before-store", str(tmp_path / "none.duckdb"),
-                 "--after-store", checkouts["again"].store)
+    done = sabot(
+        "compare",
+        str(checkouts["main"].root),
+        str(checkouts["again"].root),
+        "--before-store",
+        str(tmp_path / "none.duckdb"),
+        "--after-store",
+        checkouts["again"].store,
+    )
     assert done.returncode == 1 and done.stderr.strip().splitlines() == [
-        f"Error: {tmp_path / 'none.duckdb'}: no store here; run `sabot wave run {checkouts['main'].root}` with this store first"]
+        f"Error: {tmp_path / 'none.duckdb'}: no store here; run `sabot wave run {checkouts['main'].root}` with this store first"
+    ]
 
 
 def test_a_new_registration_is_shown_with_the_diff_of_its_files(checkouts, tmp_path):
@@ -108,10 +142,23 @@ def test_a_new_registration_is_shown_with_the_diff_of_its_files(checkouts, tmp_p
     for args in (("registry", "lock", str(v2)), ("wave", "run", str(v2), "--operator", "O1", "--seed", "1")):
         done = sabot(*args, var=var)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    done = sabot("compare", str(checkouts["main"].root), str(v2), "--before-store", checkouts["main"].store, "--after-store", str(var / "sabot.duckdb"))
+    done = sabot(
+        "compare",
+        str(checkouts["main"].root),
+        str(v2),
+        "--before-store",
+        checkouts["main"].store,
+        "--after-store",
+        str(var / "sabot.duckdb"),
+    )
     assert done.returncode == 0, done.stderr
     assert "paired on the cells both scored validly: 1; valid on one side only: before 17, after 0" in done.stdout
     assert "wave: refund_desk -> refund_desk_v2" in done.stdout
-    assert "registered sabot/mapping.json: sha256 " in done.stdout and "registered sabot/project.json: sha256 " in done.stdout
-    struck = [line for line in done.stdout.splitlines() if line.lstrip().startswith("-") and '"surface": "interrupt"' in line]
+    assert (
+        "registered sabot/mapping.json: sha256 " in done.stdout
+        and "registered sabot/project.json: sha256 " in done.stdout
+    )
+    struck = [
+        line for line in done.stdout.splitlines() if line.lstrip().startswith("-") and '"surface": "interrupt"' in line
+    ]
     assert len(struck) == 1  # the struck surface, in the diff

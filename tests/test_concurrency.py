@@ -40,7 +40,9 @@ def test_two_cells_run_concurrently_and_each_record_holds_only_its_own_events(re
         assert record.run_id == spec.run_id
         injected = [e for e in record.events if e.payload.get("injected")]
         assert [e.payload["operator"] for e in injected] == [spec.operator]
-        assert record.events == alone[spec].record.events  # the same events as the run made alone: none added, none lost
+        assert (
+            record.events == alone[spec].record.events
+        )  # the same events as the run made alone: none added, none lost
 
 
 def test_each_process_sees_the_callers_environment_of_now(registry, tmp_path, monkeypatch):
@@ -139,8 +141,14 @@ def test_slots_of_a_killed_in_process_run_are_freed_and_a_live_ones_kept(tmp_pat
         set_pool_limit(instance, 2)
         storage = instance.event_log_storage
         for run_id, pid in (("killed-run", gone.pid), ("live-run", os.getpid())):
-            instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id=run_id, status=dg.DagsterRunStatus.STARTED,
-                                        tags={LAUNCHER_TAG: f"{host}:{pid}"}))
+            instance.add_run(
+                dg.DagsterRun(
+                    job_name="__ASSET_JOB",
+                    run_id=run_id,
+                    status=dg.DagsterRunStatus.STARTED,
+                    tags={LAUNCHER_TAG: f"{host}:{pid}"},
+                )
+            )
             assert storage.claim_concurrency_slot(LLM_POOL, run_id, "fault_runs").is_claimed
         assert not storage.claim_concurrency_slot(LLM_POOL, "new-run", "fault_runs").is_claimed  # the pool is full
         storage.free_concurrency_slot_for_step("new-run", "fault_runs")
@@ -152,7 +160,7 @@ def test_slots_of_a_killed_in_process_run_are_freed_and_a_live_ones_kept(tmp_pat
         assert storage.get_concurrency_run_ids() == {"live-run", "new-run"}
 
 
-MAIN_SCRIPT = '''
+MAIN_SCRIPT = """
 import os, sys
 with open(sys.argv[1] if len(sys.argv) > 1 else os.environ["SABOT_TEST_MAIN_LOG"], "a") as log:
     log.write(f"{__name__} {os.getpid()}\\n")  # one line each time this script's top level runs
@@ -166,7 +174,7 @@ if __name__ == "__main__":
     os.environ["SABOT_TEST_MAIN_LOG"] = sys.argv[1]
     from adapters.pool import run_many
     print(sorted(set(pid for _, pid, _ in run_many(where, range(3), concurrency=3))))
-'''
+"""
 
 
 def test_the_callers_main_script_runs_once_in_the_fork_server_not_once_a_run(tmp_path):
@@ -177,11 +185,19 @@ def test_the_callers_main_script_runs_once_in_the_fork_server_not_once_a_run(tmp
 
     script, log = tmp_path / "main_script.py", tmp_path / "main.log"
     script.write_text(MAIN_SCRIPT)
-    out = subprocess.run([sys.executable, str(script), str(log)], capture_output=True, text=True, timeout=300,
-                         cwd=os.getcwd(), env={**os.environ, "PYTHONPATH": os.getcwd()})
+    out = subprocess.run(
+        [sys.executable, str(script), str(log)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=os.getcwd(),
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     children = eval(out.stdout.strip().splitlines()[-1])
     assert len(children) == 3  # three runs, three processes
     lines = log.read_text().splitlines()
-    assert [line.split()[0] for line in lines] == ["__main__", "__mp_main__"], lines  # the caller, then the fork server once
+    assert [line.split()[0] for line in lines] == ["__main__", "__mp_main__"], (
+        lines
+    )  # the caller, then the fork server once
     assert not {int(line.split()[1]) for line in lines} & set(children)  # no run re-ran it

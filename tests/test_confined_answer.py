@@ -20,7 +20,7 @@ from sabot.projects import Project
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "tests" / "hostile"
 FORGER = HOSTILE / "forged_answer.py"
-FORGING_FACTORY = '''
+FORGING_FACTORY = """
 
 _unforged_build_graph = build_graph
 
@@ -30,7 +30,7 @@ def build_graph():
 
     forged_answer.forge(%r)
     return _unforged_build_graph()
-'''
+"""
 
 
 @pytest.mark.parametrize("then", ["exit", "return"], ids=["instead of its answer", "before its answer"])
@@ -60,7 +60,9 @@ def test_a_team_pipeline_forging_its_answer_fails_its_run_naming_why_and_nothing
     with (project / "refund_desk.py").open("a") as factory:
         factory.write(FORGING_FACTORY % str(planted))
 
-    outcome = run_project(RunSpec("forging_desk", 1, "langgraph", "own", "refund", None, 1), Project.load(project), tmp_path / "runs")
+    outcome = run_project(
+        RunSpec("forging_desk", 1, "langgraph", "own", "refund", None, 1), Project.load(project), tmp_path / "runs"
+    )
     assert not planted.exists(), "the forged pickle ran in the harness's process"
     error = outcome.record.error
     assert error and "refund_desk:build_graph (refund_desk.py)" in error and "not a JSON answer" in error, error
@@ -75,24 +77,37 @@ def test_an_answer_is_json_of_one_form_or_refused_naming_what_is_wrong():
     with pytest.raises(ChildFailed) as failed:
         answer_of(b'{"error": ["KeyError", "no such refund", "trace"]}')
     assert (failed.value.kind, failed.value.message) == ("KeyError", "no such refund")
-    for data in (b"\x80\x04K\x01.", b"[" * 100_000, b'{"ok": 1, "error": 2}', b'{"error": ["only a type"]}', b"\xff\xfe"):
+    for data in (
+        b"\x80\x04K\x01.",
+        b"[" * 100_000,
+        b'{"ok": 1, "error": 2}',
+        b'{"error": ["only a type"]}',
+        b"\xff\xfe",
+    ):
         with pytest.raises(AnswerRefused):
             answer_of(data)
 
 
 def test_a_runs_answer_is_checked_field_by_field():
-    good = {"events": [[1, "drafter", "tool_call", {"tool": "x"}]], "tools_seen": ["lookup"], "tools_wrapped": ["lookup"],
-            "fault": {"attempts": 1, "acted": 0, "evidence": [], "landed": False, "served_target": False},
-            "pass": {"passed": True, "output": "ok"}}
+    good = {
+        "events": [[1, "drafter", "tool_call", {"tool": "x"}]],
+        "tools_seen": ["lookup"],
+        "tools_wrapped": ["lookup"],
+        "fault": {"attempts": 1, "acted": 0, "evidence": [], "landed": False, "served_target": False},
+        "pass": {"passed": True, "output": "ok"},
+    }
     read = run_answer(good)
     assert read["tools_seen"] == {"lookup"} and read["events"] == [(1, "drafter", "tool_call", {"tool": "x"})]
     assert run_answer({"infrastructure": "ConnectionError: refused"}) == {"infrastructure": "ConnectionError: refused"}
-    for broken, named in (({**good, "events": [[1, "drafter", "tool_call", "not a dict"]]}, "event 0"),
-                          ({**good, "fault": {**good["fault"], "landed": "yes"}}, "fault 'landed'"),
-                          ({**good, "fault": {**good["fault"], "attempts": True}}, "fault 'attempts'"),
-                          ({**good, "tools_seen": "lookup"}, "'tools_seen'"),
-                          ({**good, "pass": {"passed": 1, "output": "ok"}}, "'pass'"),
-                          ({"infrastructure": 3}, "'infrastructure'"), ([], "not a JSON object")):
+    for broken, named in (
+        ({**good, "events": [[1, "drafter", "tool_call", "not a dict"]]}, "event 0"),
+        ({**good, "fault": {**good["fault"], "landed": "yes"}}, "fault 'landed'"),
+        ({**good, "fault": {**good["fault"], "attempts": True}}, "fault 'attempts'"),
+        ({**good, "tools_seen": "lookup"}, "'tools_seen'"),
+        ({**good, "pass": {"passed": 1, "output": "ok"}}, "'pass'"),
+        ({"infrastructure": 3}, "'infrastructure'"),
+        ([], "not a JSON object"),
+    ):
         with pytest.raises(AnswerRefused, match=named):
             run_answer(broken)
     assert built_answer([["a problem"], "graph", ["gpt-5.6-luna"]]) == (["a problem"], "graph", {"gpt-5.6-luna"})

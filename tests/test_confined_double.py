@@ -17,18 +17,25 @@ from sabot.projects import Project
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "hostile" / "hostile_probe.py"
-DENIED = ("read the seal key", "read the store", "list the run root", "read another attempt's directory",
-          "write outside the work directory (project folder)", "write outside the work directory (SABOT_VAR)",
-          "write outside the work directory (harness code)", "the harness's process")
-PROBING_DOUBLE = '''
+DENIED = (
+    "read the seal key",
+    "read the store",
+    "list the run root",
+    "read another attempt's directory",
+    "write outside the work directory (project folder)",
+    "write outside the work directory (SABOT_VAR)",
+    "write outside the work directory (harness code)",
+    "the harness's process",
+)
+PROBING_DOUBLE = """
 
 def make_responder(seed):
     import hostile_probe
     from pathlib import Path
 
     raise RuntimeError("probe report " + json.dumps(hostile_probe.probe(Path(__file__).resolve().parent)))
-'''
-FAILING_DOUBLE = '''
+"""
+FAILING_DOUBLE = """
 
 _working_make_responder = make_responder
 
@@ -38,7 +45,7 @@ def make_responder(seed):
         return 1 / 0
 
     return respond
-'''
+"""
 
 
 def _project(tmp_path: Path, double_code: str) -> Path:
@@ -49,9 +56,20 @@ def _project(tmp_path: Path, double_code: str) -> Path:
     return project
 
 
-QUICK_POLICY = {"retry": {"max_attempts": 2, "max_total_seconds": 5, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.1,
-                          "jitter_seconds": 0.01, "max_retry_after_seconds": 1, "retry_on_status": [429, 500, 502, 503, 504]},
-                "call_timeout_seconds": 10, "run_wall_limit_seconds": 120, "limits": {}}  # a failing double's 500 retried once, not for half a minute
+QUICK_POLICY = {
+    "retry": {
+        "max_attempts": 2,
+        "max_total_seconds": 5,
+        "initial_backoff_seconds": 0.05,
+        "max_backoff_seconds": 0.1,
+        "jitter_seconds": 0.01,
+        "max_retry_after_seconds": 1,
+        "retry_on_status": [429, 500, 502, 503, 504],
+    },
+    "call_timeout_seconds": 10,
+    "run_wall_limit_seconds": 120,
+    "limits": {},
+}  # a failing double's 500 retried once, not for half a minute
 
 
 def _run(project: Path, tmp_path: Path):
@@ -72,11 +90,15 @@ def test_a_hostile_test_double_reaches_nothing_of_the_harness(tmp_path, monkeypa
     (other / "secret.txt").write_text("another run's work")
     seal.store_key(var / "runroot")
     monkeypatch.setenv("SABOT_VAR", str(var))
-    (project / "targets.json").write_text(json.dumps({"var": str(var), "other_attempt": str(other), "harness": str(ROOT), "harness_pid": os.getpid()}))
+    (project / "targets.json").write_text(
+        json.dumps({"var": str(var), "other_attempt": str(other), "harness": str(ROOT), "harness_pid": os.getpid()})
+    )
     var_before = sorted(p.relative_to(var).as_posix() for p in var.rglob("*"))
 
     record = _run(project, tmp_path)
-    assert record.error and record.error.startswith("test double refund_double:make_responder failed at refund_double.py:"), record.error
+    assert record.error and record.error.startswith(
+        "test double refund_double:make_responder failed at refund_double.py:"
+    ), record.error
     report = json.loads(record.error.split("probe report ", 1)[1])
     assert {name: report[name] for name in DENIED if not report[name].startswith("denied: ")} == {}
     assert report["list SABOT_VAR"] == "got: []" and report["SABOT_VAR in the environment"] is None
@@ -88,5 +110,7 @@ def test_a_hostile_test_double_reaches_nothing_of_the_harness(tmp_path, monkeypa
 
 def test_a_test_double_failing_while_it_answers_fails_its_run_naming_its_line(tmp_path):
     record = _run(_project(tmp_path, FAILING_DOUBLE), tmp_path)
-    assert record.error and record.error.startswith("test double refund_double:make_responder failed at refund_double.py:"), record.error
+    assert record.error and record.error.startswith(
+        "test double refund_double:make_responder failed at refund_double.py:"
+    ), record.error
     assert "in respond: ZeroDivisionError: division by zero" in record.error and "attempt" not in record.error

@@ -21,7 +21,9 @@ def test_a_run_sees_only_its_own_scratch_directory(tmp_path):
     for directory in (mine, sibling, covers / "run-a" / "run-a"):
         directory.mkdir(parents=True)
     (sibling / "secret.txt").write_text("the other run's work")
-    command = confined_command([sys.executable, str(PROBE), str(area), str(covers / "run-a"), str(mine), str(sibling)], area, [covers])
+    command = confined_command(
+        [sys.executable, str(PROBE), str(area), str(covers / "run-a"), str(mine), str(sibling)], area, [covers]
+    )
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)

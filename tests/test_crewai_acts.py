@@ -86,20 +86,37 @@ def requests_of(exchanges, stage):
 
 
 def scored_acts(registry, recorder, config):
-    run = recorder.record_of(run_id="r", framework="crewai", config=config, task=TASK, operator="O1", seed=11,
-                             injection_verified=True, task_passed=False, error=None, extra={})
+    run = recorder.record_of(
+        run_id="r",
+        framework="crewai",
+        config=config,
+        task=TASK,
+        operator="O1",
+        seed=11,
+        injection_verified=True,
+        task_passed=False,
+        error=None,
+        extra={},
+    )
     return [a.act for a in mapping_acts(load_ruleset(registry, "v0.2.0"), run, registry.anchors(TASK, "O1"), 1)]
 
 
 def test_llm_guardrail_reject_then_retry(home, tmp_path, registry):
-    script = Script([good_artifact()], ["FLAGS: none\nVERDICT: APPROVE"],
-                    ['{"valid": false, "feedback": "disposition is missing its reason"}', '{"valid": true, "feedback": null}'])
+    script = Script(
+        [good_artifact()],
+        ["FLAGS: none\nVERDICT: APPROVE"],
+        ['{"valid": false, "feedback": "disposition is missing its reason"}', '{"valid": true, "feedback": null}'],
+    )
     recorder, exchanges = run_pipeline("guardrail", script, tmp_path, registry)
     assert acts_of(recorder) == [("reject", "llm-guardrail"), ("retry_with_reason", "llm-guardrail")]
     reject = next(e for e in recorder.events if e.kind == "guardrail-event")
     assert reject.payload["reason"] == "disposition is missing its reason"  # LLMGuardrailCompletedEvent.error
     workers = requests_of(exchanges, "worker")
-    assert len(workers) == 2 and "Previous attempt failed validation: disposition is missing its reason" in workers[1]["messages"][1]["content"]
+    assert (
+        len(workers) == 2
+        and "Previous attempt failed validation: disposition is missing its reason"
+        in workers[1]["messages"][1]["content"]
+    )
     assert len(requests_of(exchanges, "guardrail")) == 2
     assert tasks.passes(TASK, tmp_path)
     # Every LLM reply is recorded, with the model id the response reported (not the configured one).
@@ -114,7 +131,9 @@ def test_guardrail_exhaustion_escalates_and_fails_the_task(home, tmp_path, regis
     contract = [("reject", "contract-guardrail"), ("retry_with_reason", "contract-guardrail")]
     assert acts_of(recorder) == contract * 3 + [("reject", "contract-guardrail"), ("escalate", "contract-guardrail")]
     escalate = [e for e in recorder.events if e.payload.get("act") == "escalate"][0]
-    assert escalate.payload["reason"].startswith("Task failed guardrail 0 validation after 3 retries. Last error: output contract:")
+    assert escalate.payload["reason"].startswith(
+        "Task failed guardrail 0 validation after 3 retries. Last error: output contract:"
+    )
     assert len(requests_of(exchanges, "worker")) == 4  # guardrail_max_retries + 1 attempts, by CrewAI
     assert requests_of(exchanges, "reviewer") == [] and requests_of(exchanges, "guardrail") == []
     assert not tasks.passes(TASK, tmp_path)  # the task is failed, the run itself completed
@@ -124,7 +143,10 @@ def test_guardrail_exhaustion_escalates_and_fails_the_task(home, tmp_path, regis
 @pytest.mark.parametrize("config", ["default", "guardrail"])
 def test_reviewer_reject_then_revise_retry(config, home, tmp_path, registry):
     reason = '"74.1" conflicts with "47.1"'
-    script = Script([good_artifact()], [f'FLAGS: source says "74.1" and "47.1"\nVERDICT: REJECT - {reason}', "FLAGS: none\nVERDICT: APPROVE"])
+    script = Script(
+        [good_artifact()],
+        [f'FLAGS: source says "74.1" and "47.1"\nVERDICT: REJECT - {reason}', "FLAGS: none\nVERDICT: APPROVE"],
+    )
     recorder, exchanges = run_pipeline(config, script, tmp_path, registry)
     assert acts_of(recorder) == [("reject", "reviewer"), ("retry_with_reason", "reviewer")]
     workers = requests_of(exchanges, "worker")
@@ -157,7 +179,9 @@ def test_default_config_has_no_guardrail(home, tmp_path, registry):
 
 
 def test_wave1_prompts_carry_no_flags_addendum(home, tmp_path, registry):
-    _, exchanges = run_pipeline("default", Script([good_artifact()], ["VERDICT: APPROVE"]), tmp_path, registry, flags=False)
+    _, exchanges = run_pipeline(
+        "default", Script([good_artifact()], ["VERDICT: APPROVE"]), tmp_path, registry, flags=False
+    )
     reviewers = requests_of(exchanges, "reviewer")
     assert reviewers and not any("ANOMALY-FIRST" in r["messages"][0]["content"] for r in reviewers)
 
@@ -170,7 +194,11 @@ def test_listeners_do_not_outlive_the_run(home, tmp_path, registry):
         return len(crewai_event_bus._sync_handlers.get(LLMGuardrailCompletedEvent, ()))
 
     before = handlers()
-    script = Script([good_artifact()], ["VERDICT: APPROVE"], ['{"valid": false, "feedback": "x"}', '{"valid": true, "feedback": null}'])
+    script = Script(
+        [good_artifact()],
+        ["VERDICT: APPROVE"],
+        ['{"valid": false, "feedback": "x"}', '{"valid": true, "feedback": null}'],
+    )
     first, _ = run_pipeline("guardrail", script, tmp_path / "a", registry)
     second, _ = run_pipeline("guardrail", Script([good_artifact()], ["VERDICT: APPROVE"]), tmp_path / "b", registry)
     assert handlers() == before
@@ -191,9 +219,15 @@ def test_scripted_guardrail_responder():
     assert crewai_guardrail.respond({"messages": [{"role": "user", "content": "hi"}]}, policy, random.Random(1)) is None
 
     def ask(artifact, seed):
-        query = (f"\n        Ensure ...\n\n        Task result:\n        {artifact}\n\n"
-                 "        Guardrail:\n        The T1 extractor's artifact ...\n\n        Your task:\n")
-        return json.loads(crewai_guardrail.respond({**ours, "messages": [{"role": "user", "content": query}]}, policy, random.Random(seed)).content)
+        query = (
+            f"\n        Ensure ...\n\n        Task result:\n        {artifact}\n\n"
+            "        Guardrail:\n        The T1 extractor's artifact ...\n\n        Your task:\n"
+        )
+        return json.loads(
+            crewai_guardrail.respond(
+                {**ours, "messages": [{"role": "user", "content": query}]}, policy, random.Random(seed)
+            ).content
+        )
 
     assert all(ask(good_artifact(), s) == {"valid": True, "feedback": None} for s in range(20))
     bad = [ask("not the contracted artifact", s) for s in range(20)]
@@ -236,7 +270,9 @@ def test_every_operator_lands_and_is_verified(crewai_runner, registry, tmp_path,
             assert not record.task_passed
 
 
-def test_exhaustion_through_the_runner_is_a_scored_escalate_not_run_error(crewai_runner, registry, tmp_path, monkeypatch):
+def test_exhaustion_through_the_runner_is_a_scored_escalate_not_run_error(
+    crewai_runner, registry, tmp_path, monkeypatch
+):
     """The real scripted policy, with a worker that cannot meet the contract: CrewAI exhausts its retries."""
     monkeypatch.setattr(skills, "solve", lambda *a, **k: "not the contracted artifact")
     spec = crewai_runner.RunSpec("t", 2, "crewai", "guardrail", TASK, "O1", 11)
@@ -244,17 +280,25 @@ def test_exhaustion_through_the_runner_is_a_scored_escalate_not_run_error(crewai
     record = outcome.record
     assert record.error is None and not record.task_passed  # completed, task failed: never RUN_ERROR
     acts = [(e.payload["act"], e.payload["component"]) for e in record.events if e.kind == "guardrail-event"]
-    assert acts[-1] == ("escalate", "contract-guardrail") and acts.count(("retry_with_reason", "contract-guardrail")) == 3
+    assert (
+        acts[-1] == ("escalate", "contract-guardrail") and acts.count(("retry_with_reason", "contract-guardrail")) == 3
+    )
     workers = [i for i in outcome.intent if i.get("stage") == "worker"]
     assert len(workers) == 4  # CrewAI re-ran the worker guardrail_max_retries times
-    counted = [a.act for a in mapping_acts(load_ruleset(registry, "v0.2.0"), record, registry.anchors(TASK, "O1"), 1) if a.counted]
+    counted = [
+        a.act
+        for a in mapping_acts(load_ruleset(registry, "v0.2.0"), record, registry.anchors(TASK, "O1"), 1)
+        if a.counted
+    ]
     assert "escalate" in counted and "reject" in counted  # adjudicated against the published crewai mapping
 
 
 def test_no_request_leaves_loopback(crewai_runner, registry, tmp_path, socket_addresses):
     seen = socket_addresses
     for op in (None, "O1", "O4"):
-        record = crewai_runner.run(crewai_runner.RunSpec("t", 2, "crewai", "guardrail", TASK, op, 12), registry, tmp_path).record
+        record = crewai_runner.run(
+            crewai_runner.RunSpec("t", 2, "crewai", "guardrail", TASK, op, 12), registry, tmp_path
+        ).record
         assert record.error is None
     assert seen, "the audit hook saw no connection at all"
     assert {host for host in seen if host not in ("127.0.0.1", "localhost", "::1")} == set()
@@ -282,10 +326,21 @@ print("RUN-DONE", time.monotonic())  # CLOCK_MONOTONIC is one clock for every pr
 
 def test_process_exits_promptly_without_telemetry_env(tmp_path):
     """The adapter itself switches CrewAI's telemetry off: no CREWAI_*/OTEL_* needed in the parent env."""
-    env = {k: v for k, v in os.environ.items() if k not in CREWAI_ENV and k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in CREWAI_ENV and k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY")
+    }
     env["HOME"] = str(tmp_path / "home")
-    done = subprocess.run([sys.executable, "-c", EXIT_PROBE, str(tmp_path / "runs")], cwd=PROJECT, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_PROBE, str(tmp_path / "runs")],
+        cwd=PROJECT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     exited = time.monotonic()
     assert done.returncode == 0, done.stderr[-2000:]
     assert "RUN-DONE" in done.stdout and "FOREIGN-CONNECT" not in done.stderr

@@ -30,7 +30,9 @@ def _server_url() -> str:
     url = os.environ.get("SABOT_TEST_POSTGRES_URL")
     if not url:
         if os.environ.get("SABOT_REQUIRE_POSTGRES"):
-            pytest.fail("SABOT_REQUIRE_POSTGRES is set but SABOT_TEST_POSTGRES_URL is not (start it: bash scripts/postgres.sh)")
+            pytest.fail(
+                "SABOT_REQUIRE_POSTGRES is set but SABOT_TEST_POSTGRES_URL is not (start it: bash scripts/postgres.sh)"
+            )
         pytest.skip("no Postgres for the instance (set SABOT_TEST_POSTGRES_URL; bash scripts/postgres.sh prints one)")
     return url
 
@@ -71,8 +73,13 @@ def _launch_backfill(instance, partition_names: list[str]) -> str:
         result = execute_dagster_graphql(
             process_context.create_request_context(),
             LAUNCH_PARTITION_BACKFILL_MUTATION,
-            {"backfillParams": {"assetSelection": [{"path": ["demo", "fault_runs"]}], "partitionNames": partition_names,
-                                "tags": [{"key": "sabot/wave", "value": "demo"}]}},
+            {
+                "backfillParams": {
+                    "assetSelection": [{"path": ["demo", "fault_runs"]}],
+                    "partitionNames": partition_names,
+                    "tags": [{"key": "sabot/wave", "value": "demo"}],
+                }
+            },
         )
     launched = result.data["launchPartitionBackfill"]
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
@@ -88,8 +95,14 @@ def test_a_wave_slice_through_the_daemon_on_postgres_stores_every_cell_once(post
     cells = [f"{op}|{p.key}" for p in probes for op in ("O1", "O2")]  # 8 cells; Dagster splits them into several runs
     judge, kappa = dg.AssetKey(["demo", "judge_verdicts"]), dg.AssetKey(["demo", "kappa_audit"])
     log = open(tmp / "daemon.log", "w")
-    daemon = subprocess.Popen([str(PROJECT / ".venv/bin/dagster-daemon"), "run", "-w", str(PROJECT / "workspace.yaml")],
-                              cwd=PROJECT, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    daemon = subprocess.Popen(
+        [str(PROJECT / ".venv/bin/dagster-daemon"), "run", "-w", str(PROJECT / "workspace.yaml")],
+        cwd=PROJECT,
+        env={**os.environ, **env},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         backfill_id = _launch_backfill(instance, cells)
         deadline = time.monotonic() + DEADLINE_S
@@ -101,7 +114,9 @@ def test_a_wave_slice_through_the_daemon_on_postgres_stores_every_cell_once(post
             time.sleep(3)
         assert backfill.status.value == "COMPLETED_SUCCESS", f"backfill {backfill.status}: see {tmp / 'daemon.log'}"
         while not _soft_tier_current(instance, judge, kappa, cells):
-            assert time.monotonic() < deadline, f"judge verdicts or the kappa audit stayed stale: see {tmp / 'daemon.log'}"
+            assert time.monotonic() < deadline, (
+                f"judge verdicts or the kappa audit stayed stale: see {tmp / 'daemon.log'}"
+            )
             assert daemon.poll() is None, f"the daemon exited: see {tmp / 'daemon.log'}"
             time.sleep(5)
     finally:
@@ -116,20 +131,31 @@ def test_a_wave_slice_through_the_daemon_on_postgres_stores_every_cell_once(post
         stored = con.execute(
             "SELECT operator || '|' || probe, count(*), bool_and(outcome = 'complete') FROM attempts WHERE wave = 'demo' GROUP BY 1"
         ).fetchall()
-        scored = con.execute("SELECT operator || '|' || probe FROM runs WHERE wave = 'demo' AND status = 'present' AND error IS NULL").fetchall()
+        scored = con.execute(
+            "SELECT operator || '|' || probe FROM runs WHERE wave = 'demo' AND status = 'present' AND error IS NULL"
+        ).fetchall()
     assert sorted(key for (key,) in scored) == sorted(cells)
     assert sorted(key for key, _, _ in stored) == sorted(cells)  # every selected cell, and nothing else
-    assert all(count == 1 and ok for _, count, ok in stored), stored  # each run exactly once (one attempt), each complete
+    assert all(count == 1 and ok for _, count, ok in stored), (
+        stored
+    )  # each run exactly once (one attempt), each complete
 
     # The soft tier caught up by itself: every new cell judged (offline judge, no model call), each
     # partition with its own verdict, and the kappa audit and its check after the last of them.
     with connect(Path(env["SABOT_VAR"]) / "sabot.duckdb", read_only=True) as con:
-        judged = con.execute("SELECT operator || '|' || probe FROM judge_verdicts WHERE wave = 'demo' AND prompt_variant = 0").fetchall()
+        judged = con.execute(
+            "SELECT operator || '|' || probe FROM judge_verdicts WHERE wave = 'demo' AND prompt_variant = 0"
+        ).fetchall()
     assert sorted(key for (key,) in judged) == sorted(cells)
     sensor_runs = [r for r in instance.get_run_records(dg.RunsFilter(tags={"dagster/sensor_name": "rescore"}))]
-    assert sensor_runs and all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in sensor_runs
-                               if judge in (r.dagster_run.asset_selection or ()))
-    latest = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=judge, asset_partitions=cells[:1]), limit=1).records[0]
+    assert sensor_runs and all(
+        r.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+        for r in sensor_runs
+        if judge in (r.dagster_run.asset_selection or ())
+    )
+    latest = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=judge, asset_partitions=cells[:1]), limit=1
+    ).records[0]
     assert latest.asset_materialization.metadata["judged"].value == "yes"
 
 
@@ -137,16 +163,22 @@ def _soft_tier_current(instance, judge: dg.AssetKey, kappa: dg.AssetKey, cells: 
     """Every cell's judge verdict materialized, then the kappa audit and its check evaluated after all of them."""
     judged = {}
     for cell in cells:
-        records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=judge, asset_partitions=[cell]), limit=1).records
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=judge, asset_partitions=[cell]), limit=1
+        ).records
         if not records:
             return False
         judged[cell] = records[0].storage_id
     audits = instance.fetch_materializations(kappa, limit=1).records
     if not audits or audits[0].storage_id < max(judged.values()):
         return False
-    check = instance.event_log_storage.get_latest_asset_check_execution_by_key([dg.AssetCheckKey(kappa, "kappa_meets_bound")])
+    check = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [dg.AssetCheckKey(kappa, "kappa_meets_bound")]
+    )
     evaluation = check.get(dg.AssetCheckKey(kappa, "kappa_meets_bound"))
     from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus as Status
 
     finished = (Status.SUCCEEDED, Status.FAILED)  # failed: too few double-judged pairs, and still current
-    return evaluation is not None and evaluation.status in finished and evaluation.event.timestamp >= audits[0].timestamp
+    return (
+        evaluation is not None and evaluation.status in finished and evaluation.event.timestamp >= audits[0].timestamp
+    )

@@ -15,9 +15,16 @@ from sabot_assets.waves.factory import build_wave
 
 def _op_properties(op: dg.OpDefinition) -> dict:
     return {
-        "name": op.name, "ins": op.ins, "outs": op.outs, "description": op.description,
-        "config_schema": op.config_schema.as_field().config_type.key, "required_resource_keys": op.required_resource_keys,
-        "tags": op.tags, "retry_policy": op.retry_policy, "pool": op.pool, "code_version": op_code_version(op),
+        "name": op.name,
+        "ins": op.ins,
+        "outs": op.outs,
+        "description": op.description,
+        "config_schema": op.config_schema.as_field().config_type.key,
+        "required_resource_keys": op.required_resource_keys,
+        "tags": op.tags,
+        "retry_policy": op.retry_policy,
+        "pool": op.pool,
+        "code_version": op_code_version(op),
     }
 
 
@@ -40,10 +47,19 @@ def _wrapped(asset: dg.AssetsDefinition):
 
 def _every_option_asset():
     @dg.asset(
-        key_prefix="w", name="every_option", deps=[dg.AssetKey(["w", "upstream"])], code_version="v7",
-        partitions_def=dg.StaticPartitionsDefinition(["a", "b"]), op_tags={"team": "sabot"}, pool="store",
-        retry_policy=dg.RetryPolicy(max_retries=2), kinds={"duckdb"}, metadata={"m": 1}, group_name="w",
-        automation_condition=dg.AutomationCondition.eager(), backfill_policy=dg.BackfillPolicy.single_run(),
+        key_prefix="w",
+        name="every_option",
+        deps=[dg.AssetKey(["w", "upstream"])],
+        code_version="v7",
+        partitions_def=dg.StaticPartitionsDefinition(["a", "b"]),
+        op_tags={"team": "sabot"},
+        pool="store",
+        retry_policy=dg.RetryPolicy(max_retries=2),
+        kinds={"duckdb"},
+        metadata={"m": 1},
+        group_name="w",
+        automation_condition=dg.AutomationCondition.eager(),
+        backfill_policy=dg.BackfillPolicy.single_run(),
         check_specs=[dg.AssetCheckSpec("fresh", asset=dg.AssetKey(["w", "every_option"]))],
         description="An asset with every option the project's assets use.",
     )

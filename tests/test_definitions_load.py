@@ -23,16 +23,28 @@ print(after_import, after_build)
 
 def test_loading_the_definitions_imports_no_agent_framework(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "SABOT_VAR": str(tmp_path / "var"), "HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", PROBE.format(frameworks=FRAMEWORKS)], cwd=PROJECT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(frameworks=FRAMEWORKS)],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[] []", out.stdout
 
 
 def test_importing_the_definitions_creates_nothing(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "SABOT_VAR": str(tmp_path / "var"), "HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", "import sabot_assets.definitions"], cwd=PROJECT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", "import sabot_assets.definitions"],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert not (tmp_path / "var").exists()
 
@@ -50,7 +62,11 @@ def test_building_the_definitions_prints_no_dagster_warning(registry, tmp_path):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         build_definitions(registry, DuckDBResource(database=str(tmp_path / "s.duckdb")))
-    noisy = [f"{w.category.__name__}: {w.message}" for w in caught if "dagster" in w.category.__module__ or "dagster" in str(w.filename)]
+    noisy = [
+        f"{w.category.__name__}: {w.message}"
+        for w in caught
+        if "dagster" in w.category.__module__ or "dagster" in str(w.filename)
+    ]
     assert noisy == []
 
 
@@ -58,7 +74,13 @@ def test_loading_the_definitions_imports_neither_pandas_nor_numpy(tmp_path):
     """They are imported where rows are written and statistics compute: a command with nothing to
     do, or a UI start, does not pay for them (about 0.6 s of a 1.5 s load)."""
     env = {"PATH": "/usr/bin:/bin", "SABOT_VAR": str(tmp_path / "var"), "HOME": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", PROBE.format(frameworks=("pandas", "numpy", "scipy"))], cwd=PROJECT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(frameworks=("pandas", "numpy", "scipy"))],
+        cwd=PROJECT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[] []", out.stdout

@@ -107,7 +107,9 @@ def _check_one(where: str, line: str) -> None:
             for value in (a for a in args if a.endswith(".yaml")):
                 assert (ROOT / value).is_file(), f"{where}: no file {value}"
             home = next((w.split("=", 1)[1] for w in shlex.split(part) if w.startswith("DAGSTER_HOME=")), None)
-            assert home is None or (ROOT / home / "dagster.yaml").is_file(), f"{where}: DAGSTER_HOME={home} holds no dagster.yaml"
+            assert home is None or (ROOT / home / "dagster.yaml").is_file(), (
+                f"{where}: DAGSTER_HOME={home} holds no dagster.yaml"
+            )
         elif tool == ".venv/bin/pytest":
             for target in (a for a in args if not a.startswith("-")):
                 assert (ROOT / target).exists(), f"{where}: no test file {target}"
@@ -132,7 +134,11 @@ def test_the_two_readme_commands_are_what_ci_and_the_tests_run():
     assert ("live_wave", ["registry", "tmp_path_factory", "'demo'"]) in live
     assert _functions(ROOT / "tests" / "test_live_wave.py").get("test_the_demo_wave_scores_all_eight_rows") == ["demo"]
     assert "run_wave" in {name for name, _ in _calls(ROOT / "sabot_assets" / "cli" / "wave.py")}
-    assert any(args[1:4] == ["'wave'", "'run'", "'demo'"] for name, args in _calls(ROOT / "tests" / "test_ui_lineage.py") if name == "run")
+    assert any(
+        args[1:4] == ["'wave'", "'run'", "'demo'"]
+        for name, args in _calls(ROOT / "tests" / "test_ui_lineage.py")
+        if name == "run"
+    )
 
 
 def _calls(path: Path) -> list[tuple[str, list[str]]]:
@@ -180,10 +186,13 @@ def test_every_figure_names_its_benchmark():
         for para in _prose_paragraphs(page.read_text()):
             if DURATION.search(para):
                 assert BENCH.search(para) or SETTING.search(para), (
-                    f"{page.relative_to(ROOT)}: a figure that names neither the benchmark printing it nor the setting it is:\n{para}")
+                    f"{page.relative_to(ROOT)}: a figure that names neither the benchmark printing it nor the setting it is:\n{para}"
+                )
     for page in PAGES:
         for script in BENCH.findall(page.read_text()):
-            assert (ROOT / "bench" / script).is_file(), f"{page.relative_to(ROOT)} names bench/{script}, which does not exist"
+            assert (ROOT / "bench" / script).is_file(), (
+                f"{page.relative_to(ROOT)} names bench/{script}, which does not exist"
+            )
 
 
 def test_every_link_between_pages_resolves():

@@ -33,7 +33,9 @@ def test_a_dead_endpoint_is_retried_once_then_recorded_as_run_error(registry, tm
     monkeypatch.setenv("SABOT_MODEL_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: nothing listens
     monkeypatch.setenv("SABOT_MODEL_API_KEY", SECRET)
     quick = tmp_path / "policy.json"  # the call policy's budget, made short through its override file
-    quick.write_text(json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}}))
+    quick.write_text(
+        json.dumps({"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}})
+    )
     monkeypatch.setenv("SABOT_CALL_POLICY", str(quick))
     record = run(RunSpec("t", 2, "langgraph", "default", "T2", None, 11), registry, tmp_path / "runs").record
     assert record.error and record.error.startswith("attempt 2: CallBudgetSpent")

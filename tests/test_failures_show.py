@@ -35,8 +35,14 @@ class Slice:
         tally = RunTally()
         results = []
         for key in keys:  # one run per partition, as the UI's multi_run backfill would for a scattered selection
-            result = dg.materialize(self.defs.assets, selection=[self.fault_runs], partition_key=key, instance=self.instance,
-                                    resources=self.defs.resources, raise_on_error=False)
+            result = dg.materialize(
+                self.defs.assets,
+                selection=[self.fault_runs],
+                partition_key=key,
+                instance=self.instance,
+                resources=self.defs.resources,
+                raise_on_error=False,
+            )
             tally.add(result)
             results.append(result)
         return tally, results
@@ -47,11 +53,18 @@ class Slice:
 
     def attempts(self):
         with connect(self.store, read_only=True) as con:
-            return con.execute("SELECT operator || '|' || probe, attempt, outcome FROM attempts ORDER BY 1, 2").fetchall()
+            return con.execute(
+                "SELECT operator || '|' || probe, attempt, outcome FROM attempts ORDER BY 1, 2"
+            ).fetchall()
 
     def scored(self):
         with connect(self.store, read_only=True) as con:
-            return dict((r[0], r[1:]) for r in con.execute("SELECT operator || '|' || probe, attempt, error IS NULL FROM runs WHERE operator <> ''").fetchall())
+            return dict(
+                (r[0], r[1:])
+                for r in con.execute(
+                    "SELECT operator || '|' || probe, attempt, error IS NULL FROM runs WHERE operator <> ''"
+                ).fetchall()
+            )
 
 
 @pytest.fixture
@@ -75,7 +88,9 @@ def test_run_error_partitions_are_failed_and_good_runs_survive(live_slice, monke
     monkeypatch.setenv("SABOT_MODEL_API_KEY", "sk-test")
     quick = s.store.parent / "quick_call_policy.json"  # the registered policy spends ~68 s a run on a dead endpoint
     # RUN_ERROR cells are the subject here, not the endpoint breaker (tests/test_provider_faults.py): kept closed
-    quick.write_text('{"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}, "breaker": {"consecutive_failures": 1000}}')
+    quick.write_text(
+        '{"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}, "breaker": {"consecutive_failures": 1000}}'
+    )
     monkeypatch.setenv("SABOT_CALL_POLICY", str(quick))
     tally, results = s.materialize(SLICE)
     assert set(tally.run_errors) == set(SLICE) and tally.reused == 0  # another endpoint: nothing to reuse
@@ -86,21 +101,35 @@ def test_run_error_partitions_are_failed_and_good_runs_survive(live_slice, monke
     logs = [e.message for r in results for e in s.instance.all_logs(r.run_id) if e.user_message]
     assert any("RUN_ERROR" in m and DEAD_ENDPOINT in m and SLICE[0] in m for m in logs)
     # Failures as sentences: the step failure and the partition's observation both lead with the cell's reason.
-    failure = next(e.dagster_event for e in s.instance.all_logs(results[0].run_id) if e.dagster_event and e.dagster_event.is_step_failure)
+    failure = next(
+        e.dagster_event
+        for e in s.instance.all_logs(results[0].run_id)
+        if e.dagster_event and e.dagster_event.is_step_failure
+    )
     data = failure.step_failure_data.user_failure_data
     assert data.description.splitlines()[0] == f"{SLICE[0]}: RUN_ERROR: {tally.run_errors[SLICE[0]]}"
-    assert list(data.metadata)[0] == RUN_ERROR_KEY and data.metadata[RUN_ERROR_KEY].value.endswith(tally.run_errors[SLICE[0]])
-    observed = s.instance.fetch_observations(dg.AssetRecordsFilter(asset_key=s.fault_runs, asset_partitions=[SLICE[0]]), limit=1).records
+    assert list(data.metadata)[0] == RUN_ERROR_KEY and data.metadata[RUN_ERROR_KEY].value.endswith(
+        tally.run_errors[SLICE[0]]
+    )
+    observed = s.instance.fetch_observations(
+        dg.AssetRecordsFilter(asset_key=s.fault_runs, asset_partitions=[SLICE[0]]), limit=1
+    ).records
     assert list(observed[0].asset_observation.metadata)[0] == RUN_ERROR_KEY
     # The good runs stay the scored runs; the RUN_ERROR attempts sit beside them.
     assert s.scored() == {SLICE[0]: (1, True), SLICE[1]: (1, True), SLICE[2]: (1, False)}
     assert [a for a in s.attempts() if a[0] == SLICE[0]] == [(SLICE[0], 1, "complete"), (SLICE[0], 2, "run_error")]
 
     # A board built now (no verdict ever ran for the failed O3 cell) itemizes it as RUN_ERROR, never drops it.
-    board = dg.materialize(s.defs.assets, selection=[dg.AssetKey(["demo", "scoreboard"])], instance=s.instance, resources=s.defs.resources)
+    board = dg.materialize(
+        s.defs.assets, selection=[dg.AssetKey(["demo", "scoreboard"])], instance=s.instance, resources=s.defs.resources
+    )
     assert board.success
     with connect(s.store, read_only=True) as con:
-        doc = json.loads(con.execute("SELECT body FROM reports WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND format = 'board.json'").fetchone()[0])
+        doc = json.loads(
+            con.execute(
+                "SELECT body FROM reports WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND format = 'board.json'"
+            ).fetchone()[0]
+        )
     assert doc["exclusions"] == [["langgraph", "default", "T1", "O3", "RUN_ERROR", 1]]
 
     # The endpoint comes back: "failed and missing" within the slice is exactly the RUN_ERROR cells...
@@ -114,21 +143,35 @@ def test_run_error_partitions_are_failed_and_good_runs_survive(live_slice, monke
     assert s.scored() == {SLICE[0]: (1, True), SLICE[1]: (1, True), SLICE[2]: (2, True)}
 
     # Lineage names the attempt the verdict read: the good attempt 1, not the RUN_ERROR attempt 2.
-    verdicts = dg.materialize(s.defs.assets, selection=[dg.AssetKey(["demo", "cell_verdicts"])], partition_key=SLICE[0],
-                              instance=s.instance, resources=s.defs.resources)
+    verdicts = dg.materialize(
+        s.defs.assets,
+        selection=[dg.AssetKey(["demo", "cell_verdicts"])],
+        partition_key=SLICE[0],
+        instance=s.instance,
+        resources=s.defs.resources,
+    )
     assert verdicts.success
     from sabot.store.lineage import cell_detail
 
     with connect(s.store, read_only=True) as con:
         detail = cell_detail(con, "demo", "v0.2.0", *SLICE[0].split("|"))
     assert detail["verdict"]["fault_attempt"] == 1
-    assert [(a["attempt"], a["outcome"]) for a in detail["attempts"]] == [(1, "complete"), (2, "run_error"), ]
+    assert [(a["attempt"], a["outcome"]) for a in detail["attempts"]] == [
+        (1, "complete"),
+        (2, "run_error"),
+    ]
 
 
 def _hold_lock(store: Path) -> subprocess.Popen:
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import duckdb, sys; c = duckdb.connect({str(store)!r}); print('held', flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, sys; c = duckdb.connect({str(store)!r}); print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout.readline().strip() == "held"
     return holder

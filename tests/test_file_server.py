@@ -16,7 +16,11 @@ from sabot.trace import Event, RunRecord
 from sabot_assets.file_server.addresses import DEFAULT_FILES_URL, FILES_URL_ENV, record_url, report_url
 from sabot_assets.file_server.server import serve
 
-PROMPT, REPLY, ERROR = "Extract the inspection record.", '{"unit_id": "P-3117-D"}', "provider http://127.0.0.1:9/v1 refused"
+PROMPT, REPLY, ERROR = (
+    "Extract the inspection record.",
+    '{"unit_id": "P-3117-D"}',
+    "provider http://127.0.0.1:9/v1 refused",
+)
 
 
 def _free_port() -> int:
@@ -31,14 +35,44 @@ def served(tmp_path, monkeypatch):
     store = tmp_path / "store"
     probe = Probe("langgraph", "default", "T1", 11)
     directory = runroot.allocate(store / "runroot", "demo", probe, "O5")
-    exchange = {"n": 1, "model": "gpt-5.6-terra", "method": "POST", "path": "/v1/chat/completions", "status": 200,
-                "request": {"messages": [{"role": "user", "content": PROMPT}]},
-                "reply": {"choices": [{"message": {"role": "assistant", "content": REPLY}}]}}
-    events = (Event(1, "extractor", "tool-call", {"tool": "load_context", "output": "LOGGER SHEET Rev A", "injected": True}),
-              Event(2, "reviewer", "guardrail-event", {"act": "reject", "reason": "figures disagree"}))
-    record = RunRecord("demo-run", "langgraph", "default", "T1", "O5", 11, events, 1, True, True, ERROR, extra={"exchanges": [exchange]})
+    exchange = {
+        "n": 1,
+        "model": "gpt-5.6-terra",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "status": 200,
+        "request": {"messages": [{"role": "user", "content": PROMPT}]},
+        "reply": {"choices": [{"message": {"role": "assistant", "content": REPLY}}]},
+    }
+    events = (
+        Event(1, "extractor", "tool-call", {"tool": "load_context", "output": "LOGGER SHEET Rev A", "injected": True}),
+        Event(2, "reviewer", "guardrail-event", {"act": "reject", "reason": "figures disagree"}),
+    )
+    record = RunRecord(
+        "demo-run",
+        "langgraph",
+        "default",
+        "T1",
+        "O5",
+        11,
+        events,
+        1,
+        True,
+        True,
+        ERROR,
+        extra={"exchanges": [exchange]},
+    )
     identity = Identity("runner-v1", "simulation (scripted model on 127.0.0.1)", "gpt-5.6-terra", "gpt-5.6-luna", 2)
-    runroot.write_attempt(directory, "demo", record, "complete", identity, [{"secret": "the intent"}], "dagster-run-1", runroot.started_now())
+    runroot.write_attempt(
+        directory,
+        "demo",
+        record,
+        "complete",
+        identity,
+        [{"secret": "the intent"}],
+        "dagster-run-1",
+        runroot.started_now(),
+    )
     (store / "reports" / "demo").mkdir(parents=True)
     (store / "reports" / "demo" / "index.html").write_text("<h1>demo report</h1>")
     port = _free_port()
@@ -59,8 +93,10 @@ def _get(url: str) -> tuple[int, str, str]:
 def test_links_are_http_to_the_default_server_when_nothing_is_configured(monkeypatch):
     monkeypatch.delenv(FILES_URL_ENV, raising=False)
     assert report_url("demo/index.html") == f"{DEFAULT_FILES_URL}/reports/demo/index.html"
-    assert record_url("demo/langgraph/default/T1/O1/seed11/attempt-2/runresult.json", "events") == \
-        f"{DEFAULT_FILES_URL}/runs/demo/langgraph/default/T1/O1/seed11/attempt-2/events"
+    assert (
+        record_url("demo/langgraph/default/T1/O1/seed11/attempt-2/runresult.json", "events")
+        == f"{DEFAULT_FILES_URL}/runs/demo/langgraph/default/T1/O1/seed11/attempt-2/events"
+    )
 
 
 def test_a_report_link_loads(served):
@@ -71,7 +107,11 @@ def test_a_report_link_loads(served):
 def test_a_sealed_record_reads_as_pages(served):
     source, _ = served
     status, _, overview = _get(record_url(source))
-    assert status == 200 and "Sealed: every file below matches its seal" in overview and "O5|langgraph.default.T1.s11" in overview
+    assert (
+        status == 200
+        and "Sealed: every file below matches its seal" in overview
+        and "O5|langgraph.default.T1.s11" in overview
+    )
     assert ERROR in overview
     _, _, events = _get(record_url(source, "events"))
     assert "figures disagree" in events and "The fault was planted at event 1" in events and "id='seq-2'" in events
@@ -87,12 +127,16 @@ def test_the_scripted_models_intent_is_never_served(served):
     source, _ = served
     status, _, body = _get(record_url(source, "raw/intent.json"))
     assert status == 404 and "serves no raw file 'intent.json'" in body
-    assert all("the intent" not in _get(record_url(source, page))[2] for page in ("", "events", "exchanges", "exchanges/1"))
+    assert all(
+        "the intent" not in _get(record_url(source, page))[2] for page in ("", "events", "exchanges", "exchanges/1")
+    )
 
 
 def test_an_edited_record_says_it_is_not_evidence(served):
     source, directory = served
-    (directory / "runresult.json").write_text((directory / "runresult.json").read_text().replace("figures disagree", "figures agree"))
+    (directory / "runresult.json").write_text(
+        (directory / "runresult.json").read_text().replace("figures disagree", "figures agree")
+    )
     _, _, events = _get(record_url(source, "events"))
     assert "Not evidence: attempt" in events and "differs from its seal" in events and "Sealed:" not in events
 
@@ -116,4 +160,7 @@ def test_ui_addresses_redirect_to_the_dagster_ui(served):
 
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.build_opener(NoFollow).open(request, timeout=10)
-    assert caught.value.code == 302 and caught.value.headers["Location"] == "http://127.0.0.1:3000/assets/demo/cell_verdicts?view=partitions"
+    assert (
+        caught.value.code == 302
+        and caught.value.headers["Location"] == "http://127.0.0.1:3000/assets/demo/cell_verdicts?view=partitions"
+    )

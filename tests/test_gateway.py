@@ -24,9 +24,20 @@ SPEC = RunSpec("t", 2, "langgraph", "default", "T1", "O1", 11)
 
 
 def fast_policy(**changes) -> CallPolicy:
-    doc = {"retry": {"max_attempts": 4, "max_total_seconds": 20, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.2,
-                     "jitter_seconds": 0.05, "max_retry_after_seconds": 5, "retry_on_status": [429, 500, 502, 503, 504]},
-           "call_timeout_seconds": 5, "run_wall_limit_seconds": 60, "limits": {"provider": None, "scripted": None}}
+    doc = {
+        "retry": {
+            "max_attempts": 4,
+            "max_total_seconds": 20,
+            "initial_backoff_seconds": 0.05,
+            "max_backoff_seconds": 0.2,
+            "jitter_seconds": 0.05,
+            "max_retry_after_seconds": 5,
+            "retry_on_status": [429, 500, 502, 503, 504],
+        },
+        "call_timeout_seconds": 5,
+        "run_wall_limit_seconds": 60,
+        "limits": {"provider": None, "scripted": None},
+    }
     for key, value in changes.items():
         if key in doc["retry"]:
             doc["retry"][key] = value
@@ -122,8 +133,11 @@ def test_a_stream_is_asked_for_usage_and_the_client_gets_the_stream_it_asked_for
         upstream = Upstream(server.base_url, "k", "simulation", scripted=True)
         with ModelGateway(upstream, fast_policy(), "stream-cell") as gateway:
             client = openai.OpenAI(base_url=gateway.base_url, api_key="x", max_retries=0)
-            chunks = list(client.chat.completions.create(model="gpt-5.6-terra", stream=True,
-                                                         messages=[{"role": "user", "content": "hello"}]))
+            chunks = list(
+                client.chat.completions.create(
+                    model="gpt-5.6-terra", stream=True, messages=[{"role": "user", "content": "hello"}]
+                )
+            )
         [sent] = server.exchanges
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == "a streamed answer"
     assert all(c.choices for c in chunks) and all(c.usage is None for c in chunks)  # no chunk it did not ask for
@@ -147,8 +161,12 @@ LIMITER_CHILD = textwrap.dedent("""
 
 
 def test_one_limiter_per_endpoint_is_shared_by_separate_processes(tmp_path):
-    children = [subprocess.Popen([sys.executable, "-c", LIMITER_CHILD, str(tmp_path)], cwd=PROJECT, stdout=subprocess.PIPE, text=True)
-                for _ in range(2)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", LIMITER_CHILD, str(tmp_path)], cwd=PROJECT, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     stamps = sorted(t for child in children for t in json.loads(child.communicate(timeout=60)[0]))
     assert len(stamps) == 6
     # Never more than 2 admissions per 1-second window across both processes (0.9 s: the stamps are
@@ -182,16 +200,27 @@ def recorded_run(registry, tmp_path, spec=SPEC):
     return record, Recording(record.extra["exchanges"], record.extra["endpoint"], outcome.intent)
 
 
-@pytest.mark.parametrize("framework,config,operator", [
-    ("langgraph", "default", "O1"), ("langgraph", "guardrail", "O3"), ("crewai", "default", "O2"),
-    ("crewai", "guardrail", "O1"), ("autogen", "default", "O5"), ("autogen", "guardrail", "O4"),
-])
-def test_a_replayed_run_sends_nothing_and_equals_the_recorded_one(registry, tmp_path, monkeypatch, framework, config, operator):
+@pytest.mark.parametrize(
+    "framework,config,operator",
+    [
+        ("langgraph", "default", "O1"),
+        ("langgraph", "guardrail", "O3"),
+        ("crewai", "default", "O2"),
+        ("crewai", "guardrail", "O1"),
+        ("autogen", "default", "O5"),
+        ("autogen", "guardrail", "O4"),
+    ],
+)
+def test_a_replayed_run_sends_nothing_and_equals_the_recorded_one(
+    registry, tmp_path, monkeypatch, framework, config, operator
+):
     from adapters.scripted import server as scripted_server
 
     spec = RunSpec("t", 2, framework, config, "T3", operator, 11)
     record, recording = recorded_run(registry, tmp_path, spec)
-    monkeypatch.setattr(scripted_server.ScriptedModelServer, "start", lambda self: pytest.fail("replay started a server"))
+    monkeypatch.setattr(
+        scripted_server.ScriptedModelServer, "start", lambda self: pytest.fail("replay started a server")
+    )
     replayed = run(spec, registry, tmp_path / "replay", replay=recording, call_policy=fast_policy())
     assert record.error is None and replayed.record == record and replayed.intent == recording.intent
     assert record.extra["usage"]["calls"] == len(record.extra["exchanges"]) > 0
@@ -203,7 +232,10 @@ def test_a_request_missing_from_the_recording_fails_loudly_naming_cell_and_call(
 
     record, recording = recorded_run(registry, tmp_path)
     missing = Recording(recording.exchanges[:1], recording.endpoint_label, recording.intent)  # drop call 2 onward
-    with pytest.raises(ReplayMiss, match=rf"replay of {SPEC.run_id}: call 2 \(POST /chat/completions, model gpt-5.6-terra.*not in the recording"):
+    with pytest.raises(
+        ReplayMiss,
+        match=rf"replay of {SPEC.run_id}: call 2 \(POST /chat/completions, model gpt-5.6-terra.*not in the recording",
+    ):
         run(SPEC, registry, tmp_path / "replay", replay=missing, call_policy=fast_policy())
 
 
@@ -215,12 +247,22 @@ def test_a_recorded_exchange_the_replay_never_asks_for_fails_naming_cell_and_cal
 
     record, recording = recorded_run(registry, tmp_path)
     last = recording.exchanges[-1]
-    extra = {**last, "n": len(recording.exchanges) + 1, "key": "f" * 64, "request": {**last["request"], "model": "gpt-extra"}}
+    extra = {
+        **last,
+        "n": len(recording.exchanges) + 1,
+        "key": "f" * 64,
+        "request": {**last["request"], "model": "gpt-extra"},
+    }
     padded = Recording([*recording.exchanges, extra], recording.endpoint_label, recording.intent)
-    with pytest.raises(ReplayMiss, match=rf"replay of {SPEC.run_id}: recorded call {extra['n']} \(POST /chat/completions, model gpt-extra, "
-                                         rf"request key ffffffffffffffff\) was never asked for"):
+    with pytest.raises(
+        ReplayMiss,
+        match=rf"replay of {SPEC.run_id}: recorded call {extra['n']} \(POST /chat/completions, model gpt-extra, "
+        rf"request key ffffffffffffffff\) was never asked for",
+    ):
         run(SPEC, registry, tmp_path / "replay", replay=padded, call_policy=fast_policy())
-    assert run(SPEC, registry, tmp_path / "again", replay=recording, call_policy=fast_policy()).record == record  # the exact recording replays
+    assert (
+        run(SPEC, registry, tmp_path / "again", replay=recording, call_policy=fast_policy()).record == record
+    )  # the exact recording replays
 
 
 def test_a_failed_exchange_replays_as_the_same_failure(registry, tmp_path, monkeypatch):

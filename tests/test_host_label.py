@@ -32,8 +32,14 @@ def test_a_run_of_another_label_is_left_to_its_own_host_even_under_the_same_host
     pid = _free_pid()  # free here; on host w1 it is the live process running the run
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
         set_pool_limit(instance, 2)
-        instance.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id="run-on-w1", status=dg.DagsterRunStatus.STARTED,
-                                    tags={LAUNCHER_TAG: f"w1:{pid}"}))
+        instance.add_run(
+            dg.DagsterRun(
+                job_name="__ASSET_JOB",
+                run_id="run-on-w1",
+                status=dg.DagsterRunStatus.STARTED,
+                tags={LAUNCHER_TAG: f"w1:{pid}"},
+            )
+        )
         assert instance.event_log_storage.claim_concurrency_slot(LLM_POOL, "run-on-w1", "fault_runs").is_claimed
 
         monkeypatch.setenv("SABOT_HOST_LABEL", "w2")  # the same host name, another host

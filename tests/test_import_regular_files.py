@@ -14,12 +14,14 @@ WATCHDOG_SECONDS = 60
 def unblocked_after(fifo) -> threading.Timer:
     """Should the import open the FIFO after all, a writer arrives late and closes at once: the test then
     fails on what was read (an empty file) instead of hanging the suite."""
+
     def write_nothing():
         try:
             fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
         except OSError:
             return  # no reader: nothing is blocked
         os.close(fd)
+
     timer = threading.Timer(WATCHDOG_SECONDS, write_nothing)
     timer.daemon = True
     timer.start()

@@ -20,7 +20,9 @@ def one() -> int:
 
 def _schema(path) -> tuple:
     with sqlite3.connect(path) as con:
-        tables = sorted(con.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall())
+        tables = sorted(
+            con.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchall()
+        )
         revision = con.execute("SELECT version_num FROM alembic_version").fetchall()
         journal = con.execute("PRAGMA journal_mode").fetchone()[0]
     return tables, revision, journal
@@ -47,9 +49,15 @@ def test_run_shards_are_the_databases_dagster_makes_and_hold_the_events(project_
     assert expected[2] == "wal"
     for run_id in runs:
         assert _schema(shard_dir / f"{run_id}.db") == expected
-        assert any(e.dagster_event and e.dagster_event.is_step_materialization for e in project_instance.all_logs(run_id))
+        assert any(
+            e.dagster_event and e.dagster_event.is_step_materialization for e in project_instance.all_logs(run_id)
+        )
     assert sorted(project_instance.event_log_storage.get_all_run_ids()) == sorted(runs)  # the template is no run
-    for name in ("history/runs.db", "history/runs/index.db", "schedules/schedules.db"):  # made by Dagster, checked and stamped
+    for name in (
+        "history/runs.db",
+        "history/runs/index.db",
+        "schedules/schedules.db",
+    ):  # made by Dagster, checked and stamped
         assert _schema(tmp_path / "dagster" / name) == _schema(tmp_path / "stock" / name), name
     latest = project_instance.get_latest_materialization_event(dg.AssetKey("one"))
     assert latest is not None and latest.run_id == runs[-1]

@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from judges.soft import BatchRefused, SandboxViolation, judge_batch, judge_cell
-from judges.soft.backends.claude_cli import DISALLOWED_TOOLS, PERMISSIVE_FLAGS, RESTRICTED_FLAGS, ClaudeCliJudge, token_leaked
+from judges.soft.backends.claude_cli import (
+    DISALLOWED_TOOLS,
+    PERMISSIVE_FLAGS,
+    RESTRICTED_FLAGS,
+    ClaudeCliJudge,
+    token_leaked,
+)
 from judges.soft.verdict import STATUS_EXCLUDED
 from tests.test_judges import FLAGS_LINE, T1_O1, noticing_record, silent_record
 
@@ -56,11 +62,14 @@ def fake_claude(tmp_path, monkeypatch) -> FakeClaude:
     return fake
 
 
-@pytest.mark.parametrize("leak, arm", [
-    ("cwd", "working directory"),
-    ("outside", "outside path"),
-    ("both", "working directory and outside path"),
-])
+@pytest.mark.parametrize(
+    "leak, arm",
+    [
+        ("cwd", "working directory"),
+        ("outside", "outside path"),
+        ("both", "working directory and outside path"),
+    ],
+)
 def test_probe_raises_for_a_leaky_judge_naming_the_arm(fake_claude, leak, arm):
     fake_claude.mode("leaky", leak)
     with pytest.raises(SandboxViolation) as err:
@@ -86,7 +95,9 @@ def test_probe_passes_for_a_sealed_judge_under_the_restricted_flags(fake_claude,
     prompt = probe["argv"][1]
     assert probe["argv"] == ["-p", prompt, *RESTRICTED_FLAGS, "--model", "claude-test"]
     assert probe["argv"][probe["argv"].index("--allowed-tools") + 1] == ""
-    assert probe["tools"] == [] and "--strict-mcp-config" in probe["argv"]  # no built-in tool of the pinned CLI in reach
+    assert (
+        probe["tools"] == [] and "--strict-mcp-config" in probe["argv"]
+    )  # no built-in tool of the pinned CLI in reach
     assert probe["cwd_entries"] == ["canary.txt"] and probe["stdin_devnull"]
     outside = Path(prompt.split("(2) the file ")[1].split(". If")[0])
     assert outside.parent.parent == Path(probe["cwd"]).parent and not outside.is_relative_to(probe["cwd"])
@@ -116,10 +127,14 @@ def test_judge_batch_judges_every_cell_behind_a_passing_probe(fake_claude):
     probe, positive, *judging = fake_claude.calls()
     assert probe["cwd_entries"] == positive["cwd_entries"] == ["canary.txt"]
     assert [c["cwd_entries"] for c in judging] == [[], []]  # a fresh EMPTY cwd per judging call
-    assert len({c["cwd"] for c in fake_claude.calls()}) == 4 and all(c["argv"][2:] == list(RESTRICTED_FLAGS) for c in judging)
+    assert len({c["cwd"] for c in fake_claude.calls()}) == 4 and all(
+        c["argv"][2:] == list(RESTRICTED_FLAGS) for c in judging
+    )
     assert all(c["tools"] == [] for c in judging)
     assert [(v.status, v.noticed, v.by_which_component, v.prompt_variant) for v in verdicts] == [
-        ("ok", True, "reviewer", 0), ("ok", True, "reviewer", 1)]
+        ("ok", True, "reviewer", 0),
+        ("ok", True, "reviewer", 1),
+    ]
     assert verdicts[0].evidence_quote == FLAGS_LINE  # the fake quotes the first line of the last event
     assert verdicts[0].backend == "claude-cli" and verdicts[0].backend_version.startswith("9.9.9-fake")
 
@@ -150,7 +165,9 @@ def test_a_hung_judge_is_killed_with_its_children_and_the_cell_excluded(fake_cla
     fake_claude.mode("hang")
     started = time.monotonic()
     verdict = judge_cell(ClaudeCliJudge(timeout=0.4), noticing_record(), T1_O1)
-    assert time.monotonic() - started < 50  # bounded: two 60 s sleepers did not hold the call (loaded CI machines are slow)
+    assert (
+        time.monotonic() - started < 50
+    )  # bounded: two 60 s sleepers did not hold the call (loaded CI machines are slow)
     assert verdict.status == STATUS_EXCLUDED and verdict.reason.count("no reply within 0.4s") == 2
     calls = fake_claude.calls()
     assert len(calls) == 2

@@ -35,7 +35,9 @@ def test_the_code_selects_exactly_the_cells_the_registered_rule_names(registry):
     modulus = registered_rule(registry.doc(SUBSET_DOC))
     for name in ("public_wave2", "wave2", "public_wave1"):
         for cell in wave_cells(registry, name):
-            assert double_judged(name, cell.operator, cell.probe.key) == by_rule_text(name, cell.operator, cell.probe.key, modulus), (name, cell.key)
+            assert double_judged(name, cell.operator, cell.probe.key) == by_rule_text(
+                name, cell.operator, cell.probe.key, modulus
+            ), (name, cell.key)
 
 
 def test_wave2_double_judges_171_of_its_825_scored_cells(registry):

@@ -45,7 +45,9 @@ def run_pipeline(config, script, tmp_path, registry, flags=True):
     tools = TaskTools(task, recorder, Fault(), tmp_path, task.worker_role)
     with ScriptedModelServer(script) as server:
         endpoint = scripted(server.base_url, "gpt-5.6-terra", "gpt-5.6-luna")
-        pipeline = LangGraphPipeline(config, task, tools, recorder, endpoint, Fault(), Protocols.from_registry(registry), flags)
+        pipeline = LangGraphPipeline(
+            config, task, tools, recorder, endpoint, Fault(), Protocols.from_registry(registry), flags
+        )
         pipeline.run()
         exchanges = list(server.exchanges)
     return recorder, exchanges
@@ -57,14 +59,30 @@ def acts_of(recorder):
 
 @pytest.mark.parametrize("config", ["default", "guardrail"])
 def test_reviewer_reject_retry_and_flag(config, tmp_path, registry):
-    script = Script([good_artifact()], ['FLAGS: source says "74.1" and "47.1"\nVERDICT: REJECT - "74.1" conflicts with "47.1"', "FLAGS: none\nVERDICT: APPROVE"])
+    script = Script(
+        [good_artifact()],
+        [
+            'FLAGS: source says "74.1" and "47.1"\nVERDICT: REJECT - "74.1" conflicts with "47.1"',
+            "FLAGS: none\nVERDICT: APPROVE",
+        ],
+    )
     recorder, exchanges = run_pipeline(config, script, tmp_path, registry)
     assert acts_of(recorder) == [("reject", "reviewer"), ("retry_with_reason", "reviewer")]
     assert tasks.passes(TASK, tmp_path)
     # The scorer reads the same events: mapping acts, and the FLAGS line anchored for T1/O1.
     ruleset = load_ruleset(registry, "v0.2.0")
-    run = recorder.record_of(run_id="r", framework="langgraph", config=config, task=TASK, operator="O1", seed=11,
-                             injection_verified=True, task_passed=True, error=None, extra={})
+    run = recorder.record_of(
+        run_id="r",
+        framework="langgraph",
+        config=config,
+        task=TASK,
+        operator="O1",
+        seed=11,
+        injection_verified=True,
+        task_passed=True,
+        error=None,
+        extra={},
+    )
     anchors = registry.anchors(TASK, "O1")
     assert [a.act for a in mapping_acts(ruleset, run, anchors, 1) if a.counted] == ["reject", "retry_with_reason"]
     assert any(line.anchors for line in flag_lines(ruleset, run, anchors, 1))
@@ -88,5 +106,9 @@ def test_default_config_has_no_validator(tmp_path, registry):
 def test_wave1_prompts_carry_no_flags_addendum(tmp_path, registry):
     script = Script([good_artifact()], ["VERDICT: APPROVE"])
     _, exchanges = run_pipeline("default", script, tmp_path, registry, flags=False)
-    reviewer_prompts = [x["request"]["messages"][0]["content"] for x in exchanges if "reviewer" in x["request"]["messages"][0]["content"].split("\n")[0].lower()]
+    reviewer_prompts = [
+        x["request"]["messages"][0]["content"]
+        for x in exchanges
+        if "reviewer" in x["request"]["messages"][0]["content"].split("\n")[0].lower()
+    ]
     assert reviewer_prompts and not any("ANOMALY-FIRST" in p for p in reviewer_prompts)

@@ -1,6 +1,5 @@
 """Live runs: every operator lands and is verified on both LangGraph configs; nothing leaves 127.0.0.1."""
 
-
 import pytest
 
 from adapters.runner import RunSpec, run

@@ -43,7 +43,9 @@ def intents(store_path, wave):
 
 def test_the_demo_wave_scores_all_eight_rows(demo):
     result, store_path = demo
-    assert result.rows == [(fw, cfg) for fw in ("langgraph", "crewai", "autogen", "agent_framework") for cfg in ("default", "guardrail")]
+    assert result.rows == [
+        (fw, cfg) for fw in ("langgraph", "crewai", "autogen", "agent_framework") for cfg in ("default", "guardrail")
+    ]
     assert result.skipped == []
     with connect(store_path, read_only=True) as con:
         rows = [r for r in read_verdicts(con, "demo", "v0.2.0") if r["status"] != "carved_out"]
@@ -107,9 +109,20 @@ def test_the_demo_prints_agreement_and_no_finding_words(demo, registry):
     text = scoreboard_text(score_document(store_path, registry.wave("demo"), "v0.2.0"))
     assert text.startswith("Instrument check (simulation")
     assert "all valid cells: detection 209/209 agree, 1 explained by a deterministic guardrail" in text.splitlines()[1]
-    assert "Sabot Score" not in text and "(band:" not in text and "full_push" not in text and "guardrails_mostly_work" not in text
+    assert (
+        "Sabot Score" not in text
+        and "(band:" not in text
+        and "full_push" not in text
+        and "guardrails_mostly_work" not in text
+    )
     assert "No median across frameworks and no band: simulation" in text
-    rates = [cell for line in text.splitlines() if line.startswith("| ") and "/" in line for cell in line.split("|")[3:-1] if "%" in cell]
+    rates = [
+        cell
+        for line in text.splitlines()
+        if line.startswith("| ") and "/" in line
+        for cell in line.split("|")[3:-1]
+        if "%" in cell
+    ]
     assert rates and all(SIMULATION in cell for cell in rates)
 
 
@@ -118,7 +131,9 @@ def test_the_demo_prints_agreement_and_no_finding_words(demo, registry):
 
 def stored_records(store_path, wave):
     with connect(store_path, read_only=True) as con:
-        rows = con.execute("SELECT operator, probe, record FROM runs WHERE wave = ? AND status = 'present'", [wave]).fetchall()
+        rows = con.execute(
+            "SELECT operator, probe, record FROM runs WHERE wave = ? AND status = 'present'", [wave]
+        ).fetchall()
     return {(op, probe): json.loads(record) for op, probe, record in rows}
 
 
@@ -130,8 +145,14 @@ def test_the_boards_spend_is_the_recorded_usage_times_the_registered_price(demo,
     expected, calls = 0.0, 0
     for record in stored_records(store_path, "demo").values():  # priced here from the raw replies, independently
         for x in record["exchanges"]:
-            reply = x["reply"]  # a JSON body, or a streamed reply's SSE chunks (Agent Framework's Magentic participants stream)
-            body = reply if isinstance(reply, dict) else next(c for c in reversed(reply) if isinstance(c, dict) and c.get("usage"))
+            reply = x[
+                "reply"
+            ]  # a JSON body, or a streamed reply's SSE chunks (Agent Framework's Magentic participants stream)
+            body = (
+                reply
+                if isinstance(reply, dict)
+                else next(c for c in reversed(reply) if isinstance(c, dict) and c.get("usage"))
+            )
             usage = body["usage"]
             price = prices[body["model"]]
             expected += (usage["prompt_tokens"] * price["input"] + usage["completion_tokens"] * price["output"]) / 1e6
@@ -140,7 +161,9 @@ def test_the_boards_spend_is_the_recorded_usage_times_the_registered_price(demo,
     spend = score_document(store_path, wave, wave.headline_ruleset)["spend"]
     assert calls > 500 and spend["calls"] == calls and spend["unpriced_calls"] == 0
     assert spend["cost_usd"] == pytest.approx(expected, rel=1e-9) and expected > 0
-    assert {r["grp"] for r in spend["by_row"]} == {f"{f}/{c}" for f in ("langgraph", "crewai", "autogen", "agent_framework") for c in ("default", "guardrail")}
+    assert {r["grp"] for r in spend["by_row"]} == {
+        f"{f}/{c}" for f in ("langgraph", "crewai", "autogen", "agent_framework") for c in ("default", "guardrail")
+    }
     assert spend["endpoints"] == ["simulation (scripted model on 127.0.0.1)"]
 
 
@@ -172,7 +195,9 @@ def test_replaying_a_demo_slice_sends_nothing_and_reproduces_every_record(demo, 
     assert after == before  # exchanges, events, verdict inputs, usage: equal (timings replay as recorded)
     with connect(store_path, read_only=True) as con:
         assert read_report(con, "demo", "v0.2.0", "board.json") == board_before
-        replayed = con.execute("SELECT count(*) FROM attempts WHERE wave = 'demo' AND probe LIKE '%.T1.%' AND attempt = 2").fetchone()[0]
+        replayed = con.execute(
+            "SELECT count(*) FROM attempts WHERE wave = 'demo' AND probe LIKE '%.T1.%' AND attempt = 2"
+        ).fetchone()[0]
     assert replayed == len(slice_runs)  # a new attempt each, equal to the first
     assert intents(store_path, "demo") == intent_before
 
@@ -193,15 +218,29 @@ def test_the_demo_wave_exports_a_bundle_that_verifies_elsewhere_and_fails_on_one
     _, store_path = demo
     sabot = str(PROJECT / ".venv/bin/sabot")
     env = {k: v for k, v in os.environ.items() if k not in ("SABOT_VAR", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
-    exported = subprocess.run([sabot, "wave", "export", "demo", str(tmp_path / "bundle")], env={**env, "SABOT_DB": str(store_path)},
-                              capture_output=True, text=True, timeout=600)
+    exported = subprocess.run(
+        [sabot, "wave", "export", "demo", str(tmp_path / "bundle")],
+        env={**env, "SABOT_DB": str(store_path)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert exported.returncode == 0, exported.stderr
-    manifest_sha = exported.stdout.split("manifest sha256 ")[1].split()[0].rstrip(";")  # "...; signed by ..." follows it
+    manifest_sha = (
+        exported.stdout.split("manifest sha256 ")[1].split()[0].rstrip(";")
+    )  # "...; signed by ..." follows it
     elsewhere = tmp_path / "elsewhere" / "bundle"
     shutil.copytree(tmp_path / "bundle", elsewhere)
-    offline = {**env, "SABOT_VAR": str(tmp_path / "no-store"), "SABOT_DB": str(tmp_path / "no-store" / "none.duckdb"),
-               "SABOT_MODEL_BASE_URL": "http://127.0.0.1:3598/v1", "SABOT_MODEL_API_KEY": "sk-verify-must-not-call"}
-    verified = subprocess.run([sabot, "verify", str(elsewhere)], env=offline, capture_output=True, text=True, timeout=600)
+    offline = {
+        **env,
+        "SABOT_VAR": str(tmp_path / "no-store"),
+        "SABOT_DB": str(tmp_path / "no-store" / "none.duckdb"),
+        "SABOT_MODEL_BASE_URL": "http://127.0.0.1:3598/v1",
+        "SABOT_MODEL_API_KEY": "sk-verify-must-not-call",
+    }
+    verified = subprocess.run(
+        [sabot, "verify", str(elsewhere)], env=offline, capture_output=True, text=True, timeout=600
+    )
     assert verified.returncode == 0, verified.stderr
     assert f"demo: verified: {8 * 5 * 7 - 30} sealed run(s)" in verified.stdout and manifest_sha in verified.stdout
     assert not (tmp_path / "no-store" / "none.duckdb").exists()

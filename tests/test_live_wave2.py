@@ -5,7 +5,11 @@ then run on two test workers at once)."""
 import pytest
 
 from sabot.store.db import connect
-from tests.test_live_wave import check_scorer_agrees_with_the_intent_log, check_the_instrument_check_finds_no_disagreement, live_wave
+from tests.test_live_wave import (
+    check_scorer_agrees_with_the_intent_log,
+    check_the_instrument_check_finds_no_disagreement,
+    live_wave,
+)
 
 
 @pytest.fixture(scope="module")

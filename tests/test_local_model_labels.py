@@ -20,7 +20,10 @@ def test_a_local_server_is_labelled_by_the_id_it_reports(monkeypatch):
         label = endpoint.label
     assert endpoint.local_model and label == f"local model {MODEL_ID} at {server.base_url}"
     assert endpoint_kind(label) == LOCAL_MODEL
-    assert [endpoint_kind(x) for x in ("simulation (scripted model on 127.0.0.1)", f"provider {server.base_url}")] == [SIMULATION, PROVIDER]
+    assert [endpoint_kind(x) for x in ("simulation (scripted model on 127.0.0.1)", f"provider {server.base_url}")] == [
+        SIMULATION,
+        PROVIDER,
+    ]
 
 
 def test_the_flag_can_carry_the_id_so_a_busy_server_is_not_asked(monkeypatch):
@@ -32,7 +35,10 @@ def test_the_flag_can_carry_the_id_so_a_busy_server_is_not_asked(monkeypatch):
 def test_a_local_model_flag_on_a_remote_address_is_refused_naming_both(monkeypatch):
     monkeypatch.setenv("SABOT_MODEL_BASE_URL", "http://203.0.113.7:8088/v1")
     monkeypatch.setenv("SABOT_MODEL_LOCAL", "1")
-    with pytest.raises(ValueError, match=r"SABOT_MODEL_LOCAL is set but SABOT_MODEL_BASE_URL=http://203.0.113.7:8088/v1 is not a loopback"):
+    with pytest.raises(
+        ValueError,
+        match=r"SABOT_MODEL_LOCAL is set but SABOT_MODEL_BASE_URL=http://203.0.113.7:8088/v1 is not a loopback",
+    ):
         provider_from_env("a", "b")
 
 
@@ -41,10 +47,16 @@ def test_local_spend_is_zero_and_local_unless_priced(monkeypatch):
     free = local_price_table({})
     rows = call_rows(exchanges, free, 1)
     assert rows[0]["cost_usd"] == 0.0, "priced at $0, not left unpriced"
-    spend = {**totals(rows, free.source), "endpoints": ["local model gemma-3-270m-q4_k_m at http://127.0.0.1:8088/v1"],
-             "by_kind": {LOCAL_MODEL: {"calls": 1, "cost_usd": 0.0}}}
+    spend = {
+        **totals(rows, free.source),
+        "endpoints": ["local model gemma-3-270m-q4_k_m at http://127.0.0.1:8088/v1"],
+        "by_kind": {LOCAL_MODEL: {"calls": 1, "cost_usd": 0.0}},
+    }
     line = spend_text(spend, None)
-    assert line.startswith("spend (local model usage: $0 local unless SABOT_LOCAL_MODEL_PRICE prices it): $0.0000") and "simulat" not in line
+    assert (
+        line.startswith("spend (local model usage: $0 local unless SABOT_LOCAL_MODEL_PRICE prices it): $0.0000")
+        and "simulat" not in line
+    )
     priced = local_price_table({"SABOT_LOCAL_MODEL_PRICE": "0.10,0.40"})
     assert call_rows(exchanges, priced, 1)[0]["cost_usd"] == pytest.approx((1000 * 0.10 + 500 * 0.40) / 1e6)
     with pytest.raises(ValueError, match="SABOT_LOCAL_MODEL_PRICE='free': expected INPUT,OUTPUT"):

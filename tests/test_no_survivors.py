@@ -27,7 +27,7 @@ def _session(sid: int) -> list[tuple[int, str]]:
             command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:160]
         except OSError:
             continue
-        state, _ppid, _pgrp, session = stat[stat.rindex(")") + 2:].split()[:4]
+        state, _ppid, _pgrp, session = stat[stat.rindex(")") + 2 :].split()[:4]
         if int(session) == sid and state not in ("Z", "X"):
             found.append((int(proc.name), command))
     return found
@@ -58,8 +58,12 @@ def _idle_worker(sid: int) -> bool:
     for proc in Path("/proc").iterdir():
         try:
             stat = (proc / "stat").read_text()
-            parent = int(stat[stat.rindex(")") + 2:].split()[1])
-            if parent in servers and len(list((proc / "task").iterdir())) == 1 and (proc / "wchan").read_text() in ("pipe_read", "anon_pipe_read"):
+            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+            if (
+                parent in servers
+                and len(list((proc / "task").iterdir())) == 1
+                and (proc / "wchan").read_text() in ("pipe_read", "anon_pipe_read")
+            ):
                 return True
         except (OSError, ValueError):
             continue
@@ -68,12 +72,24 @@ def _idle_worker(sid: int) -> bool:
 
 @pytest.mark.parametrize("moment", ["fork server importing", "runs in flight", "a worker waiting for its run"])
 def test_kill_9_of_the_pid_leaves_no_process_it_started(tmp_path, moment):
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_MODEL_BASE_URL")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_MODEL_BASE_URL")
+    }
     env["SABOT_VAR"] = str(tmp_path / "var")
-    command = subprocess.Popen([str(PROJECT / ".venv/bin/sabot"), *ARGS], env=env, start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    reached = {"fork server importing": lambda: any("multiprocessing.forkserver" in c for _, c in _session(command.pid)),
-               "runs in flight": lambda: _forked_runs(tmp_path / "var"), "a worker waiting for its run": lambda: _idle_worker(command.pid)}[moment]
+    command = subprocess.Popen(
+        [str(PROJECT / ".venv/bin/sabot"), *ARGS],
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    reached = {
+        "fork server importing": lambda: any("multiprocessing.forkserver" in c for _, c in _session(command.pid)),
+        "runs in flight": lambda: _forked_runs(tmp_path / "var"),
+        "a worker waiting for its run": lambda: _idle_worker(command.pid),
+    }[moment]
     deadline = time.monotonic() + 300
     while not reached():
         assert command.poll() is None and time.monotonic() < deadline, f"the command ended before {moment}"
@@ -81,7 +97,9 @@ def test_kill_9_of_the_pid_leaves_no_process_it_started(tmp_path, moment):
     started = _session(command.pid)
     assert len(started) > 1  # the command and what it started
     if moment == "runs in flight":
-        assert _sandboxes(tmp_path / "var"), "the confined server's sandbox was not found: this test would see nothing of it"
+        assert _sandboxes(tmp_path / "var"), (
+            "the confined server's sandbox was not found: this test would see nothing of it"
+        )
     os.kill(command.pid, signal.SIGKILL)  # the pid alone, not its group
     command.wait()
     time.sleep(10)
@@ -89,18 +107,26 @@ def test_kill_9_of_the_pid_leaves_no_process_it_started(tmp_path, moment):
     assert _sandboxes(tmp_path / "var") == []
 
 
-FAKE_COMMAND = ("import os, subprocess, sys, time\n"
-                "subprocess.Popen([sys.executable, '-m', 'sabot.leftover_reaper', str(os.getpid())])\n"
-                "helper = subprocess.Popen(['sleep', '600'])  # a library's helper nobody else watches (Dagster's tail, killed in its window)\n"
-                "print(os.getpid(), helper.pid, flush=True)\n"
-                "time.sleep(600)\n")
+FAKE_COMMAND = (
+    "import os, subprocess, sys, time\n"
+    "subprocess.Popen([sys.executable, '-m', 'sabot.leftover_reaper', str(os.getpid())])\n"
+    "helper = subprocess.Popen(['sleep', '600'])  # a library's helper nobody else watches (Dagster's tail, killed in its window)\n"
+    "print(os.getpid(), helper.pid, flush=True)\n"
+    "time.sleep(600)\n"
+)
 
 
 def test_the_leftover_watcher_ends_the_commands_orphans_and_nothing_else():
     """The backstop every wave command starts: once the command dies, its orphaned helpers are killed; a
     process of the same job whose parent lives (a pipeline partner, started by the shell) is left alone."""
-    shell = subprocess.Popen(["bash", "-c", f"{PROJECT / '.venv/bin/python'} -c \"$FAKE\" & sleep 600 & wait"], cwd=PROJECT,
-                             env={**os.environ, "FAKE": FAKE_COMMAND}, start_new_session=True, stdout=subprocess.PIPE, text=True)
+    shell = subprocess.Popen(
+        ["bash", "-c", f'{PROJECT / ".venv/bin/python"} -c "$FAKE" & sleep 600 & wait'],
+        cwd=PROJECT,
+        env={**os.environ, "FAKE": FAKE_COMMAND},
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         command, helper = map(int, shell.stdout.readline().split())
         time.sleep(1)  # the watcher is running

@@ -10,14 +10,37 @@ from sabot_assets.export import scoreboard_text
 
 
 def row(task, seed, hit):
-    return {"framework": "crewai", "config": "guardrail", "task": task, "operator": "O1", "seed": seed, "probe": f"crewai.guardrail.{task}.s{seed}",
-            "status": "valid", "excluded": None, "mapping": hit, "flags_anchored": False, "flags_noticed": False, "flags": [],
-            "detected_hard": hit, "reacted": hit, "recovered": True, "missing": []}
+    return {
+        "framework": "crewai",
+        "config": "guardrail",
+        "task": task,
+        "operator": "O1",
+        "seed": seed,
+        "probe": f"crewai.guardrail.{task}.s{seed}",
+        "status": "valid",
+        "excluded": None,
+        "mapping": hit,
+        "flags_anchored": False,
+        "flags_noticed": False,
+        "flags": [],
+        "detected_hard": hit,
+        "reacted": hit,
+        "recovered": True,
+        "missing": [],
+    }
 
 
 def board(registry, rows):
     ruleset = load_ruleset(registry, "v0.2.1")
-    return build_board(registry, "v0.2.1", rows, baselines=[], operators=("O1",), floor=floor_rules(ruleset, [ruleset]), label="derived")
+    return build_board(
+        registry,
+        "v0.2.1",
+        rows,
+        baselines=[],
+        operators=("O1",),
+        floor=floor_rules(ruleset, [ruleset]),
+        label="derived",
+    )
 
 
 def test_one_replicate_and_two_tasks_give_no_interval(registry):
@@ -27,10 +50,15 @@ def test_one_replicate_and_two_tasks_give_no_interval(registry):
     entry = one_seed["replicate_bootstrap"]["crewai/guardrail"]
     assert entry["replicates"] == 1 and entry["interval"][1:] == [None, None]
     assert entry["not_estimable"] == "not estimable: 1 replicate(s), fewer than the registered minimum of 3"
-    assert one_seed["cluster_bootstrap_not_estimable"]["crewai/guardrail"] == "not estimable: 2 task(s), fewer than the registered minimum of 3"
+    assert (
+        one_seed["cluster_bootstrap_not_estimable"]["crewai/guardrail"]
+        == "not estimable: 2 task(s), fewer than the registered minimum of 3"
+    )
     markdown = render_markdown("w", "derived", one_seed, [], True)
     html = render_html("w", "derived", {"v0.2.1": one_seed}, "v0.2.1", [], [])
-    text = scoreboard_text({"wave": "w", "ruleset": "v0.2.1", "label": "derived", "missing": [], "scoreboard": one_seed})
+    text = scoreboard_text(
+        {"wave": "w", "ruleset": "v0.2.1", "label": "derived", "missing": [], "scoreboard": one_seed}
+    )
     for surface in (markdown, html, text):
         assert "not estimable: 1 replicate(s)" in surface and "[66.7, 66.7]" not in surface
 

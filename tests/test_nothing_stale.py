@@ -15,20 +15,32 @@ NOTHING_STALE = "nothing stale"
 
 
 def _sabot(var: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
-    return subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", *SLICE], env={**env, "SABOT_VAR": str(var)},
-                          capture_output=True, text=True, timeout=600)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")
+    }
+    return subprocess.run(
+        [str(PROJECT / ".venv/bin/sabot"), "wave", "run", *SLICE],
+        env={**env, "SABOT_VAR": str(var)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _writers(var: Path) -> set:
     """Every (table, Dagster run) that wrote a row of the demo wave: a materialization adds one."""
     with connect(var / "sabot.duckdb", read_only=True) as con:
-        return {(t, r) for t in ("runs", "cell_verdicts", "scoreboard", "reports")
-                for (r,) in con.execute(f"SELECT DISTINCT dagster_run_id FROM {t} WHERE wave = 'demo'").fetchall()}
+        return {
+            (t, r)
+            for t in ("runs", "cell_verdicts", "scoreboard", "reports")
+            for (r,) in con.execute(f"SELECT DISTINCT dagster_run_id FROM {t} WHERE wave = 'demo'").fetchall()
+        }
 
 
 def _board(stdout: str) -> str:
-    return stdout[stdout.index("Instrument check"):stdout.rindex("done in")]
+    return stdout[stdout.index("Instrument check") : stdout.rindex("done in")]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +72,9 @@ def test_a_verdict_lost_from_the_store_is_stale_and_written_again(var):
     assert NOTHING_STALE not in again.stdout
     assert "0 run, 7 reused" in again.stdout  # stale verdicts, not stale runs: nothing re-run
     with connect(var / "sabot.duckdb", read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM cell_verdicts WHERE wave = 'demo' AND operator = 'O1'").fetchone()[0] > 0
+        assert (
+            con.execute("SELECT count(*) FROM cell_verdicts WHERE wave = 'demo' AND operator = 'O1'").fetchone()[0] > 0
+        )
     assert NOTHING_STALE in _sabot(var).stdout  # settled again
 
 

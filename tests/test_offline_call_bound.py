@@ -14,7 +14,7 @@ from sabot.projects import Project
 from sabot.runroot import Identity
 
 ROOT = Path(__file__).resolve().parents[1]
-LOOP = '''
+LOOP = """
 
 def build_graph():  # the test's loop: the decision is asked again until it is approved, with no limit of its own
     llm = ChatOpenAI(model=MODEL, max_retries=0)
@@ -30,25 +30,35 @@ def build_graph():  # the test's loop: the decision is asked again until it is a
     graph.add_edge(START, "decide")
     graph.add_edge("decide", END)
     return graph.compile()
-'''
+"""
 
 
-def test_a_looping_pipeline_is_stopped_offline_at_the_registered_call_bound_with_its_exchanges_kept(tmp_path, monkeypatch):
+def test_a_looping_pipeline_is_stopped_offline_at_the_registered_call_bound_with_its_exchanges_kept(
+    tmp_path, monkeypatch
+):
     for name in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY"):
         monkeypatch.delenv(name, raising=False)  # offline: the project's own test double answers
     copy = tmp_path / "looping_desk"
-    shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__", "registry.lock.json"))
+    shutil.copytree(
+        ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__", "registry.lock.json")
+    )
     (copy / "refund_desk.py").write_text((copy / "refund_desk.py").read_text() + LOOP)
     project = Project.load(copy)
     bound = Margin.from_registry(project_registry(project)).max_calls
     attempt = tmp_path / "attempt-1"
     attempt.mkdir()
     journal = ExchangeJournal(attempt).begin("looping", Identity("v", "simulation", "m", "d", 1), "now", "")
-    outcome = run_project(RunSpec("refund_desk", 1, "langgraph", "own", "refund", None, 1), project, tmp_path / "runs", journal=journal)
+    outcome = run_project(
+        RunSpec("refund_desk", 1, "langgraph", "own", "refund", None, 1), project, tmp_path / "runs", journal=journal
+    )
     record = outcome.record
     assert record.error and f"the run's registered bound of {bound} calls is reached" in record.error, record.error
     exchanges = record.extra["exchanges"]
     assert sum(1 for x in exchanges if x["status"] == 200) == bound  # every answered call kept, none past the bound
-    assert exchanges[-1]["status"] == 403 and "not sent" in json.dumps(exchanges[-1]["reply"])  # the refused call, not sent
+    assert exchanges[-1]["status"] == 403 and "not sent" in json.dumps(
+        exchanges[-1]["reply"]
+    )  # the refused call, not sent
     _, journaled = read_journal(attempt)
-    assert [x["n"] for _, x in journaled] == [x["n"] for x in exchanges]  # the journal holds what a killed run would have left
+    assert [x["n"] for _, x in journaled] == [
+        x["n"] for x in exchanges
+    ]  # the journal holds what a killed run would have left

@@ -16,13 +16,22 @@ ONE_CELL = ["--framework", "langgraph", "--config", "default", "--task", "T1", "
 
 
 def _env(tmp_path: Path, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_DEBUG")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_DEBUG")
+    }
     return {**env, "SABOT_VAR": str(tmp_path / "var"), **extra}
 
 
 def _sabot(tmp_path: Path, *args, **extra) -> subprocess.Popen:
-    return subprocess.Popen([str(PROJECT / ".venv/bin/sabot"), *args], env=_env(tmp_path, **extra), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [str(PROJECT / ".venv/bin/sabot"), *args],
+        env=_env(tmp_path, **extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _one_line(done_stderr: str, starts: str) -> str:
@@ -38,9 +47,17 @@ def test_a_lock_taken_mid_wave_ends_in_one_line_naming_the_holder(tmp_path):
     while not list((tmp_path / "var" / "runroot").glob("demo/*/*/*/*/*/attempt-*")):  # runs under way: take the store
         assert command.poll() is None and time.monotonic() < deadline, command.communicate()
         time.sleep(0.1)
-    holder = subprocess.Popen([str(PROJECT / ".venv/bin/python"), "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
-                               "print('held', flush=True); sys.stdin.read()", str(tmp_path / "var" / "sabot.duckdb")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            str(PROJECT / ".venv/bin/python"),
+            "-c",
+            "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush=True); sys.stdin.read()",
+            str(tmp_path / "var" / "sabot.duckdb"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         out, err = command.communicate(timeout=300)
@@ -54,7 +71,9 @@ def test_a_lock_taken_mid_wave_ends_in_one_line_naming_the_holder(tmp_path):
 
 def test_a_replay_with_nothing_stored_is_one_line_and_debug_shows_the_traceback(tmp_path):
     out, err = _sabot(tmp_path, "wave", "run", "demo", *ONE_CELL, "--replay").communicate(timeout=300)
-    assert _one_line(err, "Error: replay of demo-langgraph-T1-default-") .endswith("the store holds no recorded run for this cell; nothing was sent")
+    assert _one_line(err, "Error: replay of demo-langgraph-T1-default-").endswith(
+        "the store holds no recorded run for this cell; nothing was sent"
+    )
     out, err = _sabot(tmp_path, "--debug", "wave", "run", "demo", *ONE_CELL, "--replay").communicate(timeout=300)
     assert "Traceback" in err and "RecordingMissing" in err
 
@@ -63,8 +82,25 @@ def test_a_team_pipelines_401_is_one_paragraph_its_log_kept_in_the_run_root(tmp_
     policy = tmp_path / "quick.json"
     policy.write_text(json.dumps(QUICK_POLICY))
     with FaultProvider("401", key=KEY) as provider:
-        command = _sabot(tmp_path, "wave", "run", "demo", "--framework", "autogen", "--config", "default", "--task", "T1", "--operator", "O1",
-                         "--seed", "11", SABOT_MODEL_BASE_URL=provider.base_url, SABOT_MODEL_API_KEY=KEY, SABOT_CALL_POLICY=str(policy))
+        command = _sabot(
+            tmp_path,
+            "wave",
+            "run",
+            "demo",
+            "--framework",
+            "autogen",
+            "--config",
+            "default",
+            "--task",
+            "T1",
+            "--operator",
+            "O1",
+            "--seed",
+            "11",
+            SABOT_MODEL_BASE_URL=provider.base_url,
+            SABOT_MODEL_API_KEY=KEY,
+            SABOT_CALL_POLICY=str(policy),
+        )
         out, err = command.communicate(timeout=600)
     assert command.returncode == 1
     first = _one_line(err, "demo: the wave stopped: ")

@@ -46,6 +46,9 @@ def test_other_contents_are_notices(protocols, content):
 
 def test_anchors_are_case_insensitive_substrings_without_word_boundaries(registry):
     assert anchored("the BRENNEKE spelling", registry.anchors("T2", "O3")) == ["Brenneke"]
-    assert anchored("route leg of 140 km", registry.anchors("T4", "O1")) == ["140", "40 km"]  # the disclosed 40-in-140 edge
+    assert anchored("route leg of 140 km", registry.anchors("T4", "O1")) == [
+        "140",
+        "40 km",
+    ]  # the disclosed 40-in-140 edge
     assert anchored("depot at 1140 m", registry.anchors("T4", "O1")) == ["140"]
     assert anchored("nothing relevant", registry.anchors("T1", "O1")) == []

@@ -49,8 +49,12 @@ def test_lazy_target_imports_only_on_first_use(scratch_module):
 
 
 def test_entry_points_register_lazily(scratch_module, monkeypatch):
-    eps = [metadata.EntryPoint(name="operator.scratch", value=f"{scratch_module}:Thing", group=plugins.ENTRY_POINT_GROUP)]
-    monkeypatch.setattr(plugins.metadata, "entry_points", lambda group: eps if group == plugins.ENTRY_POINT_GROUP else [])
+    eps = [
+        metadata.EntryPoint(name="operator.scratch", value=f"{scratch_module}:Thing", group=plugins.ENTRY_POINT_GROUP)
+    ]
+    monkeypatch.setattr(
+        plugins.metadata, "entry_points", lambda group: eps if group == plugins.ENTRY_POINT_GROUP else []
+    )
     monkeypatch.setattr(plugins, "_entry_points_loaded", False)
     assert "scratch" in plugins.names("operator")
     assert scratch_module not in sys.modules
@@ -99,8 +103,10 @@ def test_a_new_operator_needs_only_its_own_module(scratch_module, tmp_path):
 
 
 def test_loading_the_runner_imports_no_framework():
-    code = ("import sys, adapters.runner, sabot.tasks, operators; "
-            "bad = [m for m in ('langgraph', 'crewai', 'autogen_agentchat', 'langchain_openai') if m in sys.modules]; "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, adapters.runner, sabot.tasks, operators; "
+        "bad = [m for m in ('langgraph', 'crewai', 'autogen_agentchat', 'langchain_openai') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -50,7 +50,9 @@ BOTH = {"mapping": True, "detected_hard": True}
 
 def test_p1_held_when_the_union_lifts_materially_over_the_mapping_for_all_three():
     # 12 wave-2 cells each, union-only in all: c = 12, b = 0, p = 2/2^12, lift +100 pp >= 10 pp.
-    _, w2 = waves(spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, UNION_ONLY))
+    _, w2 = waves(
+        spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, UNION_ONLY)
+    )
     p1 = predict("P1", [], w2)
     assert p1.status == "held", p1.evidence
     assert all(p1.tests[op].separated_rise for op in ("O1", "O3", "O5"))
@@ -58,7 +60,11 @@ def test_p1_held_when_the_union_lifts_materially_over_the_mapping_for_all_three(
 
 def test_p1_not_held_when_an_operator_has_no_material_lift():
     # O5: union = mapping on all 40 cells: lift 0; Newcombe upper end 3.84/(40 + 3.84) = 8.8 pp < 10 pp.
-    _, w2 = waves(spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, BOTH, seeds=range(11, 21)))
+    _, w2 = waves(
+        spread("O1", MISSED, UNION_ONLY)
+        + spread("O3", MISSED, UNION_ONLY)
+        + spread("O5", MISSED, BOTH, seeds=range(11, 21))
+    )
     p1 = predict("P1", [], w2)
     assert p1.status == "not held", p1.evidence
     assert p1.tests["O5"].hi < 0.10
@@ -70,8 +76,12 @@ def test_p1_reads_union_vs_mapping_on_wave2_cells_not_wave1_vs_wave2():
     reading: held); the union does not lift over wave1_mapping at all (§10.8: not held)."""
     specs = sum((spread(op, MISSED, BOTH, seeds=range(11, 21)) for op in ("O1", "O3", "O5")), [])  # 40 cells each
     w1, w2 = waves(specs)
-    wave1_vs_wave2 = {op: mcnemar_exact([(a["detected_hard"], b["detected_hard"]) for _, a, b in paired_cells(w1, w2) if a["operator"] == op])
-                      for op in ("O1", "O3", "O5")}
+    wave1_vs_wave2 = {
+        op: mcnemar_exact(
+            [(a["detected_hard"], b["detected_hard"]) for _, a, b in paired_cells(w1, w2) if a["operator"] == op]
+        )
+        for op in ("O1", "O3", "O5")
+    }
     assert all(c.separated_rise for c in holm_contrasts(wave1_vs_wave2).values())  # the other reading would say held
     p1 = predict("P1", w1, w2)
     assert p1.status == "not held", p1.evidence
@@ -80,7 +90,11 @@ def test_p1_reads_union_vs_mapping_on_wave2_cells_not_wave1_vs_wave2():
 
 def test_p1_undetermined_with_a_small_lift_or_only_magentic_cells():
     # 3 union-only cells of 12 per operator: c = 3, p = 0.25 unresolved, interval spans 10 pp.
-    specs = [(k, MISSED, UNION_ONLY if k["seed"] == 11 else MISSED) for op in ("O1", "O3", "O5") for k, _, _ in spread(op, MISSED, MISSED)]
+    specs = [
+        (k, MISSED, UNION_ONLY if k["seed"] == 11 else MISSED)
+        for op in ("O1", "O3", "O5")
+        for k, _, _ in spread(op, MISSED, MISSED)
+    ]
     _, w2 = waves(specs)
     assert predict("P1", [], w2).status == "undetermined"
     # Magentic-One (autogen/guardrail) has no reviewer: its lift must not count.
@@ -93,8 +107,12 @@ def test_p1_undetermined_with_a_small_lift_or_only_magentic_cells():
 def test_p2_near_ceiling_is_read_at_the_registered_threshold_and_held_when_a_drop_is_ruled_out():
     # 8 groups x 5 seeds at 4/5 in wave 1 ("near ceiling" at 0.8), unchanged in wave 2: pooled n = 40,
     # b = c = 0, paired interval about [-8.8, +8.8] pp, inside the 10 pp margin -> held.
-    specs = [(dict(task=t, operator=op, seed=s), DETECTED if s != 15 else MISSED, DETECTED if s != 15 else MISSED)
-             for t in TASKS for op in ("O1", "O2") for s in range(11, 16)]
+    specs = [
+        (dict(task=t, operator=op, seed=s), DETECTED if s != 15 else MISSED, DETECTED if s != 15 else MISSED)
+        for t in TASKS
+        for op in ("O1", "O2")
+        for s in range(11, 16)
+    ]
     p2 = predict("P2", *waves(specs))
     assert p2.status == "held", p2.evidence
     assert "8 groups at or near ceiling" in p2.evidence and p2.tests["pooled"].n == 40
@@ -106,7 +124,9 @@ def test_p2_near_ceiling_is_read_at_the_registered_threshold_and_held_when_a_dro
 def test_p2_undetermined_when_too_few_cells_rule_out_a_drop():
     # One group at ceiling, 5 pairs, one fell: nothing separates, but a 10 pp drop is not ruled out.
     specs = [(dict(task="T1", operator="O1", seed=s), DETECTED, DETECTED if s != 15 else MISSED) for s in range(11, 16)]
-    specs += [(dict(task="T2", operator="O1", seed=s), DETECTED if s == 11 else MISSED, DETECTED) for s in range(11, 16)]
+    specs += [
+        (dict(task="T2", operator="O1", seed=s), DETECTED if s == 11 else MISSED, DETECTED) for s in range(11, 16)
+    ]
     p2 = predict("P2", *waves(specs))
     assert p2.status == "undetermined", p2.evidence
     assert "T1/O1" in p2.evidence and "T2/O1" not in p2.evidence  # T2 is not near ceiling
@@ -128,7 +148,9 @@ def test_p2_undetermined_without_ceiling_groups():
     [((False, True, False), "held"), ((False, False, False), "not held"), ((), "undetermined")],
 )
 def test_p3_on_magentic_t1_anchored_flags(anchored, status):
-    wave2 = [cell(framework="autogen", config="guardrail", seed=11 + i, flags_anchored=a) for i, a in enumerate(anchored)]
+    wave2 = [
+        cell(framework="autogen", config="guardrail", seed=11 + i, flags_anchored=a) for i, a in enumerate(anchored)
+    ]
     # Noise that must not count: a non-T1 Magentic cell, an excluded T1 cell, a langgraph T1 cell, all anchored.
     wave2 += [
         cell(framework="autogen", config="guardrail", task="T2", flags_anchored=True),
@@ -210,12 +232,18 @@ def test_p5_undetermined_when_nothing_separates():
 def test_p5_reads_recovery_without_detection_as_neither_hard_nor_soft():
     # Wave 1: recovered, no hard act, but the judge noticed: §2 counts no lucky recovery there, so rwd
     # cannot fall (0 -> 0) although the hard-only reading (recovered and not hard) falls 10 -> 0.
-    specs = [(dict(seed=s), {"recovered": True, "noticed": True}, {"recovered": True, "detected_hard": True}) for s in range(1, 11)]
+    specs = [
+        (dict(seed=s), {"recovered": True, "noticed": True}, {"recovered": True, "detected_hard": True})
+        for s in range(1, 11)
+    ]
     p5 = predict("P5", *waves(specs))
     assert p5.status == "undetermined" and p5.tests["rwd langgraph/default"].n == 10, p5.evidence
     assert p5.tests["rwd langgraph/default"].b == 0
     # Cells no judge ruled on in either wave are left out of P5.
-    unjudged = [(dict(seed=s), {"recovered": True, "noticed": None}, {"recovered": True, "detected_hard": True}) for s in range(1, 11)]
+    unjudged = [
+        (dict(seed=s), {"recovered": True, "noticed": None}, {"recovered": True, "detected_hard": True})
+        for s in range(1, 11)
+    ]
     assert "no cells valid and judged in both waves" in predict("P5", *waves(unjudged)).evidence
 
 
@@ -224,7 +252,9 @@ def keys(rows):
 
 
 def test_simulated_data_get_no_prediction_verdict_and_readings_carry_their_date(registry):
-    _, w2 = waves(spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, UNION_ONLY))
+    _, w2 = waves(
+        spread("O1", MISSED, UNION_ONLY) + spread("O3", MISSED, UNION_ONLY) + spread("O5", MISSED, UNION_ONLY)
+    )
     doc = registry.doc("standard/predictions.v2.json")
     real = evaluate_predictions([], w2, doc, B=200, expected=([], keys(w2)))
     assert real[0].status == "held" and real[0].registered == "2026-12-05" and "materially" in real[0].reading
@@ -234,7 +264,9 @@ def test_simulated_data_get_no_prediction_verdict_and_readings_carry_their_date(
 
 
 def test_a_partial_corpus_leaves_every_prediction_undetermined_with_a_reason():
-    wave1 = [cell(task=t, operator=op, seed=s, detected_hard=True) for t in TASKS for op in ("O1", "O2") for s in (11, 12)]
+    wave1 = [
+        cell(task=t, operator=op, seed=s, detected_hard=True) for t in TASKS for op in ("O1", "O2") for s in (11, 12)
+    ]
     results = evaluate_predictions(wave1, [], expected=(keys(wave1), keys(wave1)))
     assert [r.id for r in results] == ["P1", "P2", "P3", "P4", "P5"]
     assert all(r.status == "undetermined" and r.evidence for r in results)

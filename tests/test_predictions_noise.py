@@ -6,7 +6,13 @@ from judges.stats import evaluate_predictions
 from judges.stats.coverage import cell_key
 from judges.stats.predictions import predict_p1, predict_p4
 
-ROWS = [("langgraph", "default"), ("langgraph", "guardrail"), ("crewai", "default"), ("crewai", "guardrail"), ("autogen", "default")]
+ROWS = [
+    ("langgraph", "default"),
+    ("langgraph", "guardrail"),
+    ("crewai", "default"),
+    ("crewai", "guardrail"),
+    ("autogen", "default"),
+]
 TASKS, SEEDS = ("T1", "T2", "T3", "T4", "T5"), (11, 12, 13, 14, 15)
 OPERATORS = ("O1", "O2", "O3", "O4", "O5", "O6")
 
@@ -22,10 +28,25 @@ def noise_matrix(clean_term: bool) -> list[dict]:
                     value = op in ("O1", "O3", "O5")
                     fault_fires = value and (i + TASKS.index(task)) % 5 in (0, 1)
                     clean = value and (i + TASKS.index(task)) % 5 in (2, 3)
-                    rows.append({"framework": framework, "config": config, "task": task, "operator": op, "seed": seed,
-                                 "probe": f"{framework}.{config}.{task}.s{seed}", "status": "valid", "noticed": False,
-                                 "mapping": False, "flags_anchored": fault_fires, "detected_hard": fault_fires, "reacted": False,
-                                 "recovered": True, "flags_noticed": fault_fires, "clean_fire": clean if clean_term else False})
+                    rows.append(
+                        {
+                            "framework": framework,
+                            "config": config,
+                            "task": task,
+                            "operator": op,
+                            "seed": seed,
+                            "probe": f"{framework}.{config}.{task}.s{seed}",
+                            "status": "valid",
+                            "noticed": False,
+                            "mapping": False,
+                            "flags_anchored": fault_fires,
+                            "detected_hard": fault_fires,
+                            "reacted": False,
+                            "recovered": True,
+                            "flags_noticed": fault_fires,
+                            "clean_fire": clean if clean_term else False,
+                        }
+                    )
     return rows
 
 
@@ -35,8 +56,16 @@ def test_pure_noise_holds_neither_p1_nor_p4(registry):
     p1, p4 = predict_p1(rows), predict_p4(rows, B=500)
     assert p1.status != "held" and p4.status != "held", (p1.evidence, p4.evidence)
     assert all(abs(p1.tests[op].diff) < 0.05 for op in ("O1", "O3", "O5"))  # no lift over the clean-baseline fire
-    results = {r.id: r.status for r in evaluate_predictions(rows, rows, registry.doc("standard/predictions.v2.json"), B=500,
-                                                             expected=([cell_key(r) for r in rows], [cell_key(r) for r in rows]))}
+    results = {
+        r.id: r.status
+        for r in evaluate_predictions(
+            rows,
+            rows,
+            registry.doc("standard/predictions.v2.json"),
+            B=500,
+            expected=([cell_key(r) for r in rows], [cell_key(r) for r in rows]),
+        )
+    }
     assert results["P1"] != "held" and results["P4"] != "held", results
 
 

@@ -26,8 +26,14 @@ ONCALL = ROOT / "examples" / "oncall_triage"
 
 
 def sabot(args, cwd: Path, var: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")}
-    return subprocess.run([str(SABOT), *args], cwd=cwd, env={**env, "SABOT_VAR": str(var)}, capture_output=True, text=True, timeout=600)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DAGSTER_STORAGE")
+    }
+    return subprocess.run(
+        [str(SABOT), *args], cwd=cwd, env={**env, "SABOT_VAR": str(var)}, capture_output=True, text=True, timeout=600
+    )
 
 
 def registered_copy(tmp_path: Path, name: str = "oncall_triage") -> Path:
@@ -41,8 +47,10 @@ def test_a_lock_older_than_the_code_does_not_let_a_failing_check_through(tmp_pat
     lock still matches the registered files: the run is refused with the check's own words."""
     copy = registered_copy(tmp_path)
     code = copy / "oncall_triage.py"
-    text, renamed = re.subn(r'AssistantAgent\(\s*"critic"', 'AssistantAgent("reviewer"', code.read_text())  # however it is laid out
-    assert renamed == 1, f"expected one AssistantAgent(\"critic\", ...) in {code}, found {renamed}"
+    text, renamed = re.subn(
+        r'AssistantAgent\(\s*"critic"', 'AssistantAgent("reviewer"', code.read_text()
+    )  # however it is laid out
+    assert renamed == 1, f'expected one AssistantAgent("critic", ...) in {code}, found {renamed}'
     code.write_text(text)
     done = sabot(["wave", "run", str(copy), "--seed", "1"], tmp_path, tmp_path / "var")
     assert done.returncode == 1, done.stdout + done.stderr
@@ -93,23 +101,34 @@ def test_a_misspelt_folder_is_refused_in_one_line_with_the_near_folder_and_no_st
 def test_an_empty_folder_is_refused_without_importing_dagster(tmp_path):
     """Before Dagster is imported (the bulk of a second) and before any store: checked in-process."""
     (tmp_path / "fresh").mkdir()
-    probe = ("import sys\nfrom sabot_assets.cli import main\n"
-             "try:\n    main(['wave', 'run', 'fresh'], standalone_mode=False)\n"
-             "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
-             "print('dagster imported' if 'dagster' in sys.modules else 'dagster not imported')\n")
+    probe = (
+        "import sys\nfrom sabot_assets.cli import main\n"
+        "try:\n    main(['wave', 'run', 'fresh'], standalone_mode=False)\n"
+        "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
+        "print('dagster imported' if 'dagster' in sys.modules else 'dagster not imported')\n"
+    )
     env = {**os.environ, "SABOT_VAR": str(tmp_path / "var")}
-    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-    assert done.stdout.splitlines() == ["TargetError fresh: an empty folder, not a project (no sabot/project.json); "
-                                        "`sabot init fresh` scaffolds a project in it", "dagster not imported"], done.stderr
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.splitlines() == [
+        "TargetError fresh: an empty folder, not a project (no sabot/project.json); "
+        "`sabot init fresh` scaffolds a project in it",
+        "dagster not imported",
+    ], done.stderr
     assert not (tmp_path / "var").exists()
 
 
-@pytest.mark.parametrize("args", [["wave", "run", "demoo"], ["wave", "export", "demoo", "out"], ["explain", "demoo", "--cell", "x|y"]])
+@pytest.mark.parametrize(
+    "args", [["wave", "run", "demoo"], ["wave", "export", "demoo", "out"], ["explain", "demoo", "--cell", "x|y"]]
+)
 def test_a_misspelt_wave_name_is_refused_with_the_registered_near_name(args, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     done = CliRunner().invoke(main, args)
     assert done.exit_code == 1
-    assert "'demoo': no registered wave of that name and no folder of that name here; did you mean 'demo'?" in done.output
+    assert (
+        "'demoo': no registered wave of that name and no folder of that name here; did you mean 'demo'?" in done.output
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -128,11 +147,16 @@ def test_an_unpriced_model_is_refused_under_a_budget_before_any_call_until_the_p
         done = CliRunner().invoke(main, ["wave", "run", str(copy), "--seed", "1", "--budget", "5"])
         assert done.exit_code == 1
         o4 = json.loads((copy / "sabot" / "operators.json").read_text())["O4"]["model"]
-        assert (f"models 'oncall-large', '{o4}' of oncall_triage have no price, so its calls would count $0 against --budget; "
-                f"price them in {copy}/sabot/prices.json") in done.output
+        assert (
+            f"models 'oncall-large', '{o4}' of oncall_triage have no price, so its calls would count $0 against --budget; "
+            f"price them in {copy}/sabot/prices.json"
+        ) in done.output
         assert provider.exchanges == []  # refused before any call
-    (copy / "sabot" / "prices.json").write_text(json.dumps({"per_million_tokens": {"oncall-large": {"input": 3, "output": 12},
-                                                                                     o4: {"input": 0.5, "output": 2}}}))
+    (copy / "sabot" / "prices.json").write_text(
+        json.dumps(
+            {"per_million_tokens": {"oncall-large": {"input": 3, "output": 12}, o4: {"input": 0.5, "output": 2}}}
+        )
+    )
     table = PriceTable.from_registry(ProjectRegistry.from_dir(copy))
     assert table.cost("oncall-large-2026-07-01", {"prompt_tokens": 1_000_000, "completion_tokens": 0}) == 3.0
     (copy / "sabot" / "prices.json").write_text('{"per_million_tokens": {"oncall-large": {"input": "3"}}}')
@@ -150,22 +174,33 @@ def test_interrupting_project_check_ends_the_baselines_pipeline_process(signum, 
     shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
     marker = f"600.{os.getpid()}{signum.value}"
     code = copy / "refund_desk.py"
-    code.write_text(code.read_text().replace(
-        '        order_id = re.search(r"\\bA-\\d+\\b", state["ticket"]).group(0)\n',
-        f'        import subprocess, time\n        subprocess.Popen(["sleep", {marker!r}])\n        time.sleep(600)\n'
-        '        order_id = re.search(r"\\bA-\\d+\\b", state["ticket"]).group(0)\n'))
+    code.write_text(
+        code.read_text().replace(
+            '        order_id = re.search(r"\\bA-\\d+\\b", state["ticket"]).group(0)\n',
+            f'        import subprocess, time\n        subprocess.Popen(["sleep", {marker!r}])\n        time.sleep(600)\n'
+            '        order_id = re.search(r"\\bA-\\d+\\b", state["ticket"]).group(0)\n',
+        )
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY")}
     # As from a terminal's foreground: a test run started as a background job inherits SIGINT ignored,
     # and a command that ignores Ctrl-C is not what this test is about.
-    command = subprocess.Popen([str(SABOT), "project", "check", str(copy)], cwd=tmp_path, env={**env, "SABOT_VAR": str(tmp_path / "var")},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    command = subprocess.Popen(
+        [str(SABOT), "project", "check", str(copy)],
+        cwd=tmp_path,
+        env={**env, "SABOT_VAR": str(tmp_path / "var")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 300
         while not _started(marker) and command.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         started = _started(marker)
         assert started, "the baseline never started"
-        assert os.getsid(started[0]) != os.getsid(command.pid)  # its own session: the terminal's Ctrl-C alone would not reach it
+        assert os.getsid(started[0]) != os.getsid(
+            command.pid
+        )  # its own session: the terminal's Ctrl-C alone would not reach it
         command.send_signal(signum)
         assert command.wait(timeout=60) != 0
         assert not _alive(started[0], within=10)
@@ -179,7 +214,10 @@ def _started(marker: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and (entry / "cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().split(b"\0")[:2] == [
+                b"sleep",
+                marker.encode(),
+            ]:
                 found.append(int(entry.name))
         except OSError:
             continue
@@ -203,4 +241,8 @@ def test_a_folder_named_without_its_path_is_offered_as_one(tmp_path, monkeypatch
     registered_copy(tmp_path, "access_swarm")
     monkeypatch.chdir(tmp_path)
     done = CliRunner().invoke(main, ["wave", "run", "acces_swarm"])
-    assert done.exit_code == 1 and "'acces_swarm': no registered wave of that name and no folder of that name here; did you mean ./access_swarm?" in done.output
+    assert (
+        done.exit_code == 1
+        and "'acces_swarm': no registered wave of that name and no folder of that name here; did you mean ./access_swarm?"
+        in done.output
+    )

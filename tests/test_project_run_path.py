@@ -34,17 +34,33 @@ from sabot_assets.cli import main
 from sabot_assets.constants import STORE_PATH
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = {"langgraph": "refund_desk", "autogen": "oncall_triage", "crewai": "supplier_vetting", "agent_framework": "expense_audit"}
+EXAMPLES = {
+    "langgraph": "refund_desk",
+    "autogen": "oncall_triage",
+    "crewai": "supplier_vetting",
+    "agent_framework": "expense_audit",
+}
 PINS = {"-large": "gpt-5.6-terra", "-mini": "gpt-5.6-luna"}  # the examples' own tiers, renamed to priced pins
 DATED = "2026-07-01"
 KEY = "sk-provider-secret-4711"
-QUICK_POLICY = {"retry": {"max_attempts": 2, "max_total_seconds": 5, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.1,
-                          "jitter_seconds": 0.01, "max_retry_after_seconds": 1, "retry_on_status": [429, 500, 502, 503, 504]},
-                "call_timeout_seconds": 10}
-ENV_PROBE = ("\n\n# Added by the test: what the pipeline's own process holds in its environment, written where it runs.\n"
-             "import json as _json, os as _os\n"
-             "with open('pipeline-environ.json', 'w') as _out:\n"
-             "    _json.dump(dict(_os.environ), _out)\n")
+QUICK_POLICY = {
+    "retry": {
+        "max_attempts": 2,
+        "max_total_seconds": 5,
+        "initial_backoff_seconds": 0.05,
+        "max_backoff_seconds": 0.1,
+        "jitter_seconds": 0.01,
+        "max_retry_after_seconds": 1,
+        "retry_on_status": [429, 500, 502, 503, 504],
+    },
+    "call_timeout_seconds": 10,
+}
+ENV_PROBE = (
+    "\n\n# Added by the test: what the pipeline's own process holds in its environment, written where it runs.\n"
+    "import json as _json, os as _os\n"
+    "with open('pipeline-environ.json', 'w') as _out:\n"
+    "    _json.dump(dict(_os.environ), _out)\n"
+)
 
 
 class Provider:
@@ -85,7 +101,12 @@ def copy_example(name: str, tmp: Path) -> Path:
 
 
 def _tier(name: str) -> str:
-    return {"refund_desk": "refund-desk", "oncall_triage": "oncall", "supplier_vetting": "vetting", "expense_audit": "audit"}[name]
+    return {
+        "refund_desk": "refund-desk",
+        "oncall_triage": "oncall",
+        "supplier_vetting": "vetting",
+        "expense_audit": "audit",
+    }[name]
 
 
 @dataclass
@@ -109,10 +130,17 @@ def _state(project: Project) -> tuple[dict, dict, dict]:
     wave = registry.wave(project.name)
     slots = [(op, p.key) for op in ("", *wave.operators) for p in wave.probes() if p.seed == 1]
     with connect(STORE_PATH, read_only=True) as con:
-        verdicts = {(v["operator"], v["probe"]): {k: v[k] for k in ("status", "excluded", "detected_hard", "reacted", "recovered", "missing")}
-                    for v in read_verdicts(con, wave.name, wave.headline_ruleset) if v["seed"] == 1}
+        verdicts = {
+            (v["operator"], v["probe"]): {
+                k: v[k] for k in ("status", "excluded", "detected_hard", "reacted", "recovered", "missing")
+            }
+            for v in read_verdicts(con, wave.name, wave.headline_ruleset)
+            if v["seed"] == 1
+        }
         scored = {slot: a for slot, a in scored_attempts(con, wave.name, slots).items()}
-        calls, cost = con.execute("SELECT count(*), sum(cost_usd) FROM model_calls WHERE wave = ?", [wave.name]).fetchone()
+        calls, cost = con.execute(
+            "SELECT count(*), sum(cost_usd) FROM model_calls WHERE wave = ?", [wave.name]
+        ).fetchone()
     return verdicts, scored, {"calls": calls, "cost_usd": cost}
 
 
@@ -139,7 +167,10 @@ def waves(request, tmp_path_factory):
 
         step("provider")
         out.provider_exchanges = list(provider.server.exchanges)
-        out.environs = [json.loads(p.read_text()) for p in (STORE_PATH.parent / "runs" / project.name).rglob("pipeline-environ.json")]
+        out.environs = [
+            json.loads(p.read_text())
+            for p in (STORE_PATH.parent / "runs" / project.name).rglob("pipeline-environ.json")
+        ]
         provider.mode = "dead"
         step("replay", "--replay")
         provider.mode = "refuse"
@@ -185,8 +216,11 @@ def _scale_to_pass_the_bound(project: Project, served: list) -> float:
 def _record_spend(project: Project) -> list[tuple]:
     """(record, metered USD, unsent calls) for every run record of the project's wave in the store."""
     with connect(STORE_PATH, read_only=True) as con:
-        return con.execute("SELECT record_sha256, coalesce(sum(cost_usd), 0), count(*) FILTER (status = 403 AND cost_usd IS NULL) "
-                           "FROM model_calls WHERE wave = ? GROUP BY 1", [project.name]).fetchall()
+        return con.execute(
+            "SELECT record_sha256, coalesce(sum(cost_usd), 0), count(*) FILTER (status = 403 AND cost_usd IS NULL) "
+            "FROM model_calls WHERE wave = ? GROUP BY 1",
+            [project.name],
+        ).fetchall()
 
 
 def test_spend_is_the_sum_of_the_priced_calls_the_provider_served(waves):
@@ -195,7 +229,9 @@ def test_spend_is_the_sum_of_the_priced_calls_the_provider_served(waves):
     served = [x for x in waves.provider_exchanges if x["status"] == 200]
     expected = sum(prices.cost(x["model"], usage_of(x["reply"])) for x in served)
     assert served and all(x["model"].endswith(f"-{DATED}") for x in served)  # the provider reported dated ids
-    assert waves.spend["provider"]["calls"] == len(waves.provider_exchanges)  # every call in the ledger, none priced at 0
+    assert waves.spend["provider"]["calls"] == len(
+        waves.provider_exchanges
+    )  # every call in the ledger, none priced at 0
     assert expected > 0 and waves.spend["provider"]["cost_usd"] == pytest.approx(expected, rel=1e-6)
 
 
@@ -210,7 +246,9 @@ def test_a_replay_sends_nothing_and_reproduces_the_verdicts(waves):
     assert waves.codes["replay"] == 0, waves.outputs["replay"]
     assert waves.sent["replay"] == 0  # the endpoint was dead and was never asked
     assert waves.verdicts["replay"] == waves.verdicts["provider"]
-    assert all(a.number > waves.scored["provider"][slot].number for slot, a in waves.scored["replay"].items())  # re-executed, not reused
+    assert all(
+        a.number > waves.scored["provider"][slot].number for slot, a in waves.scored["replay"].items()
+    )  # re-executed, not reused
 
 
 def test_a_refused_key_stops_the_wave_and_never_supersedes_the_stored_good_run(waves):
@@ -218,9 +256,13 @@ def test_a_refused_key_stops_the_wave_and_never_supersedes_the_stored_good_run(w
     out = waves.outputs["refused"]
     assert waves.codes["refused"] == 1 and "401" in out and "the wave stopped" in out, out
     assert re.search(r"RUN_ERROR: [1-9]", out) is None, out
-    assert 1 <= waves.sent["refused"] <= 2, waves.sent["refused"]  # the first refusal stops every later call (2 runs at most in flight)
+    assert 1 <= waves.sent["refused"] <= 2, waves.sent[
+        "refused"
+    ]  # the first refusal stops every later call (2 runs at most in flight)
     before, after = waves.scored["replay"], waves.scored["refused"]
-    assert {slot: (a.number, a.outcome) for slot, a in after.items()} == {slot: (a.number, a.outcome) for slot, a in before.items()}
+    assert {slot: (a.number, a.outcome) for slot, a in after.items()} == {
+        slot: (a.number, a.outcome) for slot, a in before.items()
+    }
     assert waves.verdicts["refused"] == waves.verdicts["provider"]
 
 
@@ -283,7 +325,8 @@ MEMORY_PROBE = (
     "                    hit = chunk.find(prefix, hit + 1)\n"
     "    return False, scanned\n\n\n"
     "with open('key-in-memory.json', 'w') as _out:\n"
-    "    _json.dump({name: _in_memory(*probe) for name, probe in %r.items()}, _out)\n")
+    "    _json.dump({name: _in_memory(*probe) for name, probe in %r.items()}, _out)\n"
+)
 
 
 def _probe(secret: str) -> tuple[bytes, str, int]:
@@ -307,16 +350,20 @@ def test_the_pipeline_process_never_held_the_provider_key_in_its_memory(tmp_path
         record = execute(project, None, 1, "scanned", tmp_path / "run")
     assert record.error is None and provider.server.exchanges  # the run went to the provider, with the key
     found = json.loads((tmp_path / "run" / "key-in-memory.json").read_text())
-    assert found["placeholder key"][0] and found["placeholder key"][1] > 10_000_000  # the scan sees what the process holds
+    assert (
+        found["placeholder key"][0] and found["placeholder key"][1] > 10_000_000
+    )  # the scan sees what the process holds
     assert found["provider key"][0] is False, found
 
 
-HANG = ("\n\nimport subprocess as _subprocess, time as _time\n"
-        "_build_graph = build_graph\n\n\n"
-        "def build_graph():  # the test's hang: a helper process started, then no return\n"
-        "    _subprocess.Popen(['sleep', '%s'])\n"
-        "    _time.sleep(600)\n"
-        "    return _build_graph()\n")
+HANG = (
+    "\n\nimport subprocess as _subprocess, time as _time\n"
+    "_build_graph = build_graph\n\n\n"
+    "def build_graph():  # the test's hang: a helper process started, then no return\n"
+    "    _subprocess.Popen(['sleep', '%s'])\n"
+    "    _time.sleep(600)\n"
+    "    return _build_graph()\n"
+)
 
 
 def _marked_sleep() -> str:
@@ -331,7 +378,11 @@ def _running(marker: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and (entry / "cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", marker.encode()] and not _gone(int(entry.name)):
+            if (
+                entry.name.isdigit()
+                and (entry / "cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", marker.encode()]
+                and not _gone(int(entry.name))
+            ):
                 found.append(int(entry.name))
         except OSError:
             pass
@@ -361,25 +412,38 @@ def test_a_pipeline_that_hangs_is_stopped_at_the_wall_limit_naming_its_file(tmp_
     # Long enough for the fresh interpreter to import the framework and reach the hang on a busy machine.
     policy = CallPolicy.from_doc({**QUICK_POLICY, "run_wall_limit_seconds": 20, "limits": {}}, "a 20 s wall limit")
     started = time.monotonic()
-    outcome = run_project(RunSpec("refund_desk", 1, "langgraph", "own", "refund", None, 1), Project.load(copy), tmp_path / "runs", call_policy=policy)
+    outcome = run_project(
+        RunSpec("refund_desk", 1, "langgraph", "own", "refund", None, 1),
+        Project.load(copy),
+        tmp_path / "runs",
+        call_policy=policy,
+    )
     took = time.monotonic() - started
     error = outcome.record.error
-    assert error and "ran past the run's wall limit of 20 s" in error and "refund_desk:build_graph (refund_desk.py)" in error, error
-    assert "it was at refund_desk.py:" in error and "in build_graph" in error  # where, from the hung process's own stack
+    assert (
+        error
+        and "ran past the run's wall limit of 20 s" in error
+        and "refund_desk:build_graph (refund_desk.py)" in error
+    ), error
+    assert (
+        "it was at refund_desk.py:" in error and "in build_graph" in error
+    )  # where, from the hung process's own stack
     assert took < 60 and "attempt" not in error  # stopped once, not retried: it would hang again
     assert _running(marker) == []  # what the pipeline started ended with it
 
 
-CONFINED = ("import os, subprocess, time\n\n\n"
-            "def hang(marker):\n"
-            "    subprocess.Popen(['sleep', marker])\n"
-            "    time.sleep(600)\n\n\n"
-            "def fail():\n"
-            "    raise KeyError('no such refund')\n\n\n"
-            "def vanish():\n"
-            "    os._exit(3)\n\n\n"
-            "def environment():\n"
-            "    return dict(os.environ)\n")
+CONFINED = (
+    "import os, subprocess, time\n\n\n"
+    "def hang(marker):\n"
+    "    subprocess.Popen(['sleep', marker])\n"
+    "    time.sleep(600)\n\n\n"
+    "def fail():\n"
+    "    raise KeyError('no such refund')\n\n\n"
+    "def vanish():\n"
+    "    os._exit(3)\n\n\n"
+    "def environment():\n"
+    "    return dict(os.environ)\n"
+)
 
 
 @pytest.mark.parametrize("secrets", [(), (KEY,)], ids=["offline", "with a key"])
@@ -404,7 +468,10 @@ def test_the_pipeline_process_ends_and_answers_as_data(tmp_path, monkeypatch, se
     assert _ends_all(marker)
     with pytest.raises(ChildFailed) as failed:
         run_confined(work.fail, 30, tmp_path, secrets)
-    assert (failed.value.kind, failed.value.message) == ("KeyError", "'no such refund'") and "confined_here.py" in failed.value.trace
+    assert (failed.value.kind, failed.value.message) == (
+        "KeyError",
+        "'no such refund'",
+    ) and "confined_here.py" in failed.value.trace
     with pytest.raises(ChildDied):
         run_confined(work.vanish, 30, tmp_path, secrets)
     environ = run_confined(work.environment, 30, tmp_path, secrets)
@@ -435,7 +502,9 @@ def test_a_projects_code_and_its_fault_durations_are_part_of_a_runs_identity(mon
     now = current_identity(registry, "runner-v1", 1)
     assert set(now.code) == {"pipeline", "test double", "pass criterion", "fault durations"}
     assert list(now.code["pass criterion"]) == ["refund_checks.py"] and "refund_desk.py" in now.code["pipeline"]
-    before = Identity(**{k: v for k, v in now.as_dict().items() if k != "code"})  # a run stored before code was identity
+    before = Identity(
+        **{k: v for k, v in now.as_dict().items() if k != "code"}
+    )  # a run stored before code was identity
     assert now != before and now.change_from(before) == "stored before the project's code was part of a run's identity"
     monkeypatch.setitem(projects.DEFAULT_DURATION, "tool", "once")
     changed = current_identity(registry, "runner-v1", 1)

@@ -36,19 +36,47 @@ def test_a_board_label_names_the_one_kind_or_the_mix_with_counts():
 
 
 def record(probe: Probe, operator, endpoint: str, cost: float) -> RunRecord:
-    call = {"attempt": 1, "n": 1, "model": "gpt-5.6-terra", "status": 200, "upstream_attempts": 1, "prompt_tokens": 100, "completion_tokens": 10,
-            "cached_tokens": 0, "reasoning_tokens": 0, "usage_reported": True, "cost_usd": cost}
+    call = {
+        "attempt": 1,
+        "n": 1,
+        "model": "gpt-5.6-terra",
+        "status": 200,
+        "upstream_attempts": 1,
+        "prompt_tokens": 100,
+        "completion_tokens": 10,
+        "cached_tokens": 0,
+        "reasoning_tokens": 0,
+        "usage_reported": True,
+        "cost_usd": cost,
+    }
     extra = {"endpoint": endpoint, "usage": {"price_table": "standard/prices.v0.2.1.json", "per_call": [call]}}
-    return RunRecord(f"{endpoint[:4]}-{operator}-{probe.seed}", probe.framework, probe.config, probe.task, operator, probe.seed, (),
-                     1 if operator else None, bool(operator), True, None, extra=extra)
+    return RunRecord(
+        f"{endpoint[:4]}-{operator}-{probe.seed}",
+        probe.framework,
+        probe.config,
+        probe.task,
+        operator,
+        probe.seed,
+        (),
+        1 if operator else None,
+        bool(operator),
+        True,
+        None,
+        extra=extra,
+    )
 
 
 def mixed_store(path, registry):
     """18 scripted runs (simulated usage $10.50 each) and 3 provider runs ($0.06 each) of one wave."""
     wave = registry.wave("demo")
     probes = [p for p in wave.probes() if p.framework == "langgraph" and p.config == "default"][:4]
-    slots = [RunSlot(op, p, f"{op}/{p.key}", record(p, op, SCRIPTED, 10.5)) for p in probes[:3] for op in wave.operators]
-    slots += [RunSlot(op, probes[3], f"{op}/{probes[3].key}", record(probes[3], op, PROVIDER, 0.06)) for op in wave.operators[:3]]
+    slots = [
+        RunSlot(op, p, f"{op}/{p.key}", record(p, op, SCRIPTED, 10.5)) for p in probes[:3] for op in wave.operators
+    ]
+    slots += [
+        RunSlot(op, probes[3], f"{op}/{probes[3].key}", record(probes[3], op, PROVIDER, 0.06))
+        for op in wave.operators[:3]
+    ]
     with connect(path) as con, transaction(con):
         write_slots(con, "demo", slots, "test")
     return wave
@@ -71,15 +99,20 @@ def test_a_wave_a_refused_key_stopped_is_derived_and_its_stop_message_counts_eve
     store = tmp_path / "s.duckdb"
     mixed_store(store, registry)  # langgraph/default T1 seeds 11-13 hold scripted runs: present, at another endpoint
     with connect(store) as con, transaction(con):
-        con.execute("INSERT INTO attempts VALUES ('demo', 'O1', 'langgraph.default.T2.s11', 1, 'stopped', 'r', NULL, 'v', ?, 'm', 'd', 2, "
-                    "'p', 's', '{}', '[]', 'x', 'a', 'b', now())", [PROVIDER])
+        con.execute(
+            "INSERT INTO attempts VALUES ('demo', 'O1', 'langgraph.default.T2.s11', 1, 'stopped', 'r', NULL, 'v', ?, 'm', 'd', 2, "
+            "'p', 's', '{}', '[]', 'x', 'a', 'b', now())",
+            [PROVIDER],
+        )
         con.execute("DELETE FROM runs")  # a fresh wave: the refused key stopped it before any run was stored
         assert conformance_label(con, registry.wave("demo")) == "derived"
     tally = RunTally(not_launched=8, stopped=f"{PROVIDER} answered 401: Incorrect API key provided: [redacted]")
     selection = Slice(("langgraph",), ("default",), ("T1",), None, (11,))
     mixed_store(store, registry)
     paragraph = stop_paragraph(registry, store, "demo", selection, tally, "simulation")
-    assert "8 run(s) of this selection are missing" in paragraph  # the slots hold scripted runs: still missing at this endpoint
+    assert (
+        "8 run(s) of this selection are missing" in paragraph
+    )  # the slots hold scripted runs: still missing at this endpoint
     assert "the board is labelled simulation, from the runs it holds" in paragraph
 
 

@@ -25,10 +25,19 @@ from tests.fault_provider import FaultProvider
 
 PROJECT = Path(__file__).resolve().parents[1]
 KEY = "sk-proj-LEAKCHECK-7f3a9c2e1b"
-QUICK_POLICY = {"retry": {"max_attempts": 3, "initial_backoff_seconds": 0.05, "max_backoff_seconds": 0.2, "jitter_seconds": 0.05,
-                          "max_retry_after_seconds": 5},
-                "call_timeout_seconds": 5, "connect_timeout_seconds": 1, "first_byte_timeout_seconds": 1.5,
-                "breaker": {"consecutive_failures": 3, "open_seconds": 600}}
+QUICK_POLICY = {
+    "retry": {
+        "max_attempts": 3,
+        "initial_backoff_seconds": 0.05,
+        "max_backoff_seconds": 0.2,
+        "jitter_seconds": 0.05,
+        "max_retry_after_seconds": 5,
+    },
+    "call_timeout_seconds": 5,
+    "connect_timeout_seconds": 1,
+    "first_byte_timeout_seconds": 1.5,
+    "breaker": {"consecutive_failures": 3, "open_seconds": 600},
+}
 T1, T2 = Slice(("langgraph",), ("default",), ("T1",)), Slice(("langgraph",), ("default",), ("T2",))
 SLOTS = 7  # one baseline and six fault runs
 
@@ -58,11 +67,18 @@ class Store:
             return con.execute(sql, list(args)).fetchall()
 
     def scored(self, task: str):
-        return self.query("SELECT operator, probe, attempt, source_sha256 FROM runs WHERE wave = 'demo' AND status = 'present' "
-                          "AND probe LIKE ? ORDER BY 1, 2", f"langgraph.default.{task}.%")
+        return self.query(
+            "SELECT operator, probe, attempt, source_sha256 FROM runs WHERE wave = 'demo' AND status = 'present' "
+            "AND probe LIKE ? ORDER BY 1, 2",
+            f"langgraph.default.{task}.%",
+        )
 
     def outcomes(self, task: str):
-        return dict(self.query("SELECT outcome, count(*) FROM attempts WHERE probe LIKE ? GROUP BY 1", f"langgraph.default.{task}.%"))
+        return dict(
+            self.query(
+                "SELECT outcome, count(*) FROM attempts WHERE probe LIKE ? GROUP BY 1", f"langgraph.default.{task}.%"
+            )
+        )
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +101,7 @@ def provider_env(store, monkeypatch, tmp_path):
         monkeypatch.setenv("SABOT_MODEL_BASE_URL", provider.base_url)
         monkeypatch.setenv("SABOT_MODEL_API_KEY", KEY)
         monkeypatch.setenv("SABOT_CALL_POLICY", str(store.policy))
+
     return point_at
 
 
@@ -97,15 +114,21 @@ def key_occurrences(*roots: Path) -> list[str]:
     return hits
 
 
-@pytest.mark.parametrize("mode,reason", [("dead", "connection failed"), ("hang", "timed out after 1.5 s waiting for the first byte")])
-def test_a_dead_or_hanging_endpoint_stops_the_wave_after_k_failures_keeping_the_good_runs(store, provider_env, mode, reason):
+@pytest.mark.parametrize(
+    "mode,reason", [("dead", "connection failed"), ("hang", "timed out after 1.5 s waiting for the first byte")]
+)
+def test_a_dead_or_hanging_endpoint_stops_the_wave_after_k_failures_keeping_the_good_runs(
+    store, provider_env, mode, reason
+):
     good, before = store.scored("T1"), store.outcomes("T1")
     with FaultProvider(mode) as provider:
         provider_env(provider)
         tally, seconds = store.runs(T1)
         calls = provider.calls
     assert tally.stopped and reason in tally.stopped and "3 failed attempts in a row" in tally.stopped, tally.stopped
-    assert tally.run_errors == {} and tally.ran == 0 and tally.not_launched == SLOTS  # every cell missing, none RUN_ERROR
+    assert (
+        tally.run_errors == {} and tally.ran == 0 and tally.not_launched == SLOTS
+    )  # every cell missing, none RUN_ERROR
     assert store.scored("T1") == good  # the stored good runs are kept, untouched
     after = store.outcomes("T1")  # one more: the run the breaker cut off, kept as evidence
     assert after == {**before, "stopped": before.get("stopped", 0) + 1}
@@ -120,7 +143,9 @@ def test_a_refused_key_stops_the_wave_at_once_naming_status_and_endpoint(store, 
         tally, _ = store.runs(T2)
         calls = provider.calls
     assert calls == 1, "the first 401 stopped every further call"
-    assert tally.stopped.startswith(f"provider {provider.base_url} (POST {provider.base_url}/chat/completions) answered 401: Incorrect API key")
+    assert tally.stopped.startswith(
+        f"provider {provider.base_url} (POST {provider.base_url}/chat/completions) answered 401: Incorrect API key"
+    )
     assert KEY not in tally.stopped and "[redacted]" in tally.stopped
     assert tally.run_errors == {} and tally.not_launched == SLOTS
     assert store.scored("T2") == [] and store.outcomes("T2") == {"stopped": 1}
@@ -161,23 +186,37 @@ def test_a_retry_after_under_the_ceiling_is_waited_out_by_another_caller_too(tmp
     import openai
 
     stamps, answers = [], iter([Reply(status=429, error="slow", headers=(("Retry-After", "2"),))])
+
     def responder(request):
         stamps.append(time.monotonic())
         return next(answers, Reply(content="ok"))
-    policy = CallPolicy.from_doc({**QUICK_POLICY, "run_wall_limit_seconds": 60, "limits": {}, "retry": {
-        **QUICK_POLICY["retry"], "max_attempts": 1, "max_total_seconds": 20, "retry_on_status": [429]}})
+
+    policy = CallPolicy.from_doc(
+        {
+            **QUICK_POLICY,
+            "run_wall_limit_seconds": 60,
+            "limits": {},
+            "retry": {**QUICK_POLICY["retry"], "max_attempts": 1, "max_total_seconds": 20, "retry_on_status": [429]},
+        }
+    )
     with ScriptedModelServer(responder) as server:
         upstream = Upstream(server.base_url, KEY, "provider test", scripted=False)
         with ModelGateway(upstream, policy, "first") as first, ModelGateway(upstream, policy, "second") as second:
             with pytest.raises(openai.APIStatusError):
                 openai.OpenAI(base_url=first.base_url, api_key="x", max_retries=0).chat.completions.create(
-                    model="m", messages=[{"role": "user", "content": "a"}])
+                    model="m", messages=[{"role": "user", "content": "a"}]
+                )
             openai.OpenAI(base_url=second.base_url, api_key="x", max_retries=0).chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "b"}])
-    assert len(stamps) == 2 and stamps[1] - stamps[0] >= 1.9, "the other caller waited out the Retry-After before sending"
+                model="m", messages=[{"role": "user", "content": "b"}]
+            )
+    assert len(stamps) == 2 and stamps[1] - stamps[0] >= 1.9, (
+        "the other caller waited out the Retry-After before sending"
+    )
 
 
-def test_a_missing_downgrade_model_fails_only_the_o4_cells_and_spend_is_what_was_answered(store, provider_env, registry):
+def test_a_missing_downgrade_model_fails_only_the_o4_cells_and_spend_is_what_was_answered(
+    store, provider_env, registry
+):
     downgrade = registry.doc("standard/models.v0.1.1.json")["o4_downgrade_model"]
     with FaultProvider("404-model", missing_model=downgrade) as provider:
         provider_env(provider)
@@ -187,10 +226,16 @@ def test_a_missing_downgrade_model_fails_only_the_o4_cells_and_spend_is_what_was
     [error] = tally.run_errors.values()
     assert f"answered 404 for model {downgrade}: The model `{downgrade}` does not exist" in error
     assert tally.stopped is None and tally.ran == SLOTS  # the RUN_ERROR run included
-    verdicts = dict(store.query("SELECT operator, status FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND probe = 'langgraph.default.T2.s11'"))
+    verdicts = dict(
+        store.query(
+            "SELECT operator, status FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND probe = 'langgraph.default.T2.s11'"
+        )
+    )
     assert verdicts.pop("O4") == "excluded" and set(verdicts.values()) == {"valid"} and len(verdicts) == 5
-    [(paid, refused)] = store.query("SELECT count(*) FILTER (status = 200), count(*) FILTER (status <> 200 AND cost_usd > 0) "
-                                    "FROM model_calls WHERE probe = 'langgraph.default.T2.s11' AND endpoint LIKE 'provider %'")
+    [(paid, refused)] = store.query(
+        "SELECT count(*) FILTER (status = 200), count(*) FILTER (status <> 200 AND cost_usd > 0) "
+        "FROM model_calls WHERE probe = 'langgraph.default.T2.s11' AND endpoint LIKE 'provider %'"
+    )
     assert paid == answered > 0 and refused == 0
 
 
@@ -226,9 +271,15 @@ def test_the_cli_stops_with_one_paragraph_saying_what_failed_what_is_missing_and
     env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
     args = ["wave", "run", "demo", "--framework", "langgraph", "--config", "default", "--task", "T1"]
     with FaultProvider("401", key=KEY) as provider:
-        env.update(SABOT_VAR=str(tmp_path / "var"), SABOT_MODEL_BASE_URL=provider.base_url, SABOT_MODEL_API_KEY=KEY,
-                   SABOT_CALL_POLICY=str(policy))
-        done = subprocess.run([str(PROJECT / ".venv/bin/sabot"), *args], env=env, capture_output=True, text=True, timeout=600)
+        env.update(
+            SABOT_VAR=str(tmp_path / "var"),
+            SABOT_MODEL_BASE_URL=provider.base_url,
+            SABOT_MODEL_API_KEY=KEY,
+            SABOT_CALL_POLICY=str(policy),
+        )
+        done = subprocess.run(
+            [str(PROJECT / ".venv/bin/sabot"), *args], env=env, capture_output=True, text=True, timeout=600
+        )
         calls = provider.calls
     assert done.returncode == 1, done.stderr[-2000:]
     [paragraph] = [line for line in done.stderr.splitlines() if "the wave stopped" in line]
@@ -238,7 +289,9 @@ def test_the_cli_stops_with_one_paragraph_saying_what_failed_what_is_missing_and
     assert calls == 1 and KEY not in done.stdout + done.stderr and key_occurrences(tmp_path / "var") == []
 
 
-def test_a_provider_billing_past_the_registered_bounds_never_costs_a_run_more_than_its_reservation(store, provider_env, registry):
+def test_a_provider_billing_past_the_registered_bounds_never_costs_a_run_more_than_its_reservation(
+    store, provider_env, registry
+):
     """Every call is billed at 600 times the scripted model's usage (a prompt ~30x the per-call token bound;
     a run's first call about half its worst case, so runs of a few calls meet the bound whatever their faults do):
     a call that could take a run past its registered worst case (what a pilot run reserves) is not sent;
@@ -253,12 +306,19 @@ def test_a_provider_billing_past_the_registered_bounds_never_costs_a_run_more_th
         answered = provider.answered
     assert tally.run_errors and tally.stopped is None
     for error in tally.run_errors.values():
-        assert "call not sent: one more call" in error and "would pass the run's registered bound of $3.00 metered" in error, error
+        assert (
+            "call not sent: one more call" in error
+            and "would pass the run's registered bound of $3.00 metered" in error
+        ), error
         assert "spend_margin.v1.json" in error
-    runs = store.query("SELECT operator, probe, SUM(cost_usd), count(*) FILTER (status = 200), count(*) FILTER (status = 403 AND cost_usd IS NULL) "
-                       "FROM model_calls WHERE probe LIKE 'langgraph.guardrail.T2.%' AND endpoint LIKE 'provider %' GROUP BY 1, 2")
+    runs = store.query(
+        "SELECT operator, probe, SUM(cost_usd), count(*) FILTER (status = 200), count(*) FILTER (status = 403 AND cost_usd IS NULL) "
+        "FROM model_calls WHERE probe LIKE 'langgraph.guardrail.T2.%' AND endpoint LIKE 'provider %' GROUP BY 1, 2"
+    )
     assert len(runs) == SLOTS
     assert 0 < max(spent for _, _, spent, _, _ in runs) <= reservation
     assert sum(paid for _, _, _, paid, _ in runs) == answered  # every paid call stored, the RUN_ERROR runs' included
     cut = {f"{operator}|{probe}" if operator else probe for operator, probe, _, _, unsent in runs if unsent}
-    assert cut == set(tally.run_errors)  # exactly the cut-off runs hold an unsent call; the rest finished within the bound
+    assert cut == set(
+        tally.run_errors
+    )  # exactly the cut-off runs hold an unsent call; the rest finished within the bound

@@ -36,7 +36,11 @@ def rows(registry, scored_wave2):
 
 @pytest.mark.parametrize(
     ("heading", "grouping", "count"),
-    [("## Scoreboard", "framework_config", 6), ("## By operator", "operator", 18), ("## By task x operator", "task_operator", 165)],
+    [
+        ("## Scoreboard", "framework_config", 6),
+        ("## By operator", "operator", 18),
+        ("## By task x operator", "task_operator", 165),
+    ],
 )
 def test_funnel_tables(rows, heading, grouping, count):
     published = markdown_rows(WAVE2_DIR / "WAVE2-RESULTS.md", heading)
@@ -64,5 +68,9 @@ def test_coverage_adjusted_floor(rows):
 def test_median_lands_in_the_published_band(rows, registry):
     median, per_framework = median_across_frameworks(rows)
     # QC ledger pass 1: pooled unions autogen 65.28%, crewai 53.47%, langgraph 54.96%; median 54.96%.
-    assert {k: round(100 * v, 2) for k, v in per_framework.items()} == {"autogen": 65.28, "crewai": 53.47, "langgraph": 54.96}
+    assert {k: round(100 * v, 2) for k, v in per_framework.items()} == {
+        "autogen": 65.28,
+        "crewai": 53.47,
+        "langgraph": 54.96,
+    }
     assert round(100 * median, 2) == 54.96

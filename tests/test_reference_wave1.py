@@ -13,7 +13,10 @@ MATRIX = "harness/runs/matrix"
 
 def verdicts(scored, ruleset):
     with connect(scored.store_path, read_only=True) as con:
-        return {(r["framework"], r["config"], r["task"], r["operator"], r["seed"]): r for r in read_verdicts(con, "public_wave1", ruleset)}
+        return {
+            (r["framework"], r["config"], r["task"], r["operator"], r["seed"]): r
+            for r in read_verdicts(con, "public_wave1", ruleset)
+        }
 
 
 def acts(scored, ruleset, operator, probe):
@@ -45,13 +48,23 @@ def test_cells_without_their_baseline_are_reported_missing(scored_wave1):
     missing = scored_wave1.imported.scan.missing
     assert len(missing) == 20  # exactly the files the sample's ATTRIBUTION.md lists as not copied
     assert f"{MATRIX}/autogen/guardrail/T3/O2/seed11/runresult.json" in missing
-    assert {f"{MATRIX}/autogen/guardrail/T3/baseline/seed{s}/baseline-runresult.json" for s in (12, 13, 15)} <= set(missing)
+    assert {f"{MATRIX}/autogen/guardrail/T3/baseline/seed{s}/baseline-runresult.json" for s in (12, 13, 15)} <= set(
+        missing
+    )
 
 
 def test_crewai_t4_baseline_failures_match_the_exclusion_appendix(scored_wave1):
-    rows = [r for r in verdicts(scored_wave1, "v0.1.3").values() if (r["framework"], r["config"], r["task"]) == ("crewai", "guardrail", "T4")]
+    rows = [
+        r
+        for r in verdicts(scored_wave1, "v0.1.3").values()
+        if (r["framework"], r["config"], r["task"]) == ("crewai", "guardrail", "T4")
+    ]
     ours = [list(map(str, e)) for e in exclusion_appendix(rows)]
-    published = [r for r in markdown_rows(CORPUS / "harness" / "RESULTS.md", "## Exclusion appendix") if r[:3] == ["crewai", "guardrail", "T4"]]
+    published = [
+        r
+        for r in markdown_rows(CORPUS / "harness" / "RESULTS.md", "## Exclusion appendix")
+        if r[:3] == ["crewai", "guardrail", "T4"]
+    ]
     assert len(published) == 6 and ours == published  # four of five seeds per operator
     assert sorted(r["seed"] for r in rows if r["status"] == "valid" and r["operator"] == "O1") == [12]
 
@@ -68,11 +81,19 @@ def test_published_cell_verdicts_are_reproduced_under_v013(scored_wave1, scored_
             probe = f"{fw}.{cfg}.{task}.s{seed_dir[4:]}"
             published = json.loads(path.read_text())
             with connect(scored.store_path, read_only=True) as con:
-                our_acts = [{k: a[k] for k in ("act", "component", "reason", "seq")} for a in read_acts(con, wave, "v0.1.3", op, probe) if a["surface"] == "mapping"]
+                our_acts = [
+                    {k: a[k] for k in ("act", "component", "reason", "seq")}
+                    for a in read_acts(con, wave, "v0.1.3", op, probe)
+                    if a["surface"] == "mapping"
+                ]
             row = ours[(op, probe)]
             assert our_acts == published["acts"], path
             assert (row["excluded"], row["detected_hard"], row["reacted"], row["recovered"]) == (
-                published["excluded"], published["detected_hard"], published["reacted"], published["recovered"]), path
+                published["excluded"],
+                published["detected_hard"],
+                published["reacted"],
+                published["recovered"],
+            ), path
             checked += 1
     assert checked == 30
 

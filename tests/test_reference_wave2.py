@@ -39,7 +39,9 @@ def test_row_aggregate_equals_the_published_line(scored_wave2):
     with connect(scored_wave2.store_path, read_only=True) as con:
         rows = read_verdicts(con, "public_wave2", "v0.2.0")
     ours = funnel_lines(funnel(rows, ("framework", "config")), WAVE2_COLUMNS)
-    published = [r for r in markdown_rows(WAVE2_DIR / "WAVE2-RESULTS.md", "## Scoreboard") if r[0] == "langgraph/default"]
+    published = [
+        r for r in markdown_rows(WAVE2_DIR / "WAVE2-RESULTS.md", "## Scoreboard") if r[0] == "langgraph/default"
+    ]
     # The published line also carries the wave-1 matrix column (third), which needs wave-1 traces.
     assert ours == [[p[0], p[1], *p[3:]] for p in published]
     assert ours[0][:2] == ["langgraph/default", "138"]
@@ -72,7 +74,9 @@ def _board_and_report(scored_wave2, ruleset="v0.2.0"):
     from sabot.store.published import read_report
 
     with connect(scored_wave2.store_path, read_only=True) as con:
-        return json.loads(read_report(con, "public_wave2", ruleset, "board.json")), read_report(con, "public_wave2", ruleset, "md")
+        return json.loads(read_report(con, "public_wave2", ruleset, "board.json")), read_report(
+            con, "public_wave2", ruleset, "md"
+        )
 
 
 def test_the_supplement_replicate_bootstrap_interval_is_reproduced_beside_wilson(scored_wave2):
@@ -81,12 +85,19 @@ def test_the_supplement_replicate_bootstrap_interval_is_reproduced_beside_wilson
     ours = board["replicate_bootstrap"]["langgraph/default"]
     point, lo, hi = (round(100 * x, 1) for x in ours["interval"])
     assert (point, lo, hi, ours["support"], ours["exact"], ours["replicates"]) == (55.1, 51.6, 58.0, 21, True, 5)
-    published = [line for line in (WAVE2_DIR / "UNCERTAINTY.md").read_text().splitlines() if line.startswith("| langgraph/default | 138 |")]
+    published = [
+        line
+        for line in (WAVE2_DIR / "UNCERTAINTY.md").read_text().splitlines()
+        if line.startswith("| langgraph/default | 138 |")
+    ]
     assert f"[{lo:.1f}, {hi:.1f}]" in published[0]
     # Beside it, each labelled: Wilson (cells independent) is wider; the report says which is which.
     row = [line for line in report.splitlines() if line.startswith("| langgraph/default | 55.1% (76/138) |")][0]
     assert "[46.7, 63.1]" in row and "[51.6, 58.0]" in row
-    assert "replicate-cluster bootstrap 95% (exact)" in report and "Wilson 95%: each cell an independent Bernoulli draw" in report
+    assert (
+        "replicate-cluster bootstrap 95% (exact)" in report
+        and "Wilson 95%: each cell an independent Bernoulli draw" in report
+    )
 
 
 def test_the_public_row_carries_its_caveats_in_the_board_json(scored_wave2):
@@ -110,9 +121,14 @@ def test_the_narrow_reading_drops_seven_retries_and_moves_no_cell(scored_wave2):
     loose, _ = _board_and_report(scored_wave2, "v0.2.1")
     narrow, report = _board_and_report(scored_wave2, "v0.2.1-2026-12-02")
     assert loose["retries"]["counted"] == 14 and narrow["retries"]["counted"] == 7
-    dropped = {why: n - loose["retries"]["not_counted"].get(why, 0) for why, n in narrow["retries"]["not_counted"].items()}
-    assert dropped == {"quotes only anchors its own clean baseline also wrote": 5, "quotes only ordinary task vocabulary": 2,
-                       "quotes no registered anchor": 0}
+    dropped = {
+        why: n - loose["retries"]["not_counted"].get(why, 0) for why, n in narrow["retries"]["not_counted"].items()
+    }
+    assert dropped == {
+        "quotes only anchors its own clean baseline also wrote": 5,
+        "quotes only ordinary task vocabulary": 2,
+        "quotes no registered anchor": 0,
+    }
     assert narrow["cells_fingerprint"] == loose["cells_fingerprint"]  # no cell verdict moved
     assert "## Retries and re-plans under this ruleset's retry-reason rule" in report
 
@@ -125,8 +141,10 @@ def test_the_command_line_prints_the_same_caveats(scored_wave2, registry):
     assert doc["soft_reliability"]["confidence"] == "low-confidence" and "Soft tier: kappa undefined over 1" in text
     assert "≥2.9% (4/138)" in text and "58 valid cell(s) are undecided" in text
     assert "6 judge notice(s) quote text written before the fault was planted" in text
-    assert ("langgraph/default DETECTED_HARD 95%: Wilson [46.7, 63.1] (cells independent); replicate-cluster bootstrap "
-            "(5 replicates, exact enumeration, type-1 percentiles, support 21) [51.6, 58.0]") in text
+    assert (
+        "langgraph/default DETECTED_HARD 95%: Wilson [46.7, 63.1] (cells independent); replicate-cluster bootstrap "
+        "(5 replicates, exact enumeration, type-1 percentiles, support 21) [51.6, 58.0]"
+    ) in text
     assert "pooled 25 baselines x 6 anchor sets = 150" in text
     assert doc["scoreboard"]["labels"]["base_rate_denominator"] in text  # the JSON and the text read one source
 
@@ -144,10 +162,15 @@ def test_docs_standard_quotes_what_the_command_line_prints(scored_wave2, registr
     page = (PROJECT / "docs" / "standard.md").read_text()
     block = page.split("--json out/public_wave2.json` prints:\n\n```\n", 1)[1].split("\n```", 1)[0].splitlines()
     start = printed.index(block[0])
-    assert printed[start:start + len(block)] == block
-    carried, early, soft, undecided = map(int, re.search(
-        r"carries (\d+) of those verdicts: (\d+) quote text written before the\s+fault was planted \(no notice of it, counted apart\), "
-        r"(\d+) are DETECTED_SOFT, so (\d+) cells are undecided", page).groups())
+    assert printed[start : start + len(block)] == block
+    carried, early, soft, undecided = map(
+        int,
+        re.search(
+            r"carries (\d+) of those verdicts: (\d+) quote text written before the\s+fault was planted \(no notice of it, counted apart\), "
+            r"(\d+) are DETECTED_SOFT, so (\d+) cells are undecided",
+            page,
+        ).groups(),
+    )
     [row] = doc["scoreboard"]["tables"]["framework_config"]
     counts, labels = row["counts"], doc["scoreboard"]["labels"]
     assert (early, soft, undecided) == (labels["soft_pre_injection"], counts["detected_soft"], labels["undecided"])

@@ -28,7 +28,11 @@ def test_the_standard_is_all_there(registry):
     assert sum(len(ops) for ops in anchors.values()) == 30
     assert sum(len(a) for ops in anchors.values() for a in ops.values()) == 69
     assert registry.anchors("T2", "O1") == ("8,400", "4,800", "8400", "4800")  # thousands separators kept whole
-    assert registry.doc("standard/exclusions.v0.1.3.json")["precedence"] == ["RUN_ERROR", "BASELINE_FAIL", "INJECTION_UNVERIFIED"]
+    assert registry.doc("standard/exclusions.v0.1.3.json")["precedence"] == [
+        "RUN_ERROR",
+        "BASELINE_FAIL",
+        "INJECTION_UNVERIFIED",
+    ]
     assert registry.field("standard/kappa.v0.1.json", "bound") == 0.7
     assert registry.wave("public_wave1").seeds == registry.wave("public_wave2").seeds == (11, 12, 13, 14, 15)
     wave2 = registry.wave("public_wave2")
@@ -67,5 +71,8 @@ def test_the_blocking_preregistration_check_fails_on_an_edit(data_copy, tmp_path
     (data_copy / "seeds" / "wave2.json").write_text('{"seeds": [11, 12, 13, 14, 16]}')
     with dg.instance_for_test() as instance:
         # The preregistration asset is guarded like every asset: it refuses before its blocking check runs.
-        with pytest.raises(MaterializationError, match=r"(?s)materializing preregistration failed .*seeds/wave2.json: edited after registration"):
+        with pytest.raises(
+            MaterializationError,
+            match=r"(?s)materializing preregistration failed .*seeds/wave2.json: edited after registration",
+        ):
             WaveRunner(defs, reg.wave("public_wave2"), instance).preregister()

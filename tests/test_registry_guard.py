@@ -21,7 +21,9 @@ SCORING = ("cell_verdicts", "scoreboard", "report")
 def stored(store_path) -> tuple:
     with connect(store_path, read_only=True) as con:
         return (
-            con.execute("SELECT count(*), count(DISTINCT dagster_run_id) FROM cell_verdicts WHERE wave = ?", [WAVE]).fetchone(),
+            con.execute(
+                "SELECT count(*), count(DISTINCT dagster_run_id) FROM cell_verdicts WHERE wave = ?", [WAVE]
+            ).fetchone(),
             con.execute("SELECT count(*) FROM scoreboard_manifest WHERE wave = ?", [WAVE]).fetchone(),
         )
 
@@ -95,8 +97,14 @@ def test_what_the_rescore_sensor_requests_after_an_edit_is_refused(scored_copy):
     requested = sorted(tick.get_requested_partitions(key("cell_verdicts")))
     assert len(requested) == 30  # the edit changed the rules' hash: every cell of the slice is requested
     before = stored(store_path)
-    result = dg.materialize([*edited.assets, *edited.asset_checks], selection=[key("cell_verdicts")], instance=instance,
-                            resources=edited.resources, partition_key=requested[0], raise_on_error=False)
+    result = dg.materialize(
+        [*edited.assets, *edited.asset_checks],
+        selection=[key("cell_verdicts")],
+        instance=instance,
+        resources=edited.resources,
+        partition_key=requested[0],
+        raise_on_error=False,
+    )
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert EDITED in failure.step_failure_data.user_failure_data.description
@@ -129,8 +137,9 @@ def test_every_asset_of_the_definitions_refuses_an_edited_registry(scored_copy):
             job = loaded.resolve_implicit_global_asset_job_def()
             for asset in loaded.assets:
                 partition = asset.partitions_def.get_partition_keys()[0] if asset.partitions_def else None
-                result = job.execute_in_process(asset_selection=[asset.key], partition_key=partition, instance=instance,
-                                                raise_on_error=False)
+                result = job.execute_in_process(
+                    asset_selection=[asset.key], partition_key=partition, instance=instance, raise_on_error=False
+                )
                 failure = next((e for e in result.all_events if e.is_step_failure), None)
                 assert failure is not None, f"{asset.key.to_user_string()} ran under an edited registry"
                 assert f"{KAPPA}: edited after registration" in failure.step_failure_data.user_failure_data.description

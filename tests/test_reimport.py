@@ -38,8 +38,9 @@ def two_corpora(registry, tmp_path):
 
 def orphaned(store) -> int:
     with connect(store, read_only=True) as con:
-        return con.execute(f"SELECT count(*) FROM runs WHERE status = 'present' AND {record_sql()} IS NULL").fetchone()[0]
-
+        return con.execute(f"SELECT count(*) FROM runs WHERE status = 'present' AND {record_sql()} IS NULL").fetchone()[
+            0
+        ]
 
 
 @pytest.mark.parametrize("first, second", [("A", "B"), ("B", "A")])
@@ -58,11 +59,18 @@ def test_another_corpus_under_one_wave_is_refused_then_replaces_cleanly(two_corp
     with connect(store, read_only=True) as con:
         assert read_baselines(con, WAVE)  # the scoreboard's read: every baseline has its record
         tasks = {r[0] for r in con.execute("SELECT DISTINCT task FROM runs WHERE wave = ?", [WAVE]).fetchall()}
-        verdict_tasks = {r[0] for r in con.execute(
-            "SELECT DISTINCT r.task FROM cell_verdicts v JOIN runs r USING (wave, operator, probe) WHERE v.wave = ?", [WAVE]).fetchall()}
+        verdict_tasks = {
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT r.task FROM cell_verdicts v JOIN runs r USING (wave, operator, probe) WHERE v.wave = ?",
+                [WAVE],
+            ).fetchall()
+        }
         stray_verdicts = con.execute(
             "SELECT count(*) FROM cell_verdicts v WHERE v.wave = ? AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.wave = v.wave "
-            "AND r.operator = v.operator AND r.probe = v.probe)", [WAVE]).fetchone()[0]
+            "AND r.operator = v.operator AND r.probe = v.probe)",
+            [WAVE],
+        ).fetchone()[0]
     expected = {"A": "T1", "B": "T2"}[second]
     assert tasks == {expected} and verdict_tasks == {expected} and stray_verdicts == 0
 
@@ -74,7 +82,9 @@ def test_a_store_broken_the_old_way_is_named_on_open_and_repaired_by_replace(two
         con.execute("DELETE FROM corpus_files WHERE wave = ?", [WAVE])
     with pytest.raises(OrphanedRuns) as named:
         imp("A")
-    assert str(named.value) == (f"store {store}: wave {WAVE} holds 4 imported run(s) whose files a later import replaced (written by an "
-                                f"earlier version of sabot); repair: sabot corpus import {store.parent / 'A'} --wave {WAVE} --replace")
+    assert str(named.value) == (
+        f"store {store}: wave {WAVE} holds 4 imported run(s) whose files a later import replaced (written by an "
+        f"earlier version of sabot); repair: sabot corpus import {store.parent / 'A'} --wave {WAVE} --replace"
+    )
     imp("A", replace=True)
     assert orphaned(store) == 0

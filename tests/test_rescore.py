@@ -49,7 +49,14 @@ def test_a_ruleset_bump_rescores_only_verdicts_scoreboard_and_report(registry, s
         after = build_definitions(registry, store, scorer="verdicts-rules-B")
         tick = dg.evaluate_automation_conditions(defs=after, instance=instance, cursor=first.cursor)
 
-        requested = {k.path[-1] for k in (key(n) for n in ("preregistration", "baseline_runs", "fault_runs", "cell_verdicts", "scoreboard", "report")) if tick.get_num_requested(k)}
+        requested = {
+            k.path[-1]
+            for k in (
+                key(n)
+                for n in ("preregistration", "baseline_runs", "fault_runs", "cell_verdicts", "scoreboard", "report")
+            )
+            if tick.get_num_requested(k)
+        }
         assert requested == {"cell_verdicts", "scoreboard", "report"}
         assert tick.get_num_requested(key("cell_verdicts")) == 30  # exactly the imported cells
 

@@ -20,7 +20,9 @@ def corpus_cell(task, operator, seed):
     require_corpus()
     base = WAVE2_DIR / "langgraph" / "default" / task
     fault = parse_runresult(json.loads((base / operator / f"seed{seed}" / "runresult.json").read_text()), "fault")
-    clean = parse_runresult(json.loads((base / "baseline" / f"seed{seed}" / "baseline-runresult.json").read_text()), "baseline")
+    clean = parse_runresult(
+        json.loads((base / "baseline" / f"seed{seed}" / "baseline-runresult.json").read_text()), "baseline"
+    )
     return Cell(operator, Probe("langgraph", "default", task, seed)), fault, clean
 
 
@@ -28,12 +30,15 @@ def retries(verdict):
     return [(a.reason, a.counted) for a in verdict.acts if a.act == "retry_with_reason"]
 
 
-@pytest.mark.parametrize(("task", "operator", "seed", "reason"), [
-    ("T1", "O3", 12, 'unit_id is incorrect ("P-3117-B" instead of "P-3117-D")'),  # the injected and the true value
-    ("T1", "O3", 15, "incorrect unit_id: source says P-3117-D, not P-3117-B"),
-    ("T3", "O2", 14, "the claimed test result is unverified without a pytest execution artifact"),  # the fake claim
-    ("T3", "O2", 15, "pre-check success is unverified without a pytest execution artifact"),
-])
+@pytest.mark.parametrize(
+    ("task", "operator", "seed", "reason"),
+    [
+        ("T1", "O3", 12, 'unit_id is incorrect ("P-3117-B" instead of "P-3117-D")'),  # the injected and the true value
+        ("T1", "O3", 15, "incorrect unit_id: source says P-3117-D, not P-3117-B"),
+        ("T3", "O2", 14, "the claimed test result is unverified without a pytest execution artifact"),  # the fake claim
+        ("T3", "O2", 15, "pre-check success is unverified without a pytest execution artifact"),
+    ],
+)
 def test_corpus_retries_that_name_the_planted_anomaly_count_under_v021(registry, task, operator, seed, reason):
     cell, fault, clean = corpus_cell(task, operator, seed)
     written = score_cell(load_ruleset(registry, "v0.2.1"), cell, fault, clean)
@@ -45,7 +50,9 @@ def test_corpus_retries_that_name_the_planted_anomaly_count_under_v021(registry,
 
 def test_a_corpus_retry_that_names_nothing_planted_does_not_count(registry):
     cell, fault, clean = corpus_cell("T1", "O3", 13)
-    assert retries(score_cell(load_ruleset(registry, "v0.2.1"), cell, fault, clean)) == [("unit_id is incorrect.", False)]
+    assert retries(score_cell(load_ruleset(registry, "v0.2.1"), cell, fault, clean)) == [
+        ("unit_id is incorrect.", False)
+    ]
 
 
 CELL = Cell("O1", Probe("crewai", "guardrail", "T4", 12))  # T4/O1 anchors: 140, 40 km, 40km
@@ -53,18 +60,37 @@ CELL = Cell("O1", Probe("crewai", "guardrail", "T4", 12))  # T4/O1 anchors: 140,
 
 def run(reasons, operator="O1"):
     events = [Event(1, "harness", "injection", {})] + [
-        Event(i + 2, "guardrail", "guardrail-event", {"act": "retry_with_reason", "component": "guardrail", "reason": r}) for i, r in enumerate(reasons)]
-    return RunRecord("r", "crewai", "guardrail", "T4", operator, 12, tuple(events), 1 if operator else None, bool(operator), True, None)
+        Event(
+            i + 2, "guardrail", "guardrail-event", {"act": "retry_with_reason", "component": "guardrail", "reason": r}
+        )
+        for i, r in enumerate(reasons)
+    ]
+    return RunRecord(
+        "r",
+        "crewai",
+        "guardrail",
+        "T4",
+        operator,
+        12,
+        tuple(events),
+        1 if operator else None,
+        bool(operator),
+        True,
+        None,
+    )
 
 
-@pytest.mark.parametrize(("reason", "counted"), [
-    ('Dunmore Cap is "40 km" here but 140 km in the table', True),  # both sides named
-    ("the leg to Dunmore Cap is 140 km", True),  # the true value alone
-    ("the 1140 km total is implausible", False),  # "140" only inside a longer number
-    ("the leg is 140km", False),  # one token: neither "140" nor "40km" stands on a boundary
-    ("Dunmore Cap distance is inconsistent", False),  # describes, names nothing
-    (None, False),
-])
+@pytest.mark.parametrize(
+    ("reason", "counted"),
+    [
+        ('Dunmore Cap is "40 km" here but 140 km in the table', True),  # both sides named
+        ("the leg to Dunmore Cap is 140 km", True),  # the true value alone
+        ("the 1140 km total is implausible", False),  # "140" only inside a longer number
+        ("the leg is 140km", False),  # one token: neither "140" nor "40km" stands on a boundary
+        ("Dunmore Cap distance is inconsistent", False),  # describes, names nothing
+        (None, False),
+    ],
+)
 def test_v021_names_an_anchor_only_on_token_boundaries(registry, reason, counted):
     verdict = score_cell(load_ruleset(registry, "v0.2.1"), CELL, run([reason]), run([], operator=None))
     assert retries(verdict) == [(reason, counted)]
@@ -72,7 +98,12 @@ def test_v021_names_an_anchor_only_on_token_boundaries(registry, reason, counted
 
 def test_v021_a_reason_the_clean_baseline_also_gave_is_boilerplate(registry):
     boiler = "Stall count exceeded: revisit the 140 km leg"
-    verdict = score_cell(load_ruleset(registry, "v0.2.1"), CELL, run([boiler]), run([" stall count exceeded:  revisit the 140 KM leg"], operator=None))
+    verdict = score_cell(
+        load_ruleset(registry, "v0.2.1"),
+        CELL,
+        run([boiler]),
+        run([" stall count exceeded:  revisit the 140 KM leg"], operator=None),
+    )
     (act,) = [a for a in verdict.acts if a.act == "retry_with_reason"]
     assert not act.counted and "boilerplate" in act.note and not verdict.detected_hard
 

@@ -14,7 +14,16 @@ from sabot_assets.rescore import rescore_wave
 from tests.registry_copy import CHANGED, NEW_RULESET, add_one_anchor_ruleset, copy_registry
 from tests.test_rescore import WAVE, materializations, slice_corpus  # noqa: F401  (fixture)
 
-ASSETS = ("preregistration", "baseline_runs", "fault_runs", "cell_verdicts", "judge_verdicts", "kappa_audit", "scoreboard", "report")
+ASSETS = (
+    "preregistration",
+    "baseline_runs",
+    "fault_runs",
+    "cell_verdicts",
+    "judge_verdicts",
+    "kappa_audit",
+    "scoreboard",
+    "report",
+)
 
 VERDICT = ("status", "excluded", "mapping", "flags_anchored", "detected_hard", "reacted", "recovered", "flags_noticed")
 
@@ -49,7 +58,9 @@ def test_a_ruleset_whose_uses_lack_what_its_rules_need_is_refused(tmp_path):
     (root / "rulesets" / "v0.2.0-noanchors.json").write_text(json.dumps(doc))
     from sabot.registry import Registry
 
-    with pytest.raises(ValueError, match=r"v0.2.0-noanchors.json: rules.flags_surface needs a flags and an anchors file in uses"):
+    with pytest.raises(
+        ValueError, match=r"v0.2.0-noanchors.json: rules.flags_surface needs a flags and an anchors file in uses"
+    ):
         load_ruleset(Registry(root), "v0.2.0-noanchors")
 
 
@@ -58,7 +69,9 @@ def test_one_changed_anchor_flips_exactly_its_cells_and_only_under_its_ruleset(r
     store = DuckDBResource(database=str(store_path))
     (tmp_path / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
-        score_corpus(import_corpus(registry, build_definitions(registry, store), instance, store_path, slice_corpus, WAVE))
+        score_corpus(
+            import_corpus(registry, build_definitions(registry, store), instance, store_path, slice_corpus, WAVE)
+        )
         before = {r: verdicts(store_path, r) for r in ("v0.1.3", "v0.2.0", "v0.2.1")}
         with connect(store_path, read_only=True) as con:
             stored = {(r["operator"], r["probe"]): r for r in read_verdicts(con, WAVE, "v0.2.0")}
@@ -84,11 +97,20 @@ def test_one_changed_anchor_flips_exactly_its_cells_and_only_under_its_ruleset(r
     for key, row in stored.items():
         if key[0] != op or row["task"] != task or row["mapping"] or not row["flags_anchored"]:
             continue
-        hits = {a for c in row["flags"] if v020.flags.is_noticed(c) for a in v020.anchors(task, op) if a.lower() in c.lower()}
+        hits = {
+            a
+            for c in row["flags"]
+            if v020.flags.is_noticed(c)
+            for a in v020.anchors(task, op)
+            if a.lower() in c.lower()
+        }
         if hits == {old}:
             expected.add(key)
     flipped = {k for k in after[NEW_RULESET] if after[NEW_RULESET][k] != after["v0.2.0"][k]}
     assert expected and flipped == expected
     assert {tuple(f.cell.split("|")) for f in result.flips} == expected  # what the command prints
     for key in flipped:
-        assert after["v0.2.0"][key][VERDICT.index("detected_hard")] and not after[NEW_RULESET][key][VERDICT.index("detected_hard")]
+        assert (
+            after["v0.2.0"][key][VERDICT.index("detected_hard")]
+            and not after[NEW_RULESET][key][VERDICT.index("detected_hard")]
+        )

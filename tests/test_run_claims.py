@@ -28,25 +28,41 @@ def test_a_cell_claimed_elsewhere_is_not_run_and_an_ended_run_s_claim_is_taken_o
     held, ended = Cell.parse(HELD), Cell.parse(ENDED)
 
     def materialize(instance, key: str) -> dg.ExecuteInProcessResult:
-        return dg.materialize(defs.assets, selection=[fault_runs], partition_key=key, instance=instance,
-                              resources=defs.resources, raise_on_error=False)
+        return dg.materialize(
+            defs.assets,
+            selection=[fault_runs],
+            partition_key=key,
+            instance=instance,
+            resources=defs.resources,
+            raise_on_error=False,
+        )
 
     with dg.instance_for_test() as instance:
         # Held by a live process elsewhere (another command's run still in flight): not run here; the
         # settle step waits for it to let go, finds no run of it, and leaves the cell missing.
-        assert runroot.claim(run_root, "demo", held.probe, held.operator, ELSEWHERE, "elsewhere", owner="another-run/execute")
-        letting_go = threading.Timer(RELEASE_AFTER_S, runroot.release_claim, (run_root, "demo", held.probe, held.operator, ELSEWHERE))
+        assert runroot.claim(
+            run_root, "demo", held.probe, held.operator, ELSEWHERE, "elsewhere", owner="another-run/execute"
+        )
+        letting_go = threading.Timer(
+            RELEASE_AFTER_S, runroot.release_claim, (run_root, "demo", held.probe, held.operator, ELSEWHERE)
+        )
         letting_go.start()
         first = materialize(instance, HELD)
         letting_go.join()
         assert first.success
         assert runroot.finished_attempts(run_root, "demo", held.probe, held.operator) == []  # never run here
         assert not [e for e in first.get_asset_materialization_events() if e.partition == HELD]
-        observed = [e.event_specific_data.asset_observation.metadata for e in first.all_events if e.event_type_value == "ASSET_OBSERVATION"]
+        observed = [
+            e.event_specific_data.asset_observation.metadata
+            for e in first.all_events
+            if e.event_type_value == "ASSET_OBSERVATION"
+        ]
         assert any(m.get(NOT_LAUNCHED_KEY) and m[NOT_LAUNCHED_KEY].value == 1 for m in observed)  # missing, said so
 
         # Held in the name of a Dagster run that has ended (a host that died, its run terminated): taken over and run once.
-        assert runroot.claim(run_root, "demo", ended.probe, ended.operator, ELSEWHERE, "elsewhere", owner=f"{first.run_id}/execute")
+        assert runroot.claim(
+            run_root, "demo", ended.probe, ended.operator, ELSEWHERE, "elsewhere", owner=f"{first.run_id}/execute"
+        )
         second = materialize(instance, ENDED)
         assert second.success
         assert len(runroot.finished_attempts(run_root, "demo", ended.probe, ended.operator)) == 1

@@ -27,7 +27,9 @@ def _refused_by_the_provider(item: str):
 
 
 def test_an_unpicklable_client_error_reaches_the_parent_as_text_and_its_neighbours_finish():
-    with pytest.raises(TypeError, match="missing 2 required keyword-only arguments"):  # the premise: it cannot be unpickled
+    with pytest.raises(
+        TypeError, match="missing 2 required keyword-only arguments"
+    ):  # the premise: it cannot be unpickled
         import pickle
 
         response = httpx.Response(404, request=httpx.Request("POST", "http://x"))
@@ -38,7 +40,9 @@ def test_an_unpicklable_client_error_reaches_the_parent_as_text_and_its_neighbou
             finished.append(result)
     assert sorted(finished) == ["good-1 done", "good-2 done"]
     failure = caught.value
-    assert str(failure).startswith("bad: NotFoundError: The model `gpt-5.6-luna` does not exist (at test_run_errors_as_data.py:")
+    assert str(failure).startswith(
+        "bad: NotFoundError: The model `gpt-5.6-luna` does not exist (at test_run_errors_as_data.py:"
+    )
     assert failure.__cause__ is None, "no remote traceback chained on: it printed as an empty _RemoteTraceback line"
     assert "_refused_by_the_provider" in failure.trace  # the whole trace is kept on the error for a log
 

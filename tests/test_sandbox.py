@@ -62,7 +62,9 @@ def test_calls_come_back_as_data():
 
 
 def test_an_unrepresentable_return_value_is_reported_as_such():
-    result = run_calls({"solution.py": "from decimal import Decimal\ndef f():\n    return Decimal(1)\n"}, "solution", "f", [[]])
+    result = run_calls(
+        {"solution.py": "from decimal import Decimal\ndef f():\n    return Decimal(1)\n"}, "solution", "f", [[]]
+    )
     assert result.outcomes == [{"unrepresentable": "Decimal"}]
 
 
@@ -73,8 +75,19 @@ def test_the_view_is_minimal_and_read_only():
         "print(json.dumps({'root': sorted(os.listdir('/')), 'exists': {p: os.path.exists(p) for p in PATHS},\n"
         "                  'tmp': os.listdir('/tmp'), 'sabot': sabot, 'path': sys.path}))\n"
     )
-    paths = ["/etc", "/etc/passwd", "/home", "/usr/bin", "/bin", "/var", str(PROJECT), str(DATA_DIR), sys.prefix,
-             "/work", str(Path(sys.base_prefix) / "lib/python3.11/site-packages/pip")]
+    paths = [
+        "/etc",
+        "/etc/passwd",
+        "/home",
+        "/usr/bin",
+        "/bin",
+        "/var",
+        str(PROJECT),
+        str(DATA_DIR),
+        sys.prefix,
+        "/work",
+        str(Path(sys.base_prefix) / "lib/python3.11/site-packages/pip"),
+    ]
     result = run_python({"main.py": f"PATHS = {paths!r}\n{probe}"}, "main.py")
     assert result.ok, result
     seen = __import__("json").loads(result.stdout)
@@ -120,12 +133,16 @@ def test_the_seccomp_filter_refuses_namespaces_and_foreign_sockets():
 def _without_audit_hook(code: str) -> str:
     """Prefix code with a pure-Python bypass of the child's audit hook (it is no boundary): the hook's
     event sets, found through gc, are emptied, so ctypes loads and os.fork is no longer refused."""
-    return ("import gc\nfor _o in gc.get_objects():\n"
-            "    if isinstance(_o, set) and ('os.fork' in _o or 'os.chmod' in _o):\n        _o.clear()\n" + code)
+    return (
+        "import gc\nfor _o in gc.get_objects():\n"
+        "    if isinstance(_o, set) and ('os.fork' in _o or 'os.chmod' in _o):\n        _o.clear()\n" + code
+    )
 
 
 def test_the_audit_hook_bypass_used_by_the_hostile_tests_still_works():
-    result = run_python({"main.py": _without_audit_hook("import ctypes, os\nctypes.CDLL(None)\nprint('bypassed')\n")}, "main.py")
+    result = run_python(
+        {"main.py": _without_audit_hook("import ctypes, os\nctypes.CDLL(None)\nprint('bypassed')\n")}, "main.py"
+    )
     assert result.stdout == "bypassed\n", "pick another way to get past the audit hook in these tests"
 
 
@@ -142,8 +159,10 @@ def test_infinite_loop_is_killed_at_the_timeout_and_cleaned_up():
 # hook is bounded by the kernel (test_sandbox_hostile). fork_exec is what subprocess calls after its
 # audit event; called directly (with its 3.11 arguments) it is not audited at all.
 ESCAPEE = "[sys.executable, '-c', 'print(\"escaped\", flush=True); import time; time.sleep(30)', __file__]"
-FORK_EXEC_ARGS = (f"{ESCAPEE}, [os.fsencode(sys.executable)], True, (), None, None, -1, -1, -1, -1, -1, -1,"
-                  " *os.pipe(), True, True, -1, None, None, None, -1, None, False")
+FORK_EXEC_ARGS = (
+    f"{ESCAPEE}, [os.fsencode(sys.executable)], True, (), None, None, -1, -1, -1, -1, -1, -1,"
+    " *os.pipe(), True, True, -1, None, None, None, -1, None, False"
+)
 SPAWNS = {
     "fork": "import os\nfor _ in range(5):\n    os.fork()\nprint('escaped', flush=True)\n",
     "subprocess": "import subprocess\nprint(subprocess.run(['echo', 'escaped'], capture_output=True).stdout)\n",
@@ -253,7 +272,9 @@ def test_files_may_not_escape_the_directory():
 
 def test_without_bubblewrap_nothing_runs(monkeypatch):
     monkeypatch.setattr(sandbox, "BWRAP", "bwrap-not-installed-anywhere")
-    with pytest.raises(SandboxUnavailable, match="'bwrap-not-installed-anywhere' is not on PATH.*apt-get install bubblewrap"):
+    with pytest.raises(
+        SandboxUnavailable, match="'bwrap-not-installed-anywhere' is not on PATH.*apt-get install bubblewrap"
+    ):
         run_python({"main.py": "print('ran')"}, "main.py")
 
 
@@ -270,7 +291,9 @@ def test_a_sandbox_that_cannot_be_set_up_refuses_rather_than_runs(monkeypatch):
 
 
 def test_code_that_mimics_a_setup_failure_is_just_a_failed_run():
-    result = run_python({"main.py": "import sys\nsys.stderr.write('bwrap: Can\\'t mount\\n')\nsys.exit(1)\n"}, "main.py")
+    result = run_python(
+        {"main.py": "import sys\nsys.stderr.write('bwrap: Can\\'t mount\\n')\nsys.exit(1)\n"}, "main.py"
+    )
     assert not result.ok and result.reason == "exit status 1"
 
 
@@ -278,7 +301,9 @@ def test_a_t3_verdict_without_bubblewrap_raises_rather_than_fails(monkeypatch, t
     """A missing tool must stop the run with its name, not be scored as the solution's failure."""
     from sabot import tasks
 
-    (tmp_path / "solution.py").write_text("def kessler_freight_charge(weight_kg, zone, is_perishable):\n    return 0.0\n")
+    (tmp_path / "solution.py").write_text(
+        "def kessler_freight_charge(weight_kg, zone, is_perishable):\n    return 0.0\n"
+    )
     monkeypatch.setattr(sandbox, "BWRAP", "bwrap-not-installed-anywhere")
     with pytest.raises(SandboxUnavailable, match="bwrap-not-installed-anywhere"):
         tasks.passes("T3", tmp_path)

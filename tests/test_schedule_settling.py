@@ -61,7 +61,9 @@ def test_the_block_steps_settling_a_wave_skip_their_execute_step_and_claim_no_sl
     (tmp_path / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
         defs = build_definitions(registry, DuckDBResource(database=str(tmp_path / "sabot.duckdb")))
-        run_wave(registry, defs, instance, "demo", selection=Slice(("langgraph",), ("default",), ("T1", "T2"), ("O1", "O2")))
+        run_wave(
+            registry, defs, instance, "demo", selection=Slice(("langgraph",), ("default",), ("T1", "T2"), ("O1", "O2"))
+        )
         settling = [r for r in instance.get_run_records() if SCHEDULED_TAG in r.dagster_run.tags]
         assert len(settling) >= 4  # two blocks: baselines, fault runs, verdicts each
         run_assets = 0
@@ -75,7 +77,9 @@ def test_the_block_steps_settling_a_wave_skip_their_execute_step_and_claim_no_sl
                 assert any(key.endswith("__settle") for key in started)  # settling ran all the same
         assert run_assets >= 4  # each block's baselines and fault runs
         with connect(tmp_path / "sabot.duckdb", read_only=True) as con:
-            assert con.execute("SELECT count(*) FROM runs WHERE wave = 'demo'").fetchone()[0] == 2 * 2 + 2  # 4 fault runs, 2 baselines
+            assert (
+                con.execute("SELECT count(*) FROM runs WHERE wave = 'demo'").fetchone()[0] == 2 * 2 + 2
+            )  # 4 fault runs, 2 baselines
 
 
 def _events(instance, run_id: str, kind):

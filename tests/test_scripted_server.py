@@ -19,8 +19,11 @@ WEATHER_TOOL = {
     "function": {
         "name": "get_weather",
         "description": "Current weather in a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-                       "required": ["city"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+            "required": ["city"],
+        },
     },
 }
 
@@ -65,8 +68,12 @@ def raw_request(srv: ScriptedModelServer, method: str, path: str, body: dict | N
     """(status, headers, body bytes) of one plain HTTP request, bypassing every client library."""
     conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
     try:
-        conn.request(method, path, body=json.dumps(body) if body is not None else None,
-                     headers={"Content-Type": "application/json"})
+        conn.request(
+            method,
+            path,
+            body=json.dumps(body) if body is not None else None,
+            headers={"Content-Type": "application/json"},
+        )
         response = conn.getresponse()
         return response.status, dict(response.getheaders()), response.read()
     finally:
@@ -93,7 +100,8 @@ def test_sdk_completion_round_trip_records_request_and_redacts_key(server):
 
 def test_sdk_stream_reassembles_content_and_ends_with_usage(server):
     stream = sdk(server).chat.completions.create(
-        model="gpt-5.6-terra", messages=user("hello"), stream=True, stream_options={"include_usage": True})
+        model="gpt-5.6-terra", messages=user("hello"), stream=True, stream_options={"include_usage": True}
+    )
     chunks = list(stream)
 
     deltas = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
@@ -115,10 +123,15 @@ def test_sdk_tool_call_then_final_answer(server):
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
     call = choice.message.tool_calls[0]
     assert (call.id, call.function.name, json.loads(call.function.arguments)) == (
-        "call_1_0", "get_weather", {"city": "Paris", "unit": "celsius"})
+        "call_1_0",
+        "get_weather",
+        {"city": "Paris", "unit": "celsius"},
+    )
 
-    messages += [choice.message.model_dump(exclude_none=True),
-                 {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"}]
+    messages += [
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"},
+    ]
     final = client.chat.completions.create(model="gpt-5.6-terra", messages=messages, tools=[WEATHER_TOOL])
     assert final.choices[0].message.content == "It is sunny, 21 C."
     assert server.exchanges[1]["request"]["messages"][-1]["tool_call_id"] == "call_1_0"
@@ -126,7 +139,8 @@ def test_sdk_tool_call_then_final_answer(server):
 
 def test_sdk_streamed_tool_call_arguments_reassemble(server):
     stream = sdk(server).chat.completions.create(
-        model="gpt-5.6-terra", messages=user("weather?"), tools=[WEATHER_TOOL], stream=True)
+        model="gpt-5.6-terra", messages=user("weather?"), tools=[WEATHER_TOOL], stream=True
+    )
     name, arguments, parts = None, "", 0
     for chunk in stream:
         for call in chunk.choices[0].delta.tool_calls or ():
@@ -139,12 +153,22 @@ def test_sdk_streamed_tool_call_arguments_reassemble(server):
 
 
 def test_json_schema_content_passes_through_unchanged(server):
-    response_format = {"type": "json_schema", "json_schema": {
-        "name": "X", "strict": True,
-        "schema": {"type": "object", "properties": {"city": {"type": "string"}, "temperature": {"type": "integer"}},
-                   "required": ["city", "temperature"], "additionalProperties": False}}}
+    response_format = {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "X",
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "temperature": {"type": "integer"}},
+                "required": ["city", "temperature"],
+                "additionalProperties": False,
+            },
+        },
+    }
     completion = sdk(server).chat.completions.create(
-        model="gpt-5.6-terra", messages=user("weather as JSON"), response_format=response_format)
+        model="gpt-5.6-terra", messages=user("weather as JSON"), response_format=response_format
+    )
 
     assert json.loads(completion.choices[0].message.content) == {"city": "Paris", "temperature": 21}
     assert server.exchanges[0]["request"]["response_format"] == response_format
@@ -215,7 +239,10 @@ def test_unknown_route_is_404_and_models_are_listed(server):
         status, _, body = raw_request(server, "GET", path)
         assert status == 200 and [m["id"] for m in json.loads(body)["data"]] == ["gpt-5.6-terra", "gpt-5.6-luna"]
     assert [(e["path"], e["status"]) for e in server.exchanges] == [
-        ("/v1/embeddings", 404), ("/v1/models", 200), ("/models", 200)]
+        ("/v1/embeddings", 404),
+        ("/v1/models", 200),
+        ("/models", 200),
+    ]
 
 
 def test_concurrent_requests_are_all_answered_and_recorded_in_order(server):
@@ -274,8 +301,9 @@ def test_autogen_async_client_streams_a_tool_call(server):
         return "sunny"
 
     info = ModelInfo(vision=False, function_calling=True, json_output=True, family="unknown", structured_output=True)
-    client = OpenAIChatCompletionClient(model="gpt-5.6-terra", base_url=server.base_url, api_key=KEY,
-                                        model_info=info, max_retries=0)
+    client = OpenAIChatCompletionClient(
+        model="gpt-5.6-terra", base_url=server.base_url, api_key=KEY, model_info=info, max_retries=0
+    )
 
     async def run():
         try:
@@ -324,7 +352,9 @@ def test_a_slow_server_answers_after_its_latency_and_concurrent_calls_overlap():
         client = sdk(slow)
         started = time.perf_counter()
         with ThreadPoolExecutor(4) as pool:
-            answers = list(pool.map(lambda i: client.chat.completions.create(model="m", messages=user(f"q{i}")), range(4)))
+            answers = list(
+                pool.map(lambda i: client.chat.completions.create(model="m", messages=user(f"q{i}")), range(4))
+            )
         elapsed = time.perf_counter() - started
     assert [a.choices[0].message.content for a in answers] == [ANSWER] * 4
     assert elapsed >= 0.5  # every call waited its latency

@@ -73,14 +73,18 @@ def test_a_hand_placed_attempt_is_refused_and_never_scored(store_copy, registry)
     record = json.loads((forged / "runresult.json").read_text())
     record["task_passed"] = not record["task_passed"]
     (forged / "runresult.json").write_text(json.dumps(record))
-    with pytest.raises(MaterializationError, match=rf"refused attempt {FAULT_SLOT}/attempt-9: runresult.json differs from its seal"):
+    with pytest.raises(
+        MaterializationError, match=rf"refused attempt {FAULT_SLOT}/attempt-9: runresult.json differs from its seal"
+    ):
         _run(registry, store_copy)
     assert _verdicts(store_copy) == before
     (forged / seal.SEAL_FILE).unlink()  # no seal at all: refused the same way, attempt-1 still the one reused
     refused, run_root = {}, store_copy / "runroot"
     identity = runroot.read_attempt(run_root, slot / "attempt-1").identity
     assert reusable_attempts(run_root, "demo", [("O1", PROBE)], identity, refused)[("O1", PROBE)].number == 1
-    assert refused == {str(forged): f"attempt {FAULT_SLOT}/attempt-9: not sealed (no seal.json): not accepted as evidence"}
+    assert refused == {
+        str(forged): f"attempt {FAULT_SLOT}/attempt-9: not sealed (no seal.json): not accepted as evidence"
+    }
 
 
 def test_an_edited_run_root_record_is_refused_by_ingest_reuse_and_verify(store_copy, registry):
@@ -95,9 +99,11 @@ def test_an_edited_run_root_record_is_refused_by_ingest_reuse_and_verify(store_c
         assert ingest_pending(con, run_root, "demo", [("O1", PROBE), (None, PROBE)], "test", refused) == 0
     identity = runroot.read_attempt(run_root, run_root / "demo/langgraph/default/T1/baseline/seed11/attempt-1").identity
     assert ("O1", PROBE) not in reusable_attempts(run_root, "demo", [("O1", PROBE)], identity, refused)
-    assert set(refused.values()) == {f"attempt {FAULT_SLOT}/attempt-1: runresult.json differs from its seal "
-                                     f"(sha256 {seal.file_hashes(path.parent, ['runresult.json'])['runresult.json'][:12]}, "
-                                     f"sealed {json.loads((path.parent / seal.SEAL_FILE).read_text())['files']['runresult.json'][:12]})"}
+    assert set(refused.values()) == {
+        f"attempt {FAULT_SLOT}/attempt-1: runresult.json differs from its seal "
+        f"(sha256 {seal.file_hashes(path.parent, ['runresult.json'])['runresult.json'][:12]}, "
+        f"sealed {json.loads((path.parent / seal.SEAL_FILE).read_text())['files']['runresult.json'][:12]})"
+    }
     with pytest.raises(VerifyError, match=rf"attempt {FAULT_SLOT}/attempt-1: runresult.json differs from its seal"):
         verify_wave(registry, store_copy / "sabot.duckdb", "demo")
     assert _verdicts(store_copy) == before
@@ -107,7 +113,10 @@ def test_a_moved_attempt_or_one_sealed_under_another_key_is_refused(store_copy):
     run_root = store_copy / "runroot"
     baseline = run_root / "demo/langgraph/default/T1/baseline/seed11"
     shutil.copytree(baseline / "attempt-1", baseline / "attempt-2")  # unmodified, but not sealed there
-    with pytest.raises(seal.SealError, match=r"attempt demo/langgraph/default/T1/baseline/seed11/attempt-2: sealed as .*/attempt-1 \(moved or copied"):
+    with pytest.raises(
+        seal.SealError,
+        match=r"attempt demo/langgraph/default/T1/baseline/seed11/attempt-2: sealed as .*/attempt-1 \(moved or copied",
+    ):
         runroot.read_attempt(run_root, baseline / "attempt-2")
     (store_copy / seal.KEY_FILE).write_text("00" * 32 + "\n")  # a store that did not seal it
     with pytest.raises(seal.SealError, match=r"attempt-1: seal.json does not verify under this store's key"):
@@ -125,9 +134,14 @@ def test_an_edited_stored_reply_is_refused_by_replay_before_any_call(store_copy,
         reply["choices"][0]["message"]["content"] += "\nFLAGS: the record was edited"
         con.execute("UPDATE runs SET record = ? WHERE operator = 'O1'", [json.dumps(record)])
     # The wave's schedule reads every recording before its first launch: the replay is refused whole.
-    with pytest.raises(RecordingRefused, match=rf"replay of demo-langgraph-T1-default-O1-s11: the store's record of {source_path} differs from the file it was ingested from"):
+    with pytest.raises(
+        RecordingRefused,
+        match=rf"replay of demo-langgraph-T1-default-O1-s11: the store's record of {source_path} differs from the file it was ingested from",
+    ):
         _run(registry, store_copy, replay=True)
-    with pytest.raises(VerifyError, match=rf"store: runs.record of {source_path}: differs from the file it was ingested from"):
+    with pytest.raises(
+        VerifyError, match=rf"store: runs.record of {source_path}: differs from the file it was ingested from"
+    ):
         verify_wave(registry, store_copy / "sabot.duckdb", "demo")
     verdicts, attempts = _verdicts(store_copy)
     assert verdicts == before[0]
@@ -137,13 +151,27 @@ def test_an_edited_stored_reply_is_refused_by_replay_before_any_call(store_copy,
 def test_verify_names_an_edited_stored_verdict_and_an_edited_stored_board(store_copy, registry):
     store = store_copy / "sabot.duckdb"
     with connect(store) as con:
-        con.execute("UPDATE cell_verdicts SET detected_hard = NOT detected_hard WHERE ruleset = 'v0.2.0' AND operator = 'O1'")
-    with pytest.raises(VerifyError, match=r"store: cell_verdicts of ruleset v0.2.0: cell O1\|langgraph.default.T1.s11: .detected_hard \(published"):
+        con.execute(
+            "UPDATE cell_verdicts SET detected_hard = NOT detected_hard WHERE ruleset = 'v0.2.0' AND operator = 'O1'"
+        )
+    with pytest.raises(
+        VerifyError,
+        match=r"store: cell_verdicts of ruleset v0.2.0: cell O1\|langgraph.default.T1.s11: .detected_hard \(published",
+    ):
         verify_wave(registry, store, "demo")
     with connect(store) as con:
-        con.execute("UPDATE cell_verdicts SET detected_hard = NOT detected_hard WHERE ruleset = 'v0.2.0' AND operator = 'O1'")
-        board = json.loads(con.execute("SELECT body FROM reports WHERE wave = 'demo' AND ruleset = 'v0.2.1' AND format = 'board.json'").fetchall()[0][0])
+        con.execute(
+            "UPDATE cell_verdicts SET detected_hard = NOT detected_hard WHERE ruleset = 'v0.2.0' AND operator = 'O1'"
+        )
+        board = json.loads(
+            con.execute(
+                "SELECT body FROM reports WHERE wave = 'demo' AND ruleset = 'v0.2.1' AND format = 'board.json'"
+            ).fetchall()[0][0]
+        )
         board["cells"]["valid"] += 1
-        con.execute("UPDATE reports SET body = ? WHERE wave = 'demo' AND ruleset = 'v0.2.1' AND format = 'board.json'", [json.dumps(board)])
+        con.execute(
+            "UPDATE reports SET body = ? WHERE wave = 'demo' AND ruleset = 'v0.2.1' AND format = 'board.json'",
+            [json.dumps(board)],
+        )
     with pytest.raises(VerifyError, match=r"store: board.json of ruleset v0.2.1: .cells.valid \(published"):
         verify_wave(registry, store, "demo")

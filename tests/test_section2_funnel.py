@@ -1,24 +1,35 @@
 """The §2 funnel as the spec defines it, the §7 band, and when a median may be printed."""
 
-
 from judges.hard.scoreboard import median_entry
 from judges.hard.funnel import band, funnel, missing_rows, with_soft
 from judges.hard.tables import fmt_rate, section2_markdown
 
 
 def row(framework="langgraph", config="default", operator="O1", seed=11, status="valid", hard=False, recovered=False):
-    return {"framework": framework, "config": config, "task": "T1", "operator": operator, "probe": f"{framework}.{config}.T1.s{seed}",
-            "seed": seed, "status": status, "mapping": hard, "flags_anchored": False, "detected_hard": hard, "reacted": hard,
-            "recovered": recovered, "flags_noticed": False}
+    return {
+        "framework": framework,
+        "config": config,
+        "task": "T1",
+        "operator": operator,
+        "probe": f"{framework}.{config}.T1.s{seed}",
+        "seed": seed,
+        "status": status,
+        "mapping": hard,
+        "flags_anchored": False,
+        "detected_hard": hard,
+        "reacted": hard,
+        "recovered": recovered,
+        "flags_noticed": False,
+    }
 
 
 def test_the_soft_companions_are_read_over_valid_with_hard_union_soft():
     rows = [
         row(seed=1, hard=True, recovered=True),  # hard (judge also noticed)
-        row(seed=2, recovered=True),             # soft only, recovered: not a lucky recovery
-        row(seed=3, recovered=True),             # neither, recovered: recovery-without-detection
-        row(seed=4),                             # neither: MISSED
-        row(seed=5, recovered=True),             # not judged: neither soft nor MISSED
+        row(seed=2, recovered=True),  # soft only, recovered: not a lucky recovery
+        row(seed=3, recovered=True),  # neither, recovered: recovery-without-detection
+        row(seed=4),  # neither: MISSED
+        row(seed=5, recovered=True),  # not judged: neither soft nor MISSED
         row(seed=6, status="excluded", hard=True),
     ]
     judged = {("O1", r["probe"]): {"status": "ok", "noticed": n} for r, n in zip(rows, (True, True, False, False))}
@@ -26,7 +37,14 @@ def test_the_soft_companions_are_read_over_valid_with_hard_union_soft():
     (entry,) = funnel(with_soft(rows, judged), ("framework", "config"))
     assert entry.valid == 5
     c = entry.counts
-    assert (c["detected_hard"], c["detected_soft"], c["missed"], c["soft_notice"], c["judged"], c["undecided"]) == (1, 1, 2, 2, 4, 1)
+    assert (c["detected_hard"], c["detected_soft"], c["missed"], c["soft_notice"], c["judged"], c["undecided"]) == (
+        1,
+        1,
+        2,
+        2,
+        4,
+        1,
+    )
     assert c["recovered_without_detection"] == 1  # §2: neither hard nor soft
     assert c["recovered_without_hard"] == 3  # the hard-only reading, kept under its own name
     table = section2_markdown([{"group": entry.group, "valid": entry.valid, "counts": c}])
@@ -48,9 +66,13 @@ def test_no_median_from_a_partial_set_of_rows_and_none_on_simulation(registry):
     assert missing_rows(one_row, SIX) == SIX[1:]
     partial = median_entry(registry, one_row, "public corpus, re-scored", SIX)
     assert partial["value"] is None and partial["band"] is None and "5 of 6" in partial["withheld"]
-    simulated = median_entry(registry, [row(framework=r.split("/")[0], config=r.split("/")[1], hard=True) for r in SIX], "simulation", SIX)
+    simulated = median_entry(
+        registry, [row(framework=r.split("/")[0], config=r.split("/")[1], hard=True) for r in SIX], "simulation", SIX
+    )
     assert simulated["band"] is None and "simulation" in simulated["withheld"]
-    full = median_entry(registry, [row(framework=r.split("/")[0], config=r.split("/")[1], hard=True) for r in SIX], "derived", SIX)
+    full = median_entry(
+        registry, [row(framework=r.split("/")[0], config=r.split("/")[1], hard=True) for r in SIX], "derived", SIX
+    )
     assert full["value"] == 1.0 and full["band"] == "guardrails_mostly_work" and full["withheld"] is None
 
 

@@ -27,7 +27,9 @@ def _server_url() -> str:
     url = os.environ.get("SABOT_TEST_POSTGRES_URL")
     if not url:
         if os.environ.get("SABOT_REQUIRE_POSTGRES"):
-            pytest.fail("SABOT_REQUIRE_POSTGRES is set but SABOT_TEST_POSTGRES_URL is not (start it: bash scripts/postgres.sh)")
+            pytest.fail(
+                "SABOT_REQUIRE_POSTGRES is set but SABOT_TEST_POSTGRES_URL is not (start it: bash scripts/postgres.sh)"
+            )
         pytest.skip("no Postgres (set SABOT_TEST_POSTGRES_URL; bash scripts/postgres.sh prints one)")
     return url.replace("postgresql+psycopg2://", "postgresql://")
 
@@ -48,19 +50,34 @@ def shared_url():
 @pytest.fixture
 def shared_env(shared_url, monkeypatch, tmp_path):
     """This process on the shared state; `child_env(label)` for another "host" of it."""
-    monkeypatch.setenv("SABOT_SHARED_STATE_URL", "postgresql+psycopg2://" + shared_url.split("://", 1)[1])  # Dagster's spelling
+    monkeypatch.setenv(
+        "SABOT_SHARED_STATE_URL", "postgresql+psycopg2://" + shared_url.split("://", 1)[1]
+    )  # Dagster's spelling
     monkeypatch.setenv("SABOT_VAR", str(tmp_path / "var-test"))
     monkeypatch.setenv("SABOT_LIMITER_DIR", str(tmp_path / "limiter-test"))
 
     def child_env(label: str) -> dict:
-        return {**os.environ, "SABOT_HOST_LABEL": label, "SABOT_VAR": str(tmp_path / f"var-{label}"),
-                "SABOT_LIMITER_DIR": str(tmp_path / f"limiter-{label}"), "PYTHONPATH": str(PROJECT)}
+        return {
+            **os.environ,
+            "SABOT_HOST_LABEL": label,
+            "SABOT_VAR": str(tmp_path / f"var-{label}"),
+            "SABOT_LIMITER_DIR": str(tmp_path / f"limiter-{label}"),
+            "PYTHONPATH": str(PROJECT),
+        }
+
     return child_env
 
 
 def _spawn(env: dict, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(CHILD), *map(str, args)], cwd=PROJECT, env=env, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), *map(str, args)],
+        cwd=PROJECT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _start(children: list[subprocess.Popen], offsets: tuple[float, ...] = ()) -> None:
@@ -118,7 +135,9 @@ def test_a_circuit_opened_by_one_process_is_seen_by_another_and_a_new_key_is_a_n
     assert tripped["backend"] == "PostgresCircuit"
     seen = endpoint_circuit(endpoint, config=config)
     assert isinstance(seen, PostgresCircuit) and seen.opened()["message"] == "answered 401: Incorrect API key"
-    assert not EndpointCircuit(endpoint, config=config).opened(), "the file breaker of this host knows nothing: it was Postgres"
+    assert not EndpointCircuit(endpoint, config=config).opened(), (
+        "the file breaker of this host knows nothing: it was Postgres"
+    )
     fixed = endpoint_circuit(endpoint, config=endpoint_config(endpoint, "sk-proj-NEW-key"))
     assert fixed.opened() is None, "the user changed the key: a new circuit, closed on every path"
 
@@ -149,8 +168,10 @@ def test_a_retry_after_is_honoured_by_another_process_through_postgres(shared_en
 
 def test_the_rate_limiters_bucket_is_shared_by_processes_through_postgres(shared_env):
     # 40,000 tokens a call: past a SMALLINT, the weight column PostgresBucket would make itself
-    children = [_spawn(shared_env(label), "admit", "https://provider.example/v1-limit", 3, 2, 1.0, 40_000)
-                for label in ("host-a", "host-b")]
+    children = [
+        _spawn(shared_env(label), "admit", "https://provider.example/v1-limit", 3, 2, 1.0, 40_000)
+        for label in ("host-a", "host-b")
+    ]
     _start(children)
     results = [_result(c) for c in children]
     assert all(r["shared"] for r in results)
@@ -170,6 +191,7 @@ def backend(request, tmp_path, monkeypatch):
 
     def child_env(label: str) -> dict:
         return {**os.environ, "SABOT_HOST_LABEL": label, "PYTHONPATH": str(PROJECT)}
+
     return child_env
 
 
@@ -182,7 +204,9 @@ def test_after_the_cool_down_one_probe_decides_on_every_path(backend):
     time.sleep(1.2)
     probe = _run(backend("host-a"), "probe", endpoint, config, 1.0)  # the first after the cool-down: it may send
     assert probe["opened"] is None and probe["wait"] == 0.0
-    behind = _run(backend("host-b"), "probe", endpoint, config, 1.0)  # launching may resume, but it waits behind the probe
+    behind = _run(
+        backend("host-b"), "probe", endpoint, config, 1.0
+    )  # launching may resume, but it waits behind the probe
     assert behind["opened"] is None and behind["wait"] > 0 and behind["header"] == PROBE_WAIT
     # host-a's process has exited: a probe whose holder is gone passes on (on its own host; here a label of this machine's)
     circuit.succeeded()  # the probe's call was answered: closed for everyone
@@ -198,7 +222,9 @@ def test_a_failed_probe_opens_the_breaker_again_and_reset_only_ends_the_cool_dow
     circuit.reset()  # `sabot wave run`: the cool-down ends now
     assert circuit.opened() is None and circuit.paused_for() == (0.0, None)  # this process is the probe
     reopened = circuit.failed({"kind": "retryable", "status": 503, "endpoint": endpoint, "message": "answered 503"})
-    assert reopened and "the probe after the breaker's cool-down failed" in reopened["message"], "one failure, not 8, while half-open"
+    assert reopened and "the probe after the breaker's cool-down failed" in reopened["message"], (
+        "one failure, not 8, while half-open"
+    )
     assert _run(backend("host-b"), "probe", endpoint, config, 60.0)["opened"]["message"] == reopened["message"]
 
 
@@ -213,6 +239,8 @@ def test_a_bad_or_unreachable_shared_state_url_is_a_clear_error_naming_it():
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(SharedStateError, match=f"names Postgres at 127.0.0.1:{port}/sabot, which cannot be reached") as caught:
+    with pytest.raises(
+        SharedStateError, match=f"names Postgres at 127.0.0.1:{port}/sabot, which cannot be reached"
+    ) as caught:
         connection_pool(shared_state_url({"SABOT_SHARED_STATE_URL": f"postgresql://u:secret@127.0.0.1:{port}/sabot"}))
     assert "secret" not in str(caught.value)

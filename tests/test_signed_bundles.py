@@ -37,7 +37,9 @@ def exported(registry, tmp_path_factory):
         defs = build_definitions(registry, DuckDBResource(database=str(tmp / "store" / "sabot.duckdb")))
         assert run_wave(registry, defs, instance, "demo", selection=SLICE).tally.ran == 2
     key = tmp / "keys" / "signing.key"
-    done = export_bundle(registry, tmp / "store" / "sabot.duckdb", "demo", tmp / "bundle", signer=signing.load_or_create(key))
+    done = export_bundle(
+        registry, tmp / "store" / "sabot.duckdb", "demo", tmp / "bundle", signer=signing.load_or_create(key)
+    )
     return tmp / "bundle", key, done
 
 
@@ -79,10 +81,17 @@ def test_a_bundle_forged_without_the_key_is_consistent_but_fails_key_and_expect_
     copy = forged(bundle, tmp_path)
     assert verify_bundle(copy).runs == 2  # consistent: the manifest alone proves nothing about who wrote it
     unauthenticated = authenticate(copy)
-    assert unauthenticated.authenticated_by is None and unauthenticated.lines()[0].startswith("consistent, not authenticated")
-    with pytest.raises(NotAuthenticated, match=rf"^bundle {MANIFEST}: its signature does not verify under {signing.fingerprint(signing.load_public(signing.public_path(key)))}"):
+    assert unauthenticated.authenticated_by is None and unauthenticated.lines()[0].startswith(
+        "consistent, not authenticated"
+    )
+    with pytest.raises(
+        NotAuthenticated,
+        match=rf"^bundle {MANIFEST}: its signature does not verify under {signing.fingerprint(signing.load_public(signing.public_path(key)))}",
+    ):
         authenticate(copy, key=signing.public_path(key))
-    with pytest.raises(NotAuthenticated, match=rf"^bundle {MANIFEST}: sha256 [0-9a-f]{{64}}, not the expected {done.manifest_sha256}"):
+    with pytest.raises(
+        NotAuthenticated, match=rf"^bundle {MANIFEST}: sha256 [0-9a-f]{{64}}, not the expected {done.manifest_sha256}"
+    ):
         authenticate(copy, expect=done.manifest_sha256)
     from sabot_assets.bundle_trust import sign_bundle  # a forger signs with a key of their own: named, never trusted
 
@@ -102,7 +111,9 @@ def test_a_bundle_scored_under_other_rules_is_named_file_by_file(exported, tmp_p
     lock["files"]["standard/anchors.v0.2.0.json"] = sha(rule)
     (copy / "rules" / "registry.lock.json").write_text(json.dumps(lock, indent=1))
     differences = authenticate(copy).rule_differences
-    assert [line.split(":")[0] for line in differences] == ["registry.lock.json", "standard/anchors.v0.2.0.json"], differences
+    assert [line.split(":")[0] for line in differences] == ["registry.lock.json", "standard/anchors.v0.2.0.json"], (
+        differences
+    )
     assert all(": differs (bundle sha256 " in line for line in differences)
 
 
@@ -112,12 +123,18 @@ def test_the_cli_says_not_authenticated_fails_under_strict_and_says_signed_by_wi
     sabot = str(PROJECT / ".venv/bin/sabot")
 
     def verify(*flags):
-        return subprocess.run([sabot, "verify", str(bundle), *flags], env=env, capture_output=True, text=True, timeout=600)
+        return subprocess.run(
+            [sabot, "verify", str(bundle), *flags], env=env, capture_output=True, text=True, timeout=600
+        )
 
     plain, strict, keyed = verify(), verify("--strict"), verify("--key", str(signing.public_path(key)), "--strict")
     assert plain.returncode == 0 and "consistent, not authenticated" in plain.stdout, plain.stderr
     assert strict.returncode == 1 and "not authenticated (--strict)" in strict.stderr
-    assert keyed.returncode == 0 and f"authenticated: signed by {signing.fingerprint(signing.load_public(signing.public_path(key)))}" in keyed.stdout
+    assert (
+        keyed.returncode == 0
+        and f"authenticated: signed by {signing.fingerprint(signing.load_public(signing.public_path(key)))}"
+        in keyed.stdout
+    )
     assert "rules: the registered standard's, file for file" in keyed.stdout
 
 
@@ -152,4 +169,6 @@ def test_a_fifo_in_place_of_the_manifest_is_refused_without_waiting_for_a_writer
     checking.start()
     checking.join(30)
     assert not checking.is_alive(), "the read waited on the FIFO"
-    assert len(outcomes) == 2 and all(f"bundle {MANIFEST}: unreadable" in o and "not a regular file" in o for o in outcomes), outcomes
+    assert len(outcomes) == 2 and all(
+        f"bundle {MANIFEST}: unreadable" in o and "not a regular file" in o for o in outcomes
+    ), outcomes

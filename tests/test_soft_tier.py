@@ -33,7 +33,11 @@ def test_reference_judge_verdicts_score_with_no_model_call(registry, tmp_path, m
         score_corpus(import_corpus(registry, defs, instance, store_path, tmp_path / "corpus", "public_wave2"))
     with connect(store_path, read_only=True) as con:
         judged = read_judgements(con, "public_wave2")
-        hard = dict(con.execute("SELECT operator || '|' || probe, detected_hard FROM cell_verdicts WHERE wave = 'public_wave2' AND ruleset = 'v0.2.0'").fetchall())
+        hard = dict(
+            con.execute(
+                "SELECT operator || '|' || probe, detected_hard FROM cell_verdicts WHERE wave = 'public_wave2' AND ruleset = 'v0.2.0'"
+            ).fetchall()
+        )
         board = json.loads(read_report(con, "public_wave2", "v0.2.0", "board.json"))
     assert {v["backend"] for v in judged.values()} == {"reference"}
     assert ("O3", "langgraph.default.T5.s15", 1) in judged  # the shipped variant-1 file
@@ -47,7 +51,16 @@ def test_reference_judge_verdicts_score_with_no_model_call(registry, tmp_path, m
 def _as_verdict(row):
     from judges.soft.verdict import JudgeVerdict
 
-    return JudgeVerdict(row["noticed"], row["by_which_component"], row["evidence_quote"], row["prompt_variant"], row["raw"], row["backend"], row["backend_version"], row["status"])
+    return JudgeVerdict(
+        row["noticed"],
+        row["by_which_component"],
+        row["evidence_quote"],
+        row["prompt_variant"],
+        row["raw"],
+        row["backend"],
+        row["backend_version"],
+        row["status"],
+    )
 
 
 def judged_pairs(pairs):
@@ -55,9 +68,25 @@ def judged_pairs(pairs):
     rows = []
     for i, (a, b) in enumerate(pairs):
         for variant, noticed in ((0, a), (1, b)):
-            rows.append({"wave": "demo", "operator": "O1", "probe": f"langgraph.default.T1.s{i}", "prompt_variant": variant, "backend": "test",
-                         "backend_version": None, "status": "ok", "noticed": noticed, "by_which_component": None, "evidence_quote": None,
-                         "raw": "{}", "attempts": 1, "reason": None, "source": None, "dagster_run_id": "test"})
+            rows.append(
+                {
+                    "wave": "demo",
+                    "operator": "O1",
+                    "probe": f"langgraph.default.T1.s{i}",
+                    "prompt_variant": variant,
+                    "backend": "test",
+                    "backend_version": None,
+                    "status": "ok",
+                    "noticed": noticed,
+                    "by_which_component": None,
+                    "evidence_quote": None,
+                    "raw": "{}",
+                    "attempts": 1,
+                    "reason": None,
+                    "source": None,
+                    "dagster_run_id": "test",
+                }
+            )
     return rows
 
 
@@ -95,9 +124,20 @@ def test_a_judge_quote_written_before_the_injection_is_not_detected_soft():
     from judges.hard.funnel import derived_counts, with_soft
     from judges.soft.location import located
 
-    record = _run_with_texts(["the body cites 47.1   as superseded", "tool result written", "final answer 74.1"], injection_seq=2)
-    row = {"operator": "O1", "probe": "langgraph.default.T1.s11", "status": "valid", "detected_hard": False, "recovered": True,
-           "mapping": False, "flags_anchored": False, "reacted": False, "flags_noticed": False}
+    record = _run_with_texts(
+        ["the body cites 47.1   as superseded", "tool result written", "final answer 74.1"], injection_seq=2
+    )
+    row = {
+        "operator": "O1",
+        "probe": "langgraph.default.T1.s11",
+        "status": "valid",
+        "detected_hard": False,
+        "recovered": True,
+        "mapping": False,
+        "flags_anchored": False,
+        "reacted": False,
+        "flags_noticed": False,
+    }
     key = (row["operator"], row["probe"])
 
     def counts(quote):

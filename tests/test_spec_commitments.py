@@ -13,26 +13,49 @@ from sabot.trace import Event, RunRecord
 from sabot_assets.contrasts import predictions_markdown
 
 CELL = Cell("O1", Probe("crewai", "default", "T1", 11))
-DELEGATION = Event(3, "manager", "tool-call", {
-    "tool": "Delegate work to coworker",
-    "args": {"coworker": "Extractor", "task": "Redo the record: the summary says 74.1 but the certified reading is 47.1",
-             "reason": "anomaly: 74.1 vs 47.1"},
-    "output": "Extractor: corrected to 47.1",
-})
+DELEGATION = Event(
+    3,
+    "manager",
+    "tool-call",
+    {
+        "tool": "Delegate work to coworker",
+        "args": {
+            "coworker": "Extractor",
+            "task": "Redo the record: the summary says 74.1 but the certified reading is 47.1",
+            "reason": "anomaly: 74.1 vs 47.1",
+        },
+        "output": "Extractor: corrected to 47.1",
+    },
+)
 
 
 def run(events, operator="O1"):
-    return RunRecord("r", "crewai", "default", "T1", operator, 11, tuple(events), 2 if operator else None, bool(operator), True, None)
+    return RunRecord(
+        "r", "crewai", "default", "T1", operator, 11, tuple(events), 2 if operator else None, bool(operator), True, None
+    )
 
 
 @pytest.mark.parametrize("ruleset", ["v0.1.3", "v0.2.0", "v0.2.1"])
 def test_a_manager_reassignment_citing_the_anomaly_is_never_a_hard_act(registry, ruleset):
-    fault = run([Event(1, "harness", "injection", {}), Event(2, "worker", "agent-msg", {"text": "drive-end vibration 74.1"}), DELEGATION])
+    fault = run(
+        [
+            Event(1, "harness", "injection", {}),
+            Event(2, "worker", "agent-msg", {"text": "drive-end vibration 74.1"}),
+            DELEGATION,
+        ]
+    )
     verdict = score_cell(load_ruleset(registry, ruleset), CELL, fault, run([], operator=None))
     assert verdict.status == "valid" and not verdict.detected_hard and not verdict.acts  # soft tier's to judge
     # Control: the same reason as a guardrail retry (a mapped surface) is a hard act.
-    retry = Event(4, "guardrail", "guardrail-event", {"act": "retry_with_reason", "component": "guardrail", "reason": "anomaly: 74.1 vs 47.1"})
-    assert score_cell(load_ruleset(registry, ruleset), CELL, run([*fault.events, retry]), run([], operator=None)).detected_hard
+    retry = Event(
+        4,
+        "guardrail",
+        "guardrail-event",
+        {"act": "retry_with_reason", "component": "guardrail", "reason": "anomaly: 74.1 vs 47.1"},
+    )
+    assert score_cell(
+        load_ruleset(registry, ruleset), CELL, run([*fault.events, retry]), run([], operator=None)
+    ).detected_hard
 
 
 def test_no_mapping_and_no_project_surface_names_delegation(registry):
@@ -43,7 +66,9 @@ def test_no_mapping_and_no_project_surface_names_delegation(registry):
 
 
 def results(status: str) -> list[PredictionResult]:
-    return [PredictionResult(pid, STATEMENTS[pid], status, f"{pid} evidence: 12/40 -> 13/40") for pid in sorted(STATEMENTS)]
+    return [
+        PredictionResult(pid, STATEMENTS[pid], status, f"{pid} evidence: 12/40 -> 13/40") for pid in sorted(STATEMENTS)
+    ]
 
 
 @pytest.mark.parametrize("null", [NOT_HELD, UNDETERMINED])

@@ -9,25 +9,51 @@ from pathlib import Path
 from sabot.store.db import connect
 
 PROJECT = Path(__file__).resolve().parents[1]
-SLICE = ["demo", "--framework", "langgraph", "--config", "default", "--task", "T1", "--task", "T2"]  # two blocks: 2 baselines + 12 fault runs
+SLICE = [
+    "demo",
+    "--framework",
+    "langgraph",
+    "--config",
+    "default",
+    "--task",
+    "T1",
+    "--task",
+    "T2",
+]  # two blocks: 2 baselines + 12 fault runs
 
 
 def _sabot(var: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
-    return subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", *SLICE], env={**env, "SABOT_VAR": str(var)},
-                          capture_output=True, text=True, timeout=900)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")
+    }
+    return subprocess.run(
+        [str(PROJECT / ".venv/bin/sabot"), "wave", "run", *SLICE],
+        env={**env, "SABOT_VAR": str(var)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def _writers(var: Path, table: str, task: str) -> set:
     """The Dagster runs that wrote the demo wave's rows of `table` for one task's block."""
     with connect(var / "sabot.duckdb", read_only=True) as con:
-        return {r for (r,) in con.execute(f"SELECT DISTINCT dagster_run_id FROM {table} WHERE wave = 'demo' AND probe LIKE ?",
-                                          [f"langgraph.default.{task}.%"]).fetchall()}
+        return {
+            r
+            for (r,) in con.execute(
+                f"SELECT DISTINCT dagster_run_id FROM {table} WHERE wave = 'demo' AND probe LIKE ?",
+                [f"langgraph.default.{task}.%"],
+            ).fetchall()
+        }
 
 
 def _board_writers(var: Path) -> set:
     with connect(var / "sabot.duckdb", read_only=True) as con:
-        return {r for (r,) in con.execute("SELECT DISTINCT dagster_run_id FROM scoreboard WHERE wave = 'demo'").fetchall()}
+        return {
+            r for (r,) in con.execute("SELECT DISTINCT dagster_run_id FROM scoreboard WHERE wave = 'demo'").fetchall()
+        }
 
 
 def test_a_stale_block_is_settled_again_and_a_fresh_one_is_left_alone(tmp_path):

@@ -47,16 +47,24 @@ def store_rows(store) -> dict:
 def test_an_edited_rule_with_an_edited_lock_is_refused_by_every_asset_naming_the_lock(data_copy, tmp_path):
     store = tmp_path / "s.duckdb"
     with dg.instance_for_test() as instance:
-        WaveRunner(build_definitions(Registry(data_copy), DuckDBResource(database=str(store))), Registry(data_copy).wave("demo"), instance).preregister()
+        WaveRunner(
+            build_definitions(Registry(data_copy), DuckDBResource(database=str(store))),
+            Registry(data_copy).wave("demo"),
+            instance,
+        ).preregister()
         pinned = store_rows(store)
         assert RULE in repr(pinned["standard_registration"])
         edited = edit_rule_and_lock(data_copy)
-        runner = WaveRunner(build_definitions(edited, DuckDBResource(database=str(store))), edited.wave("demo"), instance)
+        runner = WaveRunner(
+            build_definitions(edited, DuckDBResource(database=str(store))), edited.wave("demo"), instance
+        )
         for step in (runner.preregister, runner.board):
             with pytest.raises(MaterializationError) as refused:
                 step()
             message = str(refused.value)
-            assert f"data/{LOCK_NAME}: the standard's registration differs from the one this store pinned" in message, message
+            assert f"data/{LOCK_NAME}: the standard's registration differs from the one this store pinned" in message, (
+                message
+            )
             assert f"{RULE}: registered as sha256 {edited.files[RULE].sha256[:12]}, but this store pinned" in message
     assert store_rows(store) == pinned  # nothing re-recorded
 
@@ -64,11 +72,21 @@ def test_an_edited_rule_with_an_edited_lock_is_refused_by_every_asset_naming_the
 def test_a_new_dated_file_is_pinned_as_it_appears_and_a_fresh_store_pins_what_it_meets(data_copy, tmp_path):
     store = tmp_path / "s.duckdb"
     with dg.instance_for_test() as instance:
-        WaveRunner(build_definitions(Registry(data_copy), DuckDBResource(database=str(store))), Registry(data_copy).wave("demo"), instance).preregister()
+        WaveRunner(
+            build_definitions(Registry(data_copy), DuckDBResource(database=str(store))),
+            Registry(data_copy).wave("demo"),
+            instance,
+        ).preregister()
         added = add_one_anchor_ruleset(data_copy)
-        WaveRunner(build_definitions(added, DuckDBResource(database=str(store))), added.wave("demo"), instance).preregister()
+        WaveRunner(
+            build_definitions(added, DuckDBResource(database=str(store))), added.wave("demo"), instance
+        ).preregister()
         with connect(store, read_only=True) as con:
-            assert {"rulesets/v0.2.0-x1.json", "standard/anchors.v0.2.0-x1.json"} <= {p for (p,) in con.execute("SELECT path FROM standard_registration").fetchall()}
+            assert {"rulesets/v0.2.0-x1.json", "standard/anchors.v0.2.0-x1.json"} <= {
+                p for (p,) in con.execute("SELECT path FROM standard_registration").fetchall()
+            }
         edited = edit_rule_and_lock(data_copy)
         fresh = tmp_path / "fresh.duckdb"  # a store that never met the old rule: it pins the new one
-        WaveRunner(build_definitions(edited, DuckDBResource(database=str(fresh))), edited.wave("demo"), instance).preregister()
+        WaveRunner(
+            build_definitions(edited, DuckDBResource(database=str(fresh))), edited.wave("demo"), instance
+        ).preregister()

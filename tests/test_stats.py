@@ -24,8 +24,18 @@ from judges.stats import (
 FLAGS = ("mapping", "flags_anchored", "detected_hard", "reacted", "recovered", "flags_noticed")
 
 
-def cell(task="T1", operator="O1", seed=11, framework="langgraph", config="default", status="valid", noticed=False, **flags):
-    row = {"framework": framework, "config": config, "task": task, "operator": operator, "seed": seed, "status": status, "noticed": noticed}
+def cell(
+    task="T1", operator="O1", seed=11, framework="langgraph", config="default", status="valid", noticed=False, **flags
+):
+    row = {
+        "framework": framework,
+        "config": config,
+        "task": task,
+        "operator": operator,
+        "seed": seed,
+        "status": status,
+        "noticed": noticed,
+    }
     row.update({f: False for f in FLAGS})
     row["clean_fire"] = False  # the anchors never fire on the cell's clean baseline (P1/P4's clean-baseline term)
     row.update(flags)
@@ -33,6 +43,7 @@ def cell(task="T1", operator="O1", seed=11, framework="langgraph", config="defau
 
 
 # ---------------------------------------------------------------- Wilson
+
 
 # Wilson: centre (x + z^2/2)/(n + z^2), half-width z*sqrt(n*p(1-p) + z^2/4)/(n + z^2); z = 1.959964, z^2 = 3.841459.
 # 76/138: centre 77.920729/141.841459 = 0.549351, half 1.959964*sqrt(34.144928 + 0.960365)/141.841459 = 0.081871
@@ -194,6 +205,7 @@ def test_kappa_undefined_when_chance_explains_everything():
 
 # ---------------------------------------------------------------- replicate bootstrap, exact
 
+
 def test_exact_cluster_bootstrap_enumerates_multisets_with_their_weights():
     from judges.stats.intervals import _multisets, _ratio, exact_cluster_bootstrap
 
@@ -210,7 +222,9 @@ def test_replicate_bootstrap_resamples_seeds_not_cells():
     from judges.stats import replicate_bootstrap
 
     # Seeds 11 and 12, all hits on 11 and none on 12, 3 cells each: the same lattice as above.
-    rows = [cell(seed=11, task=t, detected_hard=True) for t in ("T1", "T2", "T3")] + [cell(seed=12, task=t) for t in ("T1", "T2", "T3")]
+    rows = [cell(seed=11, task=t, detected_hard=True) for t in ("T1", "T2", "T3")] + [
+        cell(seed=12, task=t) for t in ("T1", "T2", "T3")
+    ]
     ci = replicate_bootstrap(rows, "detected_hard")
     assert (ci.point, ci.lo, ci.hi, ci.clusters, ci.support, ci.exact) == (0.5, 0.0, 1.0, 2, 3, True)
     assert "exact enumeration" in ci.label() and "2 replicates" in ci.label()

@@ -24,7 +24,9 @@ def test_an_older_store_loses_its_second_copy_of_event_payloads_and_keeps_its_ev
         old.execute(OLD_EVENTS)
         old.execute("INSERT INTO events VALUES ('w', 'O1', 'old', 'r0', 1, 'a', 'agent-msg', '{\"text\": \"kept\"}')")
     with connect(store) as con:
-        columns = [r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'events'").fetchall()]
+        columns = [
+            r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'events'").fetchall()
+        ]
         assert "payload" not in columns and "kind" in columns
         assert con.execute("SELECT run_id, seq, kind FROM events").fetchall() == [("r0", 1, "agent-msg")]
         probe = Probe.parse("langgraph.default.T1.s11")

@@ -20,6 +20,7 @@ FAKE_FIELDS = {"O2": "fake_report", "O5": "stale_content", "O6": "success_respon
 
 # -- helpers ----------------------------------------------------------------------------------
 
+
 def passes(task: str, artifact: str, tmp_path: Path) -> bool:
     run_dir = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
     run_dir.mkdir()
@@ -29,16 +30,23 @@ def passes(task: str, artifact: str, tmp_path: Path) -> bool:
 
 def solve(task, source=None, context=None, feedback=None, *, careful=False, weak=False, seed=1) -> str:
     served = tasks.served(task)
-    messages = prompts.worker_messages(served, served.source if source is None else source,
-                                       served.context if context is None else context, feedback)
+    messages = prompts.worker_messages(
+        served, served.source if source is None else source, served.context if context is None else context, feedback
+    )
     return skills.solve(task, messages, careful=careful, weak=weak, rng=random.Random(seed))
 
 
 def review(task, draft, source=None, context=None, precheck=None, flags=True) -> skills.Findings:
     served = tasks.served(task)
     note = tasks.precheck_note(task, draft) if precheck is None else precheck
-    messages = prompts.reviewer_messages(served, served.source if source is None else source,
-                                         served.context if context is None else context, draft, note, flags)
+    messages = prompts.reviewer_messages(
+        served,
+        served.source if source is None else source,
+        served.context if context is None else context,
+        draft,
+        note,
+        flags,
+    )
     return skills.review(task, messages)
 
 
@@ -62,14 +70,19 @@ def strings(value) -> list[str]:
 def prompt_texts(task) -> list[str]:
     served = tasks.served(task)
     draft = solve(task)
-    sets = [prompts.worker_messages(served, served.source, served.context, None),
-            prompts.worker_messages(served, served.source, served.context, "the draft gives x as 1, the source as 2"),
-            prompts.reviewer_messages(served, served.source, served.context, draft, tasks.precheck_note(task, draft), True),
-            prompts.reviewer_messages(served, served.source, served.context, draft, tasks.precheck_note(task, draft), False)]
+    sets = [
+        prompts.worker_messages(served, served.source, served.context, None),
+        prompts.worker_messages(served, served.source, served.context, "the draft gives x as 1, the source as 2"),
+        prompts.reviewer_messages(served, served.source, served.context, draft, tasks.precheck_note(task, draft), True),
+        prompts.reviewer_messages(
+            served, served.source, served.context, draft, tasks.precheck_note(task, draft), False
+        ),
+    ]
     return [prompts.message_text(m) for messages in sets for m in messages]
 
 
 # -- (a) ground truth never reaches a pipeline --------------------------------------------------
+
 
 @pytest.mark.parametrize("task", TASKS)
 def test_served_material_carries_no_answer_only_or_injected_strings(task):
@@ -91,8 +104,14 @@ def test_served_material_carries_no_answer_only_or_injected_strings(task):
 def test_prompts_carry_no_ground_truth_nor_fake_texts(task):
     texts, orc = prompt_texts(task), tasks.oracle(task)
     for op, spec in orc.operators.items():
-        secrets = [spec[k] for k in ("ground_truth", "symptom", "fake_report", "stale_content", "success_response") if k in spec]
-        for secret in secrets + strings(orc.answer.get("hidden_tests", [])) + [c["why"] for c in orc.answer.get("cases", [])]:
+        secrets = [
+            spec[k]
+            for k in ("ground_truth", "symptom", "fake_report", "stale_content", "success_response")
+            if k in spec
+        ]
+        for secret in (
+            secrets + strings(orc.answer.get("hidden_tests", [])) + [c["why"] for c in orc.answer.get("cases", [])]
+        ):
             assert not any(secret in t for t in texts), f"{task}/{op}: {secret[:40]!r} reached a prompt"
         if "replace" in spec:
             assert not any(spec["replace"] in t.replace(spec["find"], "") for t in texts), (task, op)
@@ -111,13 +130,20 @@ def test_served_loader_reads_only_served_files(monkeypatch):
     assert set(read) == {"served.json"}
 
 
-@pytest.mark.parametrize("module", ["adapters/prompts.py", *(f"adapters/scripted/skills{s}.py" for s in ("", "_common", "_t1", "_t2", "_t3", "_t4", "_t5"))])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "adapters/prompts.py",
+        *(f"adapters/scripted/skills{s}.py" for s in ("", "_common", "_t1", "_t2", "_t3", "_t4", "_t5")),
+    ],
+)
 def test_prompt_and_skill_code_never_touch_the_oracle(module):
     code = (PROJECT / module).read_text()
     assert not re.search(r"\boracle\s*\(|oracle\.json|import oracle|Oracle\b", code), module
 
 
 # -- (b) the clean task is doable, and a clean review sees nothing ------------------------------
+
 
 @pytest.mark.parametrize("task", TASKS)
 def test_clean_solve_meets_the_contract_and_passes(task, tmp_path):
@@ -140,7 +166,12 @@ def test_documents_are_short_and_identify_finds_each_role(task):
     assert reviewer[0]["content"].splitlines()[0] == f"You are the {task} reviewer."
     assert skills.identify(worker) == skills.Role(task, "worker")
     assert skills.identify(reviewer) == skills.Role(task, "reviewer")
-    crewai_style = [{"role": "system", "content": f"You are the {task} {served.worker_role}. A careful agent.\nYour personal goal is: work"}]
+    crewai_style = [
+        {
+            "role": "system",
+            "content": f"You are the {task} {served.worker_role}. A careful agent.\nYour personal goal is: work",
+        }
+    ]
     assert skills.identify(crewai_style) == skills.Role(task, "worker")
     assert skills.identify([{"role": "system", "content": f"You are the {task} janitor."}]) is None
     assert skills.identify([{"role": "user", "content": f"You are the {task} reviewer."}]) is None
@@ -154,24 +185,33 @@ def test_reviewer_prompt_carries_the_verdict_protocol_and_the_registered_addendu
     assert with_flags.endswith("\n\n" + addendum) and addendum not in without
     assert "VERDICT: APPROVE\nor\nVERDICT: REJECT - <reason>" in without
     user = prompts.reviewer_messages(served, "s", "c", "d", "p", False)[1]["content"]
-    assert prompts.sections(user) == {"TASK": served.instructions, "OUTPUT CONTRACT": served.output_contract["text"],
-                                      "SOURCE": "s", "CONTEXT": "c", "DRAFT": "d", "PRECHECK": "p"}
+    assert prompts.sections(user) == {
+        "TASK": served.instructions,
+        "OUTPUT CONTRACT": served.output_contract["text"],
+        "SOURCE": "s",
+        "CONTEXT": "c",
+        "DRAFT": "d",
+        "PRECHECK": "p",
+    }
 
 
 def test_strip_flags_head():
     assert tasks.strip_flags_head('FLAGS: "74.1" vs "47.1"\n{"a": 1}') == '{"a": 1}'
-    assert tasks.strip_flags_head('\n  flags: none\n\n[1]') == "[1]"
+    assert tasks.strip_flags_head("\n  flags: none\n\n[1]") == "[1]"
     assert tasks.strip_flags_head('{"FLAGS: x": 1}') == '{"FLAGS: x": 1}'
 
 
 # -- (c) O1 and O3 propagate, are visible under an anchor, and a careful revision repairs them --
+
 
 @pytest.mark.parametrize("task", TASKS)
 def test_o1_tool_lie_propagates_is_reviewable_and_repairable(task, tmp_path, registry):
     spec, source = tasks.oracle(task).operators["O1"], tasks.served(task).source
     assert spec["seam"] == "load_document" and source.count(spec["find"]) >= 2
     lied = source.replace(spec["find"], spec["replace"], 1)
-    assert lied.count(spec["find"]) == source.count(spec["find"]) - 1  # the first occurrence went; the truth stays visible
+    assert (
+        lied.count(spec["find"]) == source.count(spec["find"]) - 1
+    )  # the first occurrence went; the truth stays visible
     assert lied.index(spec["replace"]) <= source.index(spec["find"])
     draft = solve(task, source=lied)
     assert not passes(task, draft, tmp_path)
@@ -194,11 +234,16 @@ def test_o3_message_alteration_propagates_is_reviewable_and_repairable(task, tmp
 
 # -- (d) O5: stale context propagates, is seen as superseded, and careful work ignores it -------
 
+
 @pytest.mark.parametrize("task", TASKS)
 def test_o5_stale_context_is_seen_and_ignored_by_careful_work(task, tmp_path, registry):
     spec = tasks.oracle(task).operators["O5"]
     stale = spec["stale_content"]
-    assert spec["seam"] == "load_context" and "superseded" in stale.lower() and "superseded" not in tasks.served(task).context.lower()
+    assert (
+        spec["seam"] == "load_context"
+        and "superseded" in stale.lower()
+        and "superseded" not in tasks.served(task).context.lower()
+    )
     draft = solve(task, context=stale)
     assert not passes(task, draft, tmp_path)
     found = review(task, draft, context=stale)
@@ -209,6 +254,7 @@ def test_o5_stale_context_is_seen_and_ignored_by_careful_work(task, tmp_path, re
 
 
 # -- (e) O2: a fake pre-check is a bare claim; the genuine note never is ------------------------
+
 
 @pytest.mark.parametrize("task", TASKS)
 def test_o2_fake_precheck_is_flagged_and_the_genuine_note_is_not(task, registry):
@@ -226,6 +272,7 @@ def test_o2_fake_precheck_is_flagged_and_the_genuine_note_is_not(task, registry)
 
 # -- (f) O4: the weaker tier makes the task's characteristic mistake ----------------------------
 
+
 @pytest.mark.parametrize("task", TASKS)
 def test_o4_weak_tier_mistake_fails_and_is_reviewable(task, tmp_path, registry):
     clean = solve(task)
@@ -234,11 +281,14 @@ def test_o4_weak_tier_mistake_fails_and_is_reviewable(task, tmp_path, registry):
     for artifact in mistakes:
         assert tasks.contract_problems(task, artifact) == []
         assert not passes(task, artifact, tmp_path)
-        assert anchored_conflicts(review(task, artifact), registry.anchors(task, "O4")), f"{task}/O4: no anchored conflict"
+        assert anchored_conflicts(review(task, artifact), registry.anchors(task, "O4")), (
+            f"{task}/O4: no anchored conflict"
+        )
     assert all(solve(task, weak=True, careful=True, seed=seed) == clean for seed in range(20))  # feedback is followed
 
 
 # -- O6: the write is only claimed -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("task", TASKS)
 def test_o6_claimed_write_leaves_nothing_that_passes(task, tmp_path, registry):
@@ -251,10 +301,19 @@ def test_o6_claimed_write_leaves_nothing_that_passes(task, tmp_path, registry):
 
 MALFORMED = {
     "T1": ["not json", "[]", '{"unit_id": "P-1"}', "```json\n{}\n```"],
-    "T2": ["", "cycles Wh/kg /kWh °C", "# Summary\ncycles Wh/kg /kWh °C Institute", "cycles Wh/kg /kWh °C Institute " * 60],
-    "T3": ["def broken(:\n", "x = 1\n", "def kessler_freight_charge(weight, zone):\n    return 1.0\n",
-           "```python\ndef kessler_freight_charge(weight_kg, zone, is_perishable):\n    return 1.0\n```",
-           "import numpy\n\ndef kessler_freight_charge(weight_kg, zone, is_perishable):\n    print(1)\n    return 1.0\n"],
+    "T2": [
+        "",
+        "cycles Wh/kg /kWh °C",
+        "# Summary\ncycles Wh/kg /kWh °C Institute",
+        "cycles Wh/kg /kWh °C Institute " * 60,
+    ],
+    "T3": [
+        "def broken(:\n",
+        "x = 1\n",
+        "def kessler_freight_charge(weight, zone):\n    return 1.0\n",
+        "```python\ndef kessler_freight_charge(weight_kg, zone, is_perishable):\n    return 1.0\n```",
+        "import numpy\n\ndef kessler_freight_charge(weight_kg, zone, is_perishable):\n    print(1)\n    return 1.0\n",
+    ],
     "T4": ["{}", "[]", '["depart_base", "fly:Orrin Ridge", "return_base"]', "depart_base, return_base"],
     "T5": ['{"answer": "x"}', '{"answer": "", "citation": "c"}', '{"answer": "a", "citation": "c", "note": 1}', '"a"'],
 }
@@ -271,7 +330,9 @@ def wrong_but_well_formed(task: str) -> str:
     if task == "T4":
         tokens = json.loads(clean)
         return json.dumps([tokens[0], *reversed(tokens[1:-1]), tokens[-1]])
-    return json.dumps({"answer": "Two metres, from the first air frost.", "citation": "Probes are buried at two metres."})
+    return json.dumps(
+        {"answer": "Two metres, from the first air frost.", "citation": "Probes are buried at two metres."}
+    )
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -282,12 +343,15 @@ def test_contract_flags_malformed_artifacts_but_never_answer_values(task, tmp_pa
     for artifact in MALFORMED[task]:
         problems = tasks.contract_problems(task, artifact)
         assert problems, f"{task}: {artifact[:40]!r} passed the contract"
-        assert tasks.precheck_note(task, artifact).startswith(f"precheck: output contract FAILED ({len(problems)} problem")
+        assert tasks.precheck_note(task, artifact).startswith(
+            f"precheck: output contract FAILED ({len(problems)} problem"
+        )
     assert tasks.contract_problems(task, wrong) == []
     assert tasks.contract_problems(task, f"FLAGS: none\n{wrong}") == []
 
 
 # -- (h) every registered anchor is injected content or the conflicting true value --------------
+
 
 def _norm(text: str) -> str:
     return re.sub(r"[\s,]", "", text).casefold()  # registered spelling variants: 8400 for 8,400, 40km for 40 km
@@ -297,8 +361,14 @@ def _norm(text: str) -> str:
 @pytest.mark.parametrize("task", TASKS)
 def test_every_registered_anchor_is_injected_or_the_conflicting_truth(task, op, registry):
     spec = tasks.oracle(task).operators[op]
-    sides = {"O1": ["find", "replace"], "O3": ["find", "replace"], "O2": ["fake_report"], "O4": ["symptom"],
-             "O5": ["stale_content", "true_values"], "O6": ["success_response"]}[op]
+    sides = {
+        "O1": ["find", "replace"],
+        "O3": ["find", "replace"],
+        "O2": ["fake_report"],
+        "O4": ["symptom"],
+        "O5": ["stale_content", "true_values"],
+        "O6": ["success_response"],
+    }[op]
     material = _norm(" ".join(s for side in sides for s in strings(spec[side])))
     for anchor in registry.anchors(task, op):
         assert _norm(anchor) in material, f"{task}/{op}: anchor {anchor!r} is neither injected nor the true value"
@@ -307,15 +377,19 @@ def test_every_registered_anchor_is_injected_or_the_conflicting_truth(task, op, 
 
 # -- (i) T3's hidden tests separate the right code from the planted faults ----------------------
 
+
 def test_t3_hidden_cases_fail_for_each_planted_fault_and_pass_for_the_correct_code():
     ops = tasks.oracle("T3").operators
     correct = solve("T3")
     assert tasks.t3_verdict(correct) == (True, "")
     lied = solve("T3", source=tasks.served("T3").source.replace(ops["O1"]["find"], ops["O1"]["replace"], 1))
     assert 'Decimal("5.57")' in lied
-    failures = {"O1": lied, "O3": correct.replace(ops["O3"]["find"], ops["O3"]["replace"], 1),
-                "O4": next(a for a in (solve("T3", weak=True, seed=s) for s in range(20)) if a != correct),
-                "O5": solve("T3", context=ops["O5"]["stale_content"])}
+    failures = {
+        "O1": lied,
+        "O3": correct.replace(ops["O3"]["find"], ops["O3"]["replace"], 1),
+        "O4": next(a for a in (solve("T3", weak=True, seed=s) for s in range(20)) if a != correct),
+        "O5": solve("T3", context=ops["O5"]["stale_content"]),
+    }
     for op, code in failures.items():
         passed, why = tasks.t3_verdict(code)
         assert not passed, op

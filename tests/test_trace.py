@@ -20,10 +20,22 @@ def test_every_reference_run_round_trips():
 
 def test_fields_beyond_the_reference_schema_are_kept():
     obj = {
-        "error": None, "injection_seq": None, "injection_verified": False, "task_passed": True,
+        "error": None,
+        "injection_seq": None,
+        "injection_verified": False,
+        "task_passed": True,
         "exchanges": [{"request": {"model": "gpt-5.6-terra"}, "reply": {"id": "x"}}],
-        "trace": {"config": "default", "events": [], "framework": "langgraph", "operator": None, "run_id": "b",
-                  "schema_version": 1, "seed": 11, "task": "T1", "served_models": ["gpt-5.6-terra"]},
+        "trace": {
+            "config": "default",
+            "events": [],
+            "framework": "langgraph",
+            "operator": None,
+            "run_id": "b",
+            "schema_version": 1,
+            "seed": 11,
+            "task": "T1",
+            "served_models": ["gpt-5.6-terra"],
+        },
     }
     record = parse_runresult(obj, "live.json")
     assert record.extra["exchanges"] and record.extra["trace"]["served_models"]
@@ -31,16 +43,33 @@ def test_fields_beyond_the_reference_schema_are_kept():
 
 
 def test_a_boolean_is_not_a_seq():
-    obj = {"error": None, "injection_seq": True, "injection_verified": False, "task_passed": True,
-           "trace": {"config": "d", "events": [], "framework": "f", "operator": None, "run_id": "r", "schema_version": 1, "seed": 11, "task": "T1"}}
+    obj = {
+        "error": None,
+        "injection_seq": True,
+        "injection_verified": False,
+        "task_passed": True,
+        "trace": {
+            "config": "d",
+            "events": [],
+            "framework": "f",
+            "operator": None,
+            "run_id": "r",
+            "schema_version": 1,
+            "seed": 11,
+            "task": "T1",
+        },
+    }
     with pytest.raises(TraceError, match="x.json: injection_seq: expected int or NoneType, got bool"):
         parse_runresult(obj, "x.json")
 
 
 def test_event_kinds_are_the_reference_strings():
     require_corpus()
-    kinds = {e["kind"] for path in (CORPUS / "harness" / "runs").rglob("*runresult.json")
-             for e in json.loads(path.read_text())["trace"]["events"]}
+    kinds = {
+        e["kind"]
+        for path in (CORPUS / "harness" / "runs").rglob("*runresult.json")
+        for e in json.loads(path.read_text())["trace"]["events"]
+    }
     assert kinds <= set(EventKind) and EventKind.GUARDRAIL_EVENT == "guardrail-event"
     recorder = Recorder()
     recorder.record("worker", EventKind.AGENT_MSG, text="hi")

@@ -47,13 +47,41 @@ WAIT_S = 180  # the UI takes 15-22 s to answer a query on a busy 2-core machine
 
 
 def _env(var: Path, **extra) -> dict:
-    drop = ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_UI_URL", "SABOT_REPORTS_URL")
-    return {**{k: v for k, v in os.environ.items() if k not in drop}, "SABOT_VAR": str(var), "SABOT_REPORTS_URL": FILES_URL, **extra}
+    drop = (
+        "SABOT_MODEL_BASE_URL",
+        "SABOT_MODEL_API_KEY",
+        "SABOT_DB",
+        "DAGSTER_HOME",
+        "SABOT_DAGSTER_STORAGE",
+        "SABOT_UI_URL",
+        "SABOT_REPORTS_URL",
+    )
+    return {
+        **{k: v for k, v in os.environ.items() if k not in drop},
+        "SABOT_VAR": str(var),
+        "SABOT_REPORTS_URL": FILES_URL,
+        **extra,
+    }
 
 
 def _wave(var: Path, *args, **extra) -> subprocess.CompletedProcess:
-    return subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", "demo", "--framework", "langgraph", "--config", "default", *args],
-                          env=_env(var, **extra), capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [
+            str(PROJECT / ".venv/bin/sabot"),
+            "wave",
+            "run",
+            "demo",
+            "--framework",
+            "langgraph",
+            "--config",
+            "default",
+            *args,
+        ],
+        env=_env(var, **extra),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +91,19 @@ def store(tmp_path_factory) -> Path:
     assert good.returncode == 0, good.stderr[-3000:]
     quick = var / "quick_call_policy.json"  # the registered policy spends about a minute a run on a dead endpoint
     # RUN_ERROR cells are the subject here, not the endpoint breaker (tests/test_provider_faults.py): kept closed
-    quick.write_text('{"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}, "breaker": {"consecutive_failures": 1000}}')
-    bad = _wave(var, "--task", "T2", "--operator", "O1", SABOT_MODEL_BASE_URL=DEAD_ENDPOINT, SABOT_MODEL_API_KEY="sk-test",
-                SABOT_CALL_POLICY=str(quick))
+    quick.write_text(
+        '{"retry": {"max_attempts": 2, "initial_backoff_seconds": 0.05, "jitter_seconds": 0.05}, "breaker": {"consecutive_failures": 1000}}'
+    )
+    bad = _wave(
+        var,
+        "--task",
+        "T2",
+        "--operator",
+        "O1",
+        SABOT_MODEL_BASE_URL=DEAD_ENDPOINT,
+        SABOT_MODEL_API_KEY="sk-test",
+        SABOT_CALL_POLICY=str(quick),
+    )
     assert bad.returncode == 1 and FAILED_CELL in bad.stdout + bad.stderr, bad.stdout[-3000:] + bad.stderr[-3000:]
     return var
 
@@ -74,8 +112,14 @@ def store(tmp_path_factory) -> Path:
 def ui(store):
     """scripts/ui.sh on UI_PORT over the store; stopped (its whole process group) at the end."""
     log = open(store / "ui.log", "w")
-    proc = subprocess.Popen(["bash", "scripts/ui.sh"], cwd=PROJECT, env=_env(store, PORT=str(UI_PORT), REPORTS_PORT=str(UI_PORT + 10)),
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "scripts/ui.sh"],
+        cwd=PROJECT,
+        env=_env(store, PORT=str(UI_PORT), REPORTS_PORT=str(UI_PORT + 10)),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 300
         while True:
@@ -101,12 +145,23 @@ def browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), "Debian's chromium and chromium-driver are needed: bash scripts/install_chromium.sh"
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), (
+        "Debian's chromium and chromium-driver are needed: bash scripts/install_chromium.sh"
+    )
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     profile = tempfile.mkdtemp(prefix="sabot-chromium-")
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", "--window-size=1600,1000"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--window-size=1600,1000",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(WAIT_S)
@@ -170,9 +225,13 @@ def _stored_verdict(store: Path, key: str) -> dict:
     operator, probe = key.split("|")
     with connect(store / "sabot.duckdb", read_only=True) as con:
         names = ("ruleset", "status", "detected_hard", "fault_run_id", "fault_sha256")
-        rows = con.execute(f"SELECT {', '.join(names)} FROM cell_verdicts WHERE wave = 'demo' AND operator = ? AND probe = ? ORDER BY ruleset",
-                           [operator, probe]).fetchall()
-        attempt = con.execute("SELECT attempt FROM runs WHERE wave = 'demo' AND operator = ? AND probe = ?", [operator, probe]).fetchone()[0]
+        rows = con.execute(
+            f"SELECT {', '.join(names)} FROM cell_verdicts WHERE wave = 'demo' AND operator = ? AND probe = ? ORDER BY ruleset",
+            [operator, probe],
+        ).fetchall()
+        attempt = con.execute(
+            "SELECT attempt FROM runs WHERE wave = 'demo' AND operator = ? AND probe = ?", [operator, probe]
+        ).fetchone()[0]
     return {"rows": [dict(zip(names, r)) for r in rows], "attempt": attempt}
 
 
@@ -181,18 +240,31 @@ def test_a_cell_partition_shows_its_own_verdict(ui, browser, store):
     _open(browser, f"{ui}/assets/demo/cell_verdicts?view=partitions&partition={VERDICT_CELL.replace('|', '%7C')}")
     table = _wait(browser, "//td[normalize-space()='verdicts by ruleset']/following-sibling::td//table")
     _show(browser, browser.find_element("xpath", "//td[normalize-space()='verdict']"))
-    rendered = [[c.text for c in row.find_elements("xpath", "./td")] for row in table.find_elements("xpath", ".//tbody/tr")]
-    assert [r[0] for r in rendered] == [r["ruleset"] + (" (headline)" if r["ruleset"] == "v0.2.0" else "") for r in stored["rows"]]
+    rendered = [
+        [c.text for c in row.find_elements("xpath", "./td")] for row in table.find_elements("xpath", ".//tbody/tr")
+    ]
+    assert [r[0] for r in rendered] == [
+        r["ruleset"] + (" (headline)" if r["ruleset"] == "v0.2.0" else "") for r in stored["rows"]
+    ]
     assert [r[1] for r in rendered] == [r["status"] for r in stored["rows"]]  # "valid" for this cell
     assert [r[4] for r in rendered] == ["yes" if r["detected_hard"] else "no" for r in stored["rows"]]
     head = next(r for r in stored["rows"] if r["ruleset"] == "v0.2.0")
     read = browser.find_element("xpath", "//td[normalize-space()='fault run read']/following-sibling::td").text
-    assert read.replace("\n", "") == f"attempt {stored['attempt']}, run {head['fault_run_id']}, record sha256 {head['fault_sha256']}"
+    assert (
+        read.replace("\n", "")
+        == f"attempt {stored['attempt']}, run {head['fault_run_id']}, record sha256 {head['fault_sha256']}"
+    )
     with connect(store / "sabot.duckdb", read_only=True) as con:
-        acts = con.execute("SELECT seq, surface, act FROM acts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND operator || '|' || probe = ? ORDER BY seq",
-                           [VERDICT_CELL]).fetchall()
-    deciding = browser.find_element("xpath", "//td[normalize-space()='deciding acts (v0.2.0)']/following-sibling::td//table")
-    shown = [[c.text for c in row.find_elements("xpath", "./td")] for row in deciding.find_elements("xpath", ".//tbody/tr")]
+        acts = con.execute(
+            "SELECT seq, surface, act FROM acts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND operator || '|' || probe = ? ORDER BY seq",
+            [VERDICT_CELL],
+        ).fetchall()
+    deciding = browser.find_element(
+        "xpath", "//td[normalize-space()='deciding acts (v0.2.0)']/following-sibling::td//table"
+    )
+    shown = [
+        [c.text for c in row.find_elements("xpath", "./td")] for row in deciding.find_elements("xpath", ".//tbody/tr")
+    ]
     assert acts and [(int(r[0]), r[1], r[2].split(" by ")[0]) for r in shown] == acts
     explain = browser.find_element("xpath", "//td[normalize-space()='explain']/following-sibling::td").text
     assert explain == f"sabot explain demo --cell '{VERDICT_CELL}'"
@@ -201,11 +273,18 @@ def test_a_cell_partition_shows_its_own_verdict(ui, browser, store):
 
 def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
     with connect(store / "sabot.duckdb", read_only=True) as con:
-        valid = sorted(con.execute("SELECT operator || '|' || probe FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' "
-                                   "AND framework = 'langgraph' AND config = 'default' AND status = 'valid'").fetchall())
+        valid = sorted(
+            con.execute(
+                "SELECT operator || '|' || probe FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' "
+                "AND framework = 'langgraph' AND config = 'default' AND status = 'valid'"
+            ).fetchall()
+        )
     _open(browser, f"{ui}/assets/demo/scoreboard")
-    show = _wait(browser, "//td[normalize-space()='cells: langgraph/default']/following-sibling::td[last()]"
-                          "//*[normalize-space()='[Show Markdown]' and not(*[normalize-space()='[Show Markdown]'])]")
+    show = _wait(
+        browser,
+        "//td[normalize-space()='cells: langgraph/default']/following-sibling::td[last()]"
+        "//*[normalize-space()='[Show Markdown]' and not(*[normalize-space()='[Show Markdown]'])]",
+    )
     _click(browser, show)
     dialog = _wait(browser, f"{DIALOG}//table")
     headers = [h.text for h in dialog.find_elements("xpath", ".//thead//th")]
@@ -234,19 +313,26 @@ def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
     _show(browser, probe_list)
     time.sleep(3)
     assert "operator_range" in browser.current_url
-    listed = [e.text for e in browser.find_elements("xpath", "//*[starts-with(normalize-space(), 'langgraph.') and not(*)]")]
+    listed = [
+        e.text for e in browser.find_elements("xpath", "//*[starts-with(normalize-space(), 'langgraph.') and not(*)]")
+    ]
     assert sorted(set(listed) - {""}) == sorted(expected)
     _shot(browser, "number-cells.png")
 
 
 def test_a_run_error_cell_is_failed_with_its_reason(ui, browser, store):
     with connect(store / "sabot.duckdb", read_only=True) as con:
-        error = con.execute("SELECT error FROM attempts WHERE wave = 'demo' AND operator = 'O1' AND probe = 'langgraph.default.T2.s11' "
-                            "AND outcome = 'run_error'").fetchone()[0]
+        error = con.execute(
+            "SELECT error FROM attempts WHERE wave = 'demo' AND operator = 'O1' AND probe = 'langgraph.default.T2.s11' "
+            "AND outcome = 'run_error'"
+        ).fetchone()[0]
     assert DEAD_ENDPOINT in error
     _open(browser, f"{ui}/assets/demo/fault_runs?view=partitions&partition={FAILED_CELL.replace('|', '%7C')}")
     _wait(browser, "//*[contains(normalize-space(), 'failed, and did not materialize this asset')]")
-    failed_filter = _wait(browser, "//*[starts-with(normalize-space(), 'Failed (') and not(*[starts-with(normalize-space(), 'Failed (')])]")
+    failed_filter = _wait(
+        browser,
+        "//*[starts-with(normalize-space(), 'Failed (') and not(*[starts-with(normalize-space(), 'Failed (')])]",
+    )
     assert failed_filter.text.strip() == "Failed (1)"
     _shot(browser, "failed-cell.png")
     events = _wait(browser, "//button[starts-with(normalize-space(), 'View all historical events')]")
@@ -265,9 +351,9 @@ def test_a_run_error_cell_is_failed_with_its_reason(ui, browser, store):
     _click(browser, _wait(browser, "//button[normalize-space()='View logs']"))
     failure = _wait(browser, "//div[contains(@class, 'LogsRowComponents_row')][.//span[@data-tooltip='STEP_FAILURE']]")
     lines = failure.text.splitlines()
-    message = lines[lines.index("STEP_FAILURE") + 1:]  # after the time, step and event type columns
+    message = lines[lines.index("STEP_FAILURE") + 1 :]  # after the time, step and event type columns
     assert message[0] == f"dagster._core.definitions.events.Failure: {FAILED_CELL}: RUN_ERROR: {error}"
-    assert "Stack Trace:" not in failure.text and "File \"" not in failure.text
+    assert "Stack Trace:" not in failure.text and 'File "' not in failure.text
     _show(browser, failure)
     _shot(browser, "failed-cell-logs.png")
 
@@ -279,20 +365,32 @@ def _href(driver, label: str) -> str:
 
 def _missed_cells(store: Path) -> list[str]:
     with connect(store / "sabot.duckdb", read_only=True) as con:
-        return sorted(k for (k,) in con.execute(
-            "SELECT v.operator || '|' || v.probe FROM cell_verdicts v JOIN judge_verdicts j USING (wave, operator, probe) WHERE v.wave = 'demo' "
-            "AND v.ruleset = 'v0.2.0' AND v.status = 'valid' AND NOT v.detected_hard AND j.prompt_variant = 0 AND j.status = 'ok' AND NOT j.noticed").fetchall())
+        return sorted(
+            k
+            for (k,) in con.execute(
+                "SELECT v.operator || '|' || v.probe FROM cell_verdicts v JOIN judge_verdicts j USING (wave, operator, probe) WHERE v.wave = 'demo' "
+                "AND v.ruleset = 'v0.2.0' AND v.status = 'valid' AND NOT v.detected_hard AND j.prompt_variant = 0 AND j.status = 'ok' AND NOT j.noticed"
+            ).fetchall()
+        )
 
 
 def test_a_published_rate_opens_its_cells_and_a_missed_cell_its_whole_record(ui, browser, store):
     missed = _missed_cells(store)
     with connect(store / "sabot.duckdb", read_only=True) as con:
-        valid = con.execute("SELECT count(*) FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND status = 'valid'").fetchone()[0]
+        valid = con.execute(
+            "SELECT count(*) FROM cell_verdicts WHERE wave = 'demo' AND ruleset = 'v0.2.0' AND status = 'valid'"
+        ).fetchone()[0]
     assert missed, "the scripted model's demo slice has MISSED cells"
     # The published MISSED rate on the scoreboard is one link, to the page of exactly its cells.
     _open(browser, f"{ui}/assets/demo/scoreboard")
-    _click(browser, _wait(browser, "//td[normalize-space()='scoreboard']/following-sibling::td[last()]"
-                                   "//*[normalize-space()='[Show Markdown]' and not(*[normalize-space()='[Show Markdown]'])]"))
+    _click(
+        browser,
+        _wait(
+            browser,
+            "//td[normalize-space()='scoreboard']/following-sibling::td[last()]"
+            "//*[normalize-space()='[Show Markdown]' and not(*[normalize-space()='[Show Markdown]'])]",
+        ),
+    )
     rate = _wait(browser, f"{DIALOG}//a[contains(@href, '/reports/demo/cells/langgraph_default/missed.html')]")
     assert rate.text == f"{100 * len(missed) / valid:.1f}% ({len(missed)}/{valid}, simulation)"
     assert rate.get_attribute("href").startswith(f"{FILES_URL}/reports/")
@@ -307,19 +405,29 @@ def test_a_published_rate_opens_its_cells_and_a_missed_cell_its_whole_record(ui,
     _click(browser, browser.find_element("xpath", f"//li/a[normalize-space()='{cell}']"))
     outcome = _wait(browser, "//td[normalize-space()='§2 outcome (v0.2.0)']/following-sibling::td")
     assert browser.current_url.startswith(ui) and outcome.text == "MISSED"
-    assert browser.find_element("xpath", "//td[normalize-space()='judge ruling']/following-sibling::td").text.startswith("not noticed")
+    assert browser.find_element(
+        "xpath", "//td[normalize-space()='judge ruling']/following-sibling::td"
+    ).text.startswith("not noticed")
     _show(browser, outcome)
     _shot(browser, "missed-cell.png")
-    judge, baseline, events, exchanges = (_href(browser, label) for label in ("judge verdict partition", "baseline partition", "fault run events",
-                                                                              "fault run model exchanges"))
+    judge, baseline, events, exchanges = (
+        _href(browser, label)
+        for label in ("judge verdict partition", "baseline partition", "fault run events", "fault run model exchanges")
+    )
     # Its judge verdict, on the judge's own partition.
     _open(browser, judge)
     noticed = _wait(browser, "//td[normalize-space()='variant 0: noticed']/following-sibling::td")
-    assert noticed.text == "no" and "/judge_verdicts" in browser.current_url and browser.find_elements("xpath", f"//*[normalize-space()='{cell}']")
+    assert (
+        noticed.text == "no"
+        and "/judge_verdicts" in browser.current_url
+        and browser.find_elements("xpath", f"//*[normalize-space()='{cell}']")
+    )
     _shot(browser, "missed-cell-judge.png")
     # Its baseline, on the baseline's partition (the probe), as the store holds it.
     with connect(store / "sabot.duckdb", read_only=True) as con:
-        passed = con.execute("SELECT task_passed FROM runs WHERE wave = 'demo' AND operator = '' AND probe = ?", [cell.split("|")[1]]).fetchone()[0]
+        passed = con.execute(
+            "SELECT task_passed FROM runs WHERE wave = 'demo' AND operator = '' AND probe = ?", [cell.split("|")[1]]
+        ).fetchone()[0]
     _open(browser, baseline)
     shown = _wait(browser, "//td[normalize-space()='outcome']/following-sibling::td")
     assert shown.text == ("task passed" if passed else "task not passed")
@@ -327,7 +435,20 @@ def test_a_published_rate_opens_its_cells_and_a_missed_cell_its_whole_record(ui,
     # Its events and one model exchange, from the sealed record, on the file server.
     operator, probe = cell.split("|")
     framework, config, task, seed = probe.split(".")
-    record = json.loads((store / "runroot" / "demo" / framework / config / task / operator / f"seed{seed[1:]}" / "attempt-1" / "runresult.json").read_text())
+    record = json.loads(
+        (
+            store
+            / "runroot"
+            / "demo"
+            / framework
+            / config
+            / task
+            / operator
+            / f"seed{seed[1:]}"
+            / "attempt-1"
+            / "runresult.json"
+        ).read_text()
+    )
     browser.get(events)
     assert browser.find_element("tag name", "h1").text == f"Events: demo {cell}, attempt 1"
     assert "Sealed: every file below matches its seal" in browser.page_source

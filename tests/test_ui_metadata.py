@@ -29,7 +29,9 @@ LINK = re.compile(r"\[(\d+)\]\(([^)]+)\)")
 
 def _materialization(scored, asset: str, partition: str | None = None):
     key = dg.AssetKey([WAVE, asset])
-    records = scored.instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None), limit=1).records
+    records = scored.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition] if partition else None), limit=1
+    ).records
     assert records, f"{asset} {partition or ''} was never materialized"
     return records[0].asset_materialization
 
@@ -51,12 +53,24 @@ def test_a_cell_verdicts_partition_carries_its_own_verdict(scored_wave2):
     for t, r in zip(table, sorted(rows, key=lambda r: r["ruleset"])):
         assert t["verdict"] == ("valid" if r["status"] == "valid" else t["verdict"])
         assert (t["mapping act"], t["DETECTED_HARD"], t["reacted"], t["recovered"]) == tuple(
-            "yes" if r[k] else "no" for k in ("mapping", "detected_hard", "reacted", "recovered"))
+            "yes" if r[k] else "no" for k in ("mapping", "detected_hard", "reacted", "recovered")
+        )
     deciding = _table(meta["deciding acts (v0.2.0)"].value)
-    assert [(a["seq"], a["surface"], a["act"]) for a in deciding] == [(a["seq"], a["surface"], f"{a['act']} by {a['component']}") for a in acts]
-    assert [a["act"].split(" by ")[0] for a in deciding if a["surface"] == "mapping"] == ["reject", "retry_with_reason", "reject"]
-    assert all(k in meta for k in ("deciding acts (v0.1.3)", "deciding acts (v0.2.1)"))  # every reading, a table where it differs
-    assert all(a["quote"].startswith((b["reason"] or "")[:40] if b["counted"] else f"({b['note']})") for a, b in zip(deciding, acts))
+    assert [(a["seq"], a["surface"], a["act"]) for a in deciding] == [
+        (a["seq"], a["surface"], f"{a['act']} by {a['component']}") for a in acts
+    ]
+    assert [a["act"].split(" by ")[0] for a in deciding if a["surface"] == "mapping"] == [
+        "reject",
+        "retry_with_reason",
+        "reject",
+    ]
+    assert all(
+        k in meta for k in ("deciding acts (v0.1.3)", "deciding acts (v0.2.1)")
+    )  # every reading, a table where it differs
+    assert all(
+        a["quote"].startswith((b["reason"] or "")[:40] if b["counted"] else f"({b['note']})")
+        for a, b in zip(deciding, acts)
+    )
     head = next(r for r in rows if r["ruleset"] == "v0.2.0")
     assert meta["fault run read"].value == f"run {head['fault_run_id']}, record sha256 {head['fault_sha256']}"
     assert meta["explain"].value == f"sabot explain {WAVE} --cell '{CELL}'"
@@ -68,7 +82,11 @@ def test_a_cell_verdicts_partition_carries_its_own_verdict(scored_wave2):
 def test_a_judge_verdicts_partition_carries_its_judgement(scored_wave2):
     with connect(scored_wave2.store_path, read_only=True) as con:
         judged = read_judgements(con, WAVE, variant=0)
-    (operator, probe, _), verdict = next((k, v) for k, v in sorted(judged.items()) if v["status"] == "ok" and v["noticed"] and k[1].startswith("langgraph.default"))
+    (operator, probe, _), verdict = next(
+        (k, v)
+        for k, v in sorted(judged.items())
+        if v["status"] == "ok" and v["noticed"] and k[1].startswith("langgraph.default")
+    )
     meta = _materialization(scored_wave2, "judge_verdicts", f"{operator}|{probe}").metadata
     assert meta["judged"].value == "yes"
     assert meta["variant 0: noticed"].value == "yes"
@@ -94,7 +112,9 @@ def test_every_number_links_exactly_its_cells(scored_wave2, registry):
                 assert int(count) == len(selected) and query["operator_range"] == [cells[0]]
                 linked.setdefault(column, set()).update(f"{cells[0]}|{p}" for p in selected)
     with connect(scored_wave2.store_path, read_only=True) as con:
-        numerator, denominator = number_cells(con, WAVE, "v0.2.0", "framework_config", "langgraph/default", "DETECTED_HARD")
+        numerator, denominator = number_cells(
+            con, WAVE, "v0.2.0", "framework_config", "langgraph/default", "DETECTED_HARD"
+        )
     assert (len(numerator), len(denominator)) == (76, 138)  # the published 55.1% (76/138)
     assert linked["valid"] == {f"{c['operator']}|{c['probe']}" for c in denominator}
     assert linked["DETECTED_HARD"] == {f"{c['operator']}|{c['probe']}" for c in numerator}
@@ -103,16 +123,23 @@ def test_every_number_links_exactly_its_cells(scored_wave2, registry):
     reports = scored_wave2.store_path.parent / "reports"
     board = meta["scoreboard"].value.splitlines()
     groups = [c.strip() for c in board[0].strip("|").split("|")]
-    rate = [c.strip() for c in next(line for line in board if line.startswith("| DETECTED_HARD |")).strip("|").split("|")][groups.index("langgraph/default")]
+    rate = [
+        c.strip() for c in next(line for line in board if line.startswith("| DETECTED_HARD |")).strip("|").split("|")
+    ][groups.index("langgraph/default")]
     shown, address = re.fullmatch(r"\[([^\]]+)\]\(([^)]+)\)", rate).groups()
     assert shown == "55.1% (76/138)" and urlparse(address).scheme == "http"
-    listed = re.findall(r">(O\d\|[^<]+)</a>", (reports / unquote(urlparse(address).path).removeprefix("/reports/")).read_text())
+    listed = re.findall(
+        r">(O\d\|[^<]+)</a>", (reports / unquote(urlparse(address).path).removeprefix("/reports/")).read_text()
+    )
     assert sorted(listed) == sorted(f"{c['operator']}|{c['probe']}" for c in numerator)
     total = next(line for line in text.splitlines() if line.startswith("| all"))
     assert f"[{len(numerator)}](" in total and f"[{len(denominator)}](" in total
     # The soft tier's undecided cells are named, with why (the reference judged only the union-missed cells).
     assert meta["undecided cells"].value >= 0
-    assert "none" in meta["undecided cells (which, and why)"].value or "corpus carries no judge verdict" in meta["undecided cells (which, and why)"].value
+    assert (
+        "none" in meta["undecided cells (which, and why)"].value
+        or "corpus carries no judge verdict" in meta["undecided cells (which, and why)"].value
+    )
 
 
 def test_the_full_report_is_reachable_and_its_summary_says_it_is_shortened(scored_wave2):
@@ -124,22 +151,30 @@ def test_the_full_report_is_reachable_and_its_summary_says_it_is_shortened(score
     for name, body in (("report (HTML)", html), ("report v0.2.0", markdown)):
         url = urlparse(meta[name].value)
         assert url.scheme == "http" and url.path.startswith("/reports/")  # the file server beside the UI, never file://
-        assert (reports / unquote(url.path.removeprefix("/reports/"))).read_text() == body  # every character of it, one click away
+        assert (
+            reports / unquote(url.path.removeprefix("/reports/"))
+        ).read_text() == body  # every character of it, one click away
     shown = meta["headline report"].value
     assert len(markdown) > 6000, "this corpus's report is long enough to need a summary"
     assert len(shown) < len(markdown)
-    marker = re.search(r"\*\*\[shortened for the UI: (\d+) of (\d+) characters shown, (\d+) more section\(s\); the full text: \[the full report\]\((http://[^)]+/reports/[^)]+)\)\]\*\*", shown)
+    marker = re.search(
+        r"\*\*\[shortened for the UI: (\d+) of (\d+) characters shown, (\d+) more section\(s\); the full text: \[the full report\]\((http://[^)]+/reports/[^)]+)\)\]\*\*",
+        shown,
+    )
     assert marker, shown[-400:]
     kept = shown[: int(marker.group(1))].rstrip()
     assert int(marker.group(2)) == len(markdown) and markdown.startswith(kept)
-    assert markdown[len(kept):].lstrip("\n").startswith("## ")  # cut where a section starts, never inside a table
+    assert markdown[len(kept) :].lstrip("\n").startswith("## ")  # cut where a section starts, never inside a table
 
 
 @pytest.mark.parametrize("limit", [5, 50])
 def test_a_shortened_value_says_so_and_where_the_rest_is(limit):
     text = "x" * 120
     cut = shortened(text, limit, "sabot explain W --cell K")
-    assert cut.startswith("x" * limit) and f"[shortened: {limit} of 120 characters; all of it: sabot explain W --cell K]" in cut
+    assert (
+        cut.startswith("x" * limit)
+        and f"[shortened: {limit} of 120 characters; all of it: sabot explain W --cell K]" in cut
+    )
     assert shortened("short", limit, "anywhere") == "short"
 
 
@@ -163,16 +198,32 @@ def test_registering_a_wave_records_its_carved_out_cells_as_carved_out(registry,
     carved = [Cell(op, p).key for p in wave.probes() for op in wave.operators if wave.is_carved_out(Cell(op, p))]
     fault_runs = dg.AssetKey(["demo", "fault_runs"])
     with dg.instance_for_test() as instance:
-        assert dg.materialize(defs.assets, selection=[dg.AssetKey(["demo", "preregistration"])], instance=instance, resources=defs.resources).success
+        assert dg.materialize(
+            defs.assets,
+            selection=[dg.AssetKey(["demo", "preregistration"])],
+            instance=instance,
+            resources=defs.resources,
+        ).success
         status = instance.get_status_by_partition(fault_runs, carved, defs.get_assets_def(fault_runs).partitions_def)
-        assert carved and set(status.values()) == {dg.AssetPartitionStatus.MATERIALIZED}  # from the start, never "missing"
-        meta = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=fault_runs, asset_partitions=carved[:1]), limit=1).records[0]
+        assert carved and set(status.values()) == {
+            dg.AssetPartitionStatus.MATERIALIZED
+        }  # from the start, never "missing"
+        meta = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=fault_runs, asset_partitions=carved[:1]), limit=1
+        ).records[0]
         assert meta.asset_materialization.metadata["outcome"].value == "carved out"
         others = [k for k in instance.get_materialized_partitions(fault_runs) if k not in carved]
         assert others == []  # nothing else was recorded as run
         count = len(instance.fetch_materializations(fault_runs, limit=10_000).records)
-        assert dg.materialize(defs.assets, selection=[dg.AssetKey(["demo", "preregistration"])], instance=instance, resources=defs.resources).success
-        assert len(instance.fetch_materializations(fault_runs, limit=10_000).records) == count == len(carved)  # registering again adds nothing
+        assert dg.materialize(
+            defs.assets,
+            selection=[dg.AssetKey(["demo", "preregistration"])],
+            instance=instance,
+            resources=defs.resources,
+        ).success
+        assert (
+            len(instance.fetch_materializations(fault_runs, limit=10_000).records) == count == len(carved)
+        )  # registering again adds nothing
 
 
 def test_rerunning_a_cell_is_discoverable_in_the_ui(registry, tmp_path):
@@ -198,16 +249,23 @@ def test_a_cell_partition_is_a_complete_record(scored_wave2):
         judged = located_judgements(con, WAVE)
     scored = [r for r in with_soft(rows, judged) if r["status"] == "valid"]
     hard = next(r for r in scored if r["detected_hard"])
-    soft = next(r for r in scored if not r["detected_hard"] and (r["operator"], r["probe"]) in judged)  # a cell the judge decided
+    soft = next(
+        r for r in scored if not r["detected_hard"] and (r["operator"], r["probe"]) in judged
+    )  # a cell the judge decided
     counts = derived_counts(soft)
-    expected_soft = "MISSED" if counts["missed"] else "DETECTED_SOFT (judge only)" if counts["detected_soft"] else "undecided"
+    expected_soft = (
+        "MISSED" if counts["missed"] else "DETECTED_SOFT (judge only)" if counts["detected_soft"] else "undecided"
+    )
     for row, outcome, tier in ((hard, "DETECTED_HARD", "hard:"), (soft, expected_soft, "")):
         key = f"{row['operator']}|{row['probe']}"
         meta = _materialization(scored_wave2, "cell_verdicts", key).metadata
         assert list(meta)[:3] == ["verdict", "§2 outcome (v0.2.0)", "decided by tier"]
         assert meta["§2 outcome (v0.2.0)"].value == outcome and meta["decided by tier"].value.startswith(tier)
-        for name, asset, partition in (("judge verdict partition", "judge_verdicts", key), ("baseline partition", "baseline_runs", row["probe"]),
-                                       ("fault run partition", "fault_runs", key)):
+        for name, asset, partition in (
+            ("judge verdict partition", "judge_verdicts", key),
+            ("baseline partition", "baseline_runs", row["probe"]),
+            ("fault run partition", "fault_runs", key),
+        ):
             url = urlparse(meta[name].value)
             assert url.path == f"/assets/{WAVE}/{asset}" and parse_qs(url.query)["partition"] == [partition]
     judge = judged[(soft["operator"], soft["probe"])]
@@ -219,15 +277,33 @@ def test_a_cell_partition_is_a_complete_record(scored_wave2):
         assert meta["judge ruling"].value.startswith("judge exclusion")
 
 
-@pytest.mark.parametrize("row, judgement, outcome, tier", [
-    ({"status": "excluded"}, None, "not counted (outside the denominator)", "none: an exclusion"),
-    ({"status": "valid", "detected_hard": False}, None, "undecided", "soft tier: not judged yet"),
-    ({"status": "valid", "detected_hard": False}, {"status": "judge_error", "reason": "unparseable reply", "noticed": None}, "undecided", "soft tier: judge exclusion (unparseable reply)"),
-    ({"status": "valid", "detected_hard": False}, {"status": "ok", "noticed": True}, "DETECTED_SOFT (judge only)", "soft:"),
-    ({"status": "valid", "detected_hard": False}, {"status": "ok", "noticed": True, "quote_location": "before_injection"}, "undecided", "soft tier: the judge's notice quotes text written before"),
-    ({"status": "valid", "detected_hard": False}, {"status": "ok", "noticed": False}, "MISSED", "both:"),
-    ({"status": "valid", "detected_hard": True}, {"status": "ok", "noticed": False}, "DETECTED_HARD", "hard:"),
-])
+@pytest.mark.parametrize(
+    "row, judgement, outcome, tier",
+    [
+        ({"status": "excluded"}, None, "not counted (outside the denominator)", "none: an exclusion"),
+        ({"status": "valid", "detected_hard": False}, None, "undecided", "soft tier: not judged yet"),
+        (
+            {"status": "valid", "detected_hard": False},
+            {"status": "judge_error", "reason": "unparseable reply", "noticed": None},
+            "undecided",
+            "soft tier: judge exclusion (unparseable reply)",
+        ),
+        (
+            {"status": "valid", "detected_hard": False},
+            {"status": "ok", "noticed": True},
+            "DETECTED_SOFT (judge only)",
+            "soft:",
+        ),
+        (
+            {"status": "valid", "detected_hard": False},
+            {"status": "ok", "noticed": True, "quote_location": "before_injection"},
+            "undecided",
+            "soft tier: the judge's notice quotes text written before",
+        ),
+        ({"status": "valid", "detected_hard": False}, {"status": "ok", "noticed": False}, "MISSED", "both:"),
+        ({"status": "valid", "detected_hard": True}, {"status": "ok", "noticed": False}, "DETECTED_HARD", "hard:"),
+    ],
+)
 def test_a_cells_outcome_is_the_one_the_funnel_counts(row, judgement, outcome, tier):
     from judges.hard.funnel import FUNNEL_COLUMNS
 

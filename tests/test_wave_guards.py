@@ -27,7 +27,15 @@ from sabot.store.db import connect
 from sabot.store.ledger import ledger_path, spend_ledger
 
 PROJECT = Path(__file__).resolve().parents[1]
-SLICE = ["demo", "--framework", "langgraph", "--config", "default", "--operator", "O1"]  # per task: a baseline and one fault run
+SLICE = [
+    "demo",
+    "--framework",
+    "langgraph",
+    "--config",
+    "default",
+    "--operator",
+    "O1",
+]  # per task: a baseline and one fault run
 CLEAN_ENV = ("SABOT_MODEL_BASE_URL", "SABOT_MODEL_API_KEY", "SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")
 
 
@@ -53,7 +61,13 @@ def _sabot(var: Path, *args, **extra) -> tuple[subprocess.Popen, Path]:
     """A command in the background, its output to files: a full pipe would stall it mid-wave."""
     logs = Path(tempfile.mkdtemp(dir=var, prefix="out-"))
     with open(logs / "out", "w") as out, open(logs / "err", "w") as err:
-        process = subprocess.Popen([str(PROJECT / ".venv/bin/sabot"), "wave", "run", *args], env=_env(var, **extra), stdout=out, stderr=err, text=True)
+        process = subprocess.Popen(
+            [str(PROJECT / ".venv/bin/sabot"), "wave", "run", *args],
+            env=_env(var, **extra),
+            stdout=out,
+            stderr=err,
+            text=True,
+        )
     return process, logs
 
 
@@ -71,28 +85,48 @@ def _at_bounds(monkeypatch, registry) -> None:
     """The stand-in reports every call at the registered per-call token bounds: large, still bounded."""
     bounds = registry.doc("standard/spend_margin.v1.json")["pilot_run_bounds"]
     prompt, completion = bounds["max_prompt_tokens_per_call"], bounds["max_completion_tokens_per_call"]
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-             "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
     monkeypatch.setattr(scripted_server, "usage_for", lambda request, reply: dict(usage))
 
 
 def test_a_pilot_budget_below_one_runs_worst_case_is_refused_before_any_call(tmp_path, provider, quick_policy):
-    code, out, err = _finish(_sabot(tmp_path, *SLICE, "--task", "T1", "--budget", "1", SABOT_MODEL_BASE_URL=provider.base_url,
-                                    SABOT_MODEL_API_KEY="sk-test", SABOT_CALL_POLICY=str(quick_policy)))
+    code, out, err = _finish(
+        _sabot(
+            tmp_path,
+            *SLICE,
+            "--task",
+            "T1",
+            "--budget",
+            "1",
+            SABOT_MODEL_BASE_URL=provider.base_url,
+            SABOT_MODEL_API_KEY="sk-test",
+            SABOT_CALL_POLICY=str(quick_policy),
+        )
+    )
     assert code == 1, err[-2000:]
     assert "a pilot run of langgraph" in err and "can cost up to $6.00 margined under the registered bounds" in err
     assert "no run is launched" in err and "Traceback" not in err
     assert provider.exchanges == [] and _attempts(tmp_path) == []
 
 
-def test_two_concurrent_commands_never_pass_the_cap_between_them(tmp_path, provider, quick_policy, registry, monkeypatch):
+def test_two_concurrent_commands_never_pass_the_cap_between_them(
+    tmp_path, provider, quick_policy, registry, monkeypatch
+):
     """Each command alone could launch both its runs under a $6.50 budget (a pilot run reserves its
     $6 worst case; settled, it costs about $0.30 margined). Sharing the store's ledger, the two stop
     where the next reservation would pass the ceiling between them."""
     import re
 
     _at_bounds(monkeypatch, registry)
-    env = dict(SABOT_MODEL_BASE_URL=provider.base_url, SABOT_MODEL_API_KEY="sk-test", SABOT_CALL_POLICY=str(quick_policy))
+    env = dict(
+        SABOT_MODEL_BASE_URL=provider.base_url, SABOT_MODEL_API_KEY="sk-test", SABOT_CALL_POLICY=str(quick_policy)
+    )
     commands = [_sabot(tmp_path, *SLICE, "--task", task, "--budget", "6.5", **env) for task in ("T1", "T2")]
     results = [_finish(c) for c in commands]
     for code, _out, err in results:
@@ -100,7 +134,9 @@ def test_two_concurrent_commands_never_pass_the_cap_between_them(tmp_path, provi
     ceilings = [float(m) for _, out, _ in results for m in re.findall(r"stops launching at \$([0-9.]+)", out)]
     assert len(ceilings) == 2 and min(ceilings) >= 6.5  # each: its budget on top of what was spent when it started
     with connect(tmp_path / "sabot.duckdb", read_only=True) as con:
-        metered = con.execute("SELECT COALESCE(SUM(cost_usd), 0) FROM model_calls WHERE endpoint LIKE 'provider%'").fetchone()[0]
+        metered = con.execute(
+            "SELECT COALESCE(SUM(cost_usd), 0) FROM model_calls WHERE endpoint LIKE 'provider%'"
+        ).fetchone()[0]
         stored_runs = con.execute("SELECT count(*) FROM attempts WHERE wave = 'demo'").fetchone()[0]
     margin = registry.doc("standard/spend_margin.v1.json")["margin"]
     assert 0 < metered * margin <= max(ceilings)
@@ -111,7 +147,9 @@ def test_two_concurrent_commands_never_pass_the_cap_between_them(tmp_path, provi
     assert reserved == 0 and settled == pytest.approx(metered)  # nothing held after both commands ended
 
 
-def test_a_replay_made_with_provider_variables_set_never_satisfies_a_live_wave(registry, tmp_path, provider, monkeypatch):
+def test_a_replay_made_with_provider_variables_set_never_satisfies_a_live_wave(
+    registry, tmp_path, provider, monkeypatch
+):
     from sabot_assets.definitions import build_definitions
     from sabot_assets.wave_jobs import Slice, run_wave
 
@@ -132,7 +170,9 @@ def test_a_replay_made_with_provider_variables_set_never_satisfies_a_live_wave(r
     assert replayed.tally.ran == 2 and provider.exchanges == []
     with connect(store_path, read_only=True) as con:
         stamps = con.execute("SELECT endpoint FROM attempts WHERE wave = 'demo' AND attempt = 2").fetchall()
-    assert len(stamps) == 2 and all(e.startswith("replay of demo/langgraph/default/T1/") and "simulation" in e for (e,) in stamps)
+    assert len(stamps) == 2 and all(
+        e.startswith("replay of demo/langgraph/default/T1/") and "simulation" in e for (e,) in stamps
+    )
 
     live = wave()
     assert live.tally.ran == 2 and live.tally.reused == 0  # every cell called at the provider
@@ -175,7 +215,9 @@ def test_the_fork_server_and_its_runs_exit_when_their_command_is_killed(tmp_path
     report = tmp_path / "pids.json"
     script = tmp_path / "command.py"
     script.write_text(CHILD)
-    command = subprocess.Popen([sys.executable, str(script), str(report)], cwd=PROJECT, env={**os.environ, "PYTHONPATH": str(PROJECT)})
+    command = subprocess.Popen(
+        [sys.executable, str(script), str(report)], cwd=PROJECT, env={**os.environ, "PYTHONPATH": str(PROJECT)}
+    )
     deadline = time.monotonic() + 120
     while not report.exists() and time.monotonic() < deadline:
         time.sleep(0.2)

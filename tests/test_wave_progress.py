@@ -8,11 +8,29 @@ import subprocess
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
-ARGS = ["wave", "run", "demo", "--framework", "langgraph", "--config", "default", "--task", "T1", "--seed", "11", "--operator", "O1"]
+ARGS = [
+    "wave",
+    "run",
+    "demo",
+    "--framework",
+    "langgraph",
+    "--config",
+    "default",
+    "--task",
+    "T1",
+    "--seed",
+    "11",
+    "--operator",
+    "O1",
+]
 
 
 def _env(tmp_path: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_MODEL_BASE_URL", "SABOT_DEBUG")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SABOT_DB", "DAGSTER_HOME", "SABOT_DAGSTER_STORAGE", "SABOT_MODEL_BASE_URL", "SABOT_DEBUG")
+    }
     return {**env, "SABOT_VAR": str(tmp_path / "var"), "COLUMNS": "250", "TERM": "xterm"}
 
 
@@ -38,7 +56,9 @@ def _on_a_terminal(args: list[str], env: dict) -> tuple[int, str]:
 
 
 def test_the_progress_line_shows_on_a_terminal_and_stays_out_of_a_pipe(tmp_path):
-    piped = subprocess.run([str(PROJECT / ".venv/bin/sabot"), *ARGS], env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    piped = subprocess.run(
+        [str(PROJECT / ".venv/bin/sabot"), *ARGS], env=_env(tmp_path), capture_output=True, text=True, timeout=600
+    )
     assert piped.returncode == 0, piped.stderr[-3000:]
     assert " done, " not in piped.stdout + piped.stderr and "\x1b[" not in piped.stdout  # runs happened, nothing drawn
 

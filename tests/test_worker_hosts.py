@@ -56,9 +56,11 @@ def test_a_job_runs_each_step_once_on_both_worker_hosts_within_the_pool(worker_h
         assert result.success, f"the run failed: see {worker_hosts.logs}"
         run_id = result.run_id
         starts = [e.dagster_event.step_key for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START)]
-        workers = {e.dagster_event.engine_event_data.metadata["Celery worker"].value.split("@")[0]
-                   for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
-                   if e.dagster_event.engine_event_data and "Celery worker" in e.dagster_event.engine_event_data.metadata}
+        workers = {
+            e.dagster_event.engine_event_data.metadata["Celery worker"].value.split("@")[0]
+            for e in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
+            if e.dagster_event.engine_event_data and "Celery worker" in e.dagster_event.engine_event_data.metadata
+        }
 
     steps = Path(worker_hosts.env["SABOT_RUN_ROOT"]) / "steps"
     executed = [r for r in (json.loads(p.read_text()) for p in steps.glob("*.json")) if r["run_id"] == run_id]
@@ -90,7 +92,9 @@ def test_the_queue_tag_is_dagster_celery_s_and_run_steps_go_where_the_store_is()
         ops = {op.name.rpartition("__")[2]: op for op in asset.node_def.iterate_op_defs()}
         assert sorted(ops) == ["execute", "prepare", "settle"]
         assert ops["execute"].tags[DAGSTER_CELERY_QUEUE_TAG] == WORKER_QUEUE and ops["execute"].pool == "llm_agent"
-        assert ops["prepare"].tags[DAGSTER_CELERY_QUEUE_TAG] == ops["settle"].tags[DAGSTER_CELERY_QUEUE_TAG] == STORE_QUEUE
+        assert (
+            ops["prepare"].tags[DAGSTER_CELERY_QUEUE_TAG] == ops["settle"].tags[DAGSTER_CELERY_QUEUE_TAG] == STORE_QUEUE
+        )
         assert ops["prepare"].pool is None and ops["settle"].pool is None  # settling never holds a run's slot
 
 
@@ -110,9 +114,18 @@ def test_a_cell_claim_is_taken_over_only_from_a_gone_process_or_an_ended_run(tmp
     probe = Probe("langgraph", "default", "t1", 1)
     with dg.instance_for_test() as instance:
         ended_run = ended.execute_in_process(instance=instance).run_id
+
         def claim(holder: str, owner: str) -> bool:
-            return runroot.claim(tmp_path, "demo", probe, "O1", holder, holder.partition(":")[0], owner=owner,
-                                 stale=lambda record: claim_over(instance, record, owner))
+            return runroot.claim(
+                tmp_path,
+                "demo",
+                probe,
+                "O1",
+                holder,
+                holder.partition(":")[0],
+                owner=owner,
+                stale=lambda record: claim_over(instance, record, owner),
+            )
 
         live = f"w1:{os.getpid()}"  # a live process (this one), on another host than the claimer's
         assert claim(live, "run-a/execute")
@@ -137,8 +150,11 @@ def _launch_backfill(instance, cells: list[str]) -> str:
     from dagster_graphql.test.utils import execute_dagster_graphql
 
     with WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(PROJECT / "workspace.yaml")])) as process:
-        result = execute_dagster_graphql(process.create_request_context(), LAUNCH_PARTITION_BACKFILL_MUTATION,
-                                         {"backfillParams": {"assetSelection": [{"path": ["demo", "fault_runs"]}], "partitionNames": cells}})
+        result = execute_dagster_graphql(
+            process.create_request_context(),
+            LAUNCH_PARTITION_BACKFILL_MUTATION,
+            {"backfillParams": {"assetSelection": [{"path": ["demo", "fault_runs"]}], "partitionNames": cells}},
+        )
     launched = result.data["launchPartitionBackfill"]
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
     return launched["backfillId"]
@@ -174,62 +190,107 @@ def _executed_on(instance, run_ids) -> set[str]:
 
 def _interval(run_root: Path, directory: Path) -> tuple[float, float]:
     attempt = runroot.read_attempt(run_root, directory)
-    return dt.datetime.fromisoformat(attempt.started_at).timestamp(), dt.datetime.fromisoformat(attempt.finished_at).timestamp()
+    return dt.datetime.fromisoformat(attempt.started_at).timestamp(), dt.datetime.fromisoformat(
+        attempt.finished_at
+    ).timestamp()
 
 
 def test_a_demo_wave_on_two_worker_hosts_runs_each_cell_once_and_resumes_after_a_host_dies(worker_hosts, registry):  # noqa: F811
     wave = registry.wave("demo")
-    cells = [Cell(op, p) for p in wave.probes() for op in ("O1", "O2", "O3", "O4")
-             if not wave.is_carved_out(Cell(op, p))][:CELLS]
+    cells = [
+        Cell(op, p) for p in wave.probes() for op in ("O1", "O2", "O3", "O4") if not wave.is_carved_out(Cell(op, p))
+    ][:CELLS]
     assert len(cells) == CELLS
     keys = [c.key for c in cells]
     run_root = Path(worker_hosts.env["SABOT_DB"]).parent / "runroot"
     logs = worker_hosts.logs
     with worker_hosts.environment(), worker_hosts.instance() as instance:
         set_pool_limit(instance, LIMIT)
-        daemon = subprocess.Popen(["bash", str(PROJECT / "deploy/hosts/coordinator.sh"), "daemon"], cwd=PROJECT,
-                                  env={**os.environ, "SABOT_COORDINATOR_ADDRESS": worker_hosts.coordinator},
-                                  stdout=open(logs / "daemon.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+        daemon = subprocess.Popen(
+            ["bash", str(PROJECT / "deploy/hosts/coordinator.sh"), "daemon"],
+            cwd=PROJECT,
+            env={**os.environ, "SABOT_COORDINATOR_ADDRESS": worker_hosts.coordinator},
+            stdout=open(logs / "daemon.log", "w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             started = time.monotonic()
             first = _launch_backfill(instance, keys)
             # Mid-wave: once the doomed host holds claims (its runs are in flight), it dies at once.
-            _wait(lambda: any(r["holder"].startswith(f"{KILLED}:") for r in _claims(run_root, cells)), f"{KILLED} claiming cells", daemon, logs, 0.2)
-            doomed = {r["owner"].partition("/")[0] for r in _claims(run_root, cells) if r["holder"].startswith(f"{KILLED}:")}
+            _wait(
+                lambda: any(r["holder"].startswith(f"{KILLED}:") for r in _claims(run_root, cells)),
+                f"{KILLED} claiming cells",
+                daemon,
+                logs,
+                0.2,
+            )
+            doomed = {
+                r["owner"].partition("/")[0] for r in _claims(run_root, cells) if r["holder"].startswith(f"{KILLED}:")
+            }
             worker_hosts.kill(KILLED)
             # The rest of the wave goes on on the other host; the dead host's run waits on its step.
             first_runs = lambda: instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": first}))  # noqa: E731
-            _wait(lambda: len(first_runs()) == CELLS // CHUNK and all(r.dagster_run.is_finished for r in first_runs()
-                                                                      if r.dagster_run.run_id not in doomed), "the surviving runs", daemon, logs)
+            _wait(
+                lambda: (
+                    len(first_runs()) == CELLS // CHUNK
+                    and all(r.dagster_run.is_finished for r in first_runs() if r.dagster_run.run_id not in doomed)
+                ),
+                "the surviving runs",
+                daemon,
+                logs,
+            )
             for run_id in doomed:  # as the UI's Terminate does; the dead host's claims are then over
                 instance.run_launcher.terminate(run_id)
             # Not waiting for the backfill's own bookkeeping (its daemon ticks every 30 s): its runs have ended.
-            _wait(lambda: all(r.dagster_run.is_finished for r in first_runs()), "the dead host's run ending", daemon, logs)
+            _wait(
+                lambda: all(r.dagster_run.is_finished for r in first_runs()), "the dead host's run ending", daemon, logs
+            )
             killed_cells = [c for c in cells if not _finished(run_root, c)]
             assert killed_cells, "the killed host had finished every cell: nothing was in flight"
 
             materialized = instance.get_materialized_partitions(dg.AssetKey(["demo", "fault_runs"]))
-            second = _launch_backfill(instance, [k for k in keys if k not in materialized])  # the resume: the UI's "failed and missing"
+            second = _launch_backfill(
+                instance, [k for k in keys if k not in materialized]
+            )  # the resume: the UI's "failed and missing"
             _wait(lambda: _backfill_done(instance, second), "the resume", daemon, logs)
             wall = time.monotonic() - started
-            assert instance.get_backfill(second).status.value == "COMPLETED_SUCCESS", f"resume {instance.get_backfill(second).status}: see {logs}"
-            runs = [r.dagster_run.run_id for b in (first, second) for r in instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": b}))]
+            assert instance.get_backfill(second).status.value == "COMPLETED_SUCCESS", (
+                f"resume {instance.get_backfill(second).status}: see {logs}"
+            )
+            runs = [
+                r.dagster_run.run_id
+                for b in (first, second)
+                for r in instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": b}))
+            ]
             executed_on = _executed_on(instance, runs)
         finally:
             os.killpg(daemon.pid, signal.SIGKILL)  # the daemon may ignore SIGTERM when started in the background
             daemon.wait()
 
     finished = {c.key: runroot.finished_attempts(run_root, "demo", c.probe, c.operator) for c in cells}
-    assert all(len(dirs) == 1 for dirs in finished.values()), {k: len(d) for k, d in finished.items()}  # run exactly once
+    assert all(len(dirs) == 1 for dirs in finished.values()), {
+        k: len(d) for k, d in finished.items()
+    }  # run exactly once
     intervals = [_interval(run_root, dirs[0]) for dirs in finished.values()]
     assert peak_in_flight(intervals) <= LIMIT  # the pool held across both hosts
-    assert {KILLED, LABELS[1], "store"} <= executed_on, executed_on  # both worker hosts executed runs; the store steps ran on the coordinator
+    assert {KILLED, LABELS[1], "store"} <= executed_on, (
+        executed_on
+    )  # both worker hosts executed runs; the store steps ran on the coordinator
     with connect(Path(worker_hosts.env["SABOT_DB"]), read_only=True) as con:
-        stored = dict(con.execute("SELECT operator || '|' || probe, count(*) FROM attempts WHERE wave = 'demo' GROUP BY 1").fetchall())
-        scored = con.execute("SELECT operator || '|' || probe, count(*) FROM runs WHERE wave = 'demo' AND status = 'present' GROUP BY 1").fetchall()
+        stored = dict(
+            con.execute(
+                "SELECT operator || '|' || probe, count(*) FROM attempts WHERE wave = 'demo' GROUP BY 1"
+            ).fetchall()
+        )
+        scored = con.execute(
+            "SELECT operator || '|' || probe, count(*) FROM runs WHERE wave = 'demo' AND status = 'present' GROUP BY 1"
+        ).fetchall()
     assert stored == {k: 1 for k in keys}  # one attempt stored per cell, none twice
     assert dict(scored) == {k: 1 for k in keys}  # one verdict per cell
-    print(f"wave on hosts: {CELLS} cells, {len(killed_cells)} resumed after the kill, wall {wall:.0f} s, load {open('/proc/loadavg').read().split()[:3]}")
+    print(
+        f"wave on hosts: {CELLS} cells, {len(killed_cells)} resumed after the kill, wall {wall:.0f} s, load {open('/proc/loadavg').read().split()[:3]}"
+    )
 
 
 def _finished(run_root: Path, cell: Cell) -> bool:

@@ -57,15 +57,21 @@ class WorkerHosts:
 
     def start(self, label: str) -> None:
         """Start that host's worker: a worker host in its namespace, or the coordinator's store writer here."""
-        env = {**os.environ, **self.env, "SABOT_HOST_LABEL": label, "SABOT_WORKER_HOME": str(self.logs / f"home-{label}")}
+        env = {
+            **os.environ,
+            **self.env,
+            "SABOT_HOST_LABEL": label,
+            "SABOT_WORKER_HOME": str(self.logs / f"home-{label}"),
+        }
         if label == STORE_WORKER:
             command = ["bash", str(HOSTS / "coordinator.sh"), "store-worker"]
             env["SABOT_COORDINATOR_ADDRESS"] = self.coordinator
         else:
             command = ["ip", "netns", "exec", _namespace(label), "bash", str(HOSTS / "worker.sh")]
         with open(self.logs / f"worker-{label}.log", "a") as log:
-            self.processes[label] = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                                     start_new_session=True)
+            self.processes[label] = subprocess.Popen(
+                command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def kill(self, label: str) -> None:
         """Everything of that host dies at once, as when a machine is lost: SIGKILL to its processes
@@ -74,7 +80,9 @@ class WorkerHosts:
         if label == STORE_WORKER:
             pids = [str(process.pid)] if process is not None else []
         else:
-            pids = subprocess.run(["ip", "netns", "pids", _namespace(label)], capture_output=True, text=True).stdout.split()
+            pids = subprocess.run(
+                ["ip", "netns", "pids", _namespace(label)], capture_output=True, text=True
+            ).stdout.split()
         for pid in pids:
             try:
                 os.killpg(int(pid), signal.SIGKILL) if label == STORE_WORKER else os.kill(int(pid), signal.SIGKILL)
@@ -105,9 +113,13 @@ class WorkerHosts:
             for label in labels:
                 process = self.processes.get(label)
                 if process is not None and process.poll() is not None:
-                    raise RuntimeError(f"worker {label} exited with {process.returncode}: see {self.logs / f'worker-{label}.log'}")
+                    raise RuntimeError(
+                        f"worker {label} exited with {process.returncode}: see {self.logs / f'worker-{label}.log'}"
+                    )
             if time.monotonic() > deadline:
-                raise RuntimeError(f"workers {sorted(set(labels) - self.ready_workers())} did not answer in {READY_DEADLINE_S} s: see {self.logs}")
+                raise RuntimeError(
+                    f"workers {sorted(set(labels) - self.ready_workers())} did not answer in {READY_DEADLINE_S} s: see {self.logs}"
+                )
             time.sleep(1)
 
 
@@ -128,15 +140,19 @@ def unavailable() -> str | None:
 
 
 def _netns(*args: str) -> str:
-    return subprocess.run(["bash", str(HOSTS / "netns.sh"), *args], check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["bash", str(HOSTS / "netns.sh"), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def _stop_services(pg_dir: Path, redis_dir: Path) -> None:
     """Stop the coordinator's Postgres and Redis of this harness (by their data and pid files) and remove them."""
     binaries = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
     if (pg_dir / "data").is_dir() and binaries:
-        subprocess.run(["su", "postgres", "-s", "/bin/sh", "-c", f"'{binaries[-1]}' -D '{pg_dir / 'data'}' -m immediate stop"],
-                       capture_output=True)
+        subprocess.run(
+            ["su", "postgres", "-s", "/bin/sh", "-c", f"'{binaries[-1]}' -D '{pg_dir / 'data'}' -m immediate stop"],
+            capture_output=True,
+        )
     pid_file = redis_dir / "redis.pid"
     if pid_file.is_file():
         try:
@@ -171,15 +187,31 @@ def hosts_layout(tmp: Path, labels=LABELS, extra_env: dict[str, str] | None = No
     hosts = None
     try:
         services = subprocess.run(
-            ["bash", str(HOSTS / "coordinator.sh"), "services"], check=True, capture_output=True, text=True,
-            env={**os.environ, "SABOT_COORDINATOR_ADDRESS": coordinator, "SABOT_WORKER_NETWORK": f"{coordinator.rsplit('.', 1)[0]}.0/24",
-                 "SABOT_PG_PORT": pg_port, "SABOT_PG_DIR": str(pg_dir), "SABOT_REDIS_PORT": redis_port,
-                 "SABOT_REDIS_DIR": str(redis_dir), "SABOT_SHARED": str(tmp / "shared")},
+            ["bash", str(HOSTS / "coordinator.sh"), "services"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={
+                **os.environ,
+                "SABOT_COORDINATOR_ADDRESS": coordinator,
+                "SABOT_WORKER_NETWORK": f"{coordinator.rsplit('.', 1)[0]}.0/24",
+                "SABOT_PG_PORT": pg_port,
+                "SABOT_PG_DIR": str(pg_dir),
+                "SABOT_REDIS_PORT": redis_port,
+                "SABOT_REDIS_DIR": str(redis_dir),
+                "SABOT_SHARED": str(tmp / "shared"),
+            },
         ).stdout
-        env = dict(line.removeprefix("export ").split("=", 1) for line in services.splitlines() if line.startswith("export "))
+        env = dict(
+            line.removeprefix("export ").split("=", 1) for line in services.splitlines() if line.startswith("export ")
+        )
         env.update(extra_env or {})
-        hosts = WorkerHosts(env=env, coordinator=coordinator, addresses={label: _netns("address", str(i + 1)) for i, label in enumerate(LABELS)},
-                            logs=tmp)
+        hosts = WorkerHosts(
+            env=env,
+            coordinator=coordinator,
+            addresses={label: _netns("address", str(i + 1)) for i, label in enumerate(LABELS)},
+            logs=tmp,
+        )
         with hosts.environment():
             hosts.instance().dispose()  # creates the instance's tables once, before several hosts race to
         for label in (*labels, STORE_WORKER):

@@ -36,21 +36,42 @@ def run_answer(doc) -> dict:
     events = doc.get("events")
     _require(isinstance(events, list), "'events' is not a list")
     for i, event in enumerate(events):
-        _require(isinstance(event, list) and len(event) == 4 and _whole(event[0]) and isinstance(event[1], str)
-                 and isinstance(event[2], str) and isinstance(event[3], dict), f"event {i} is not [clock, agent, kind, payload]")
+        _require(
+            isinstance(event, list)
+            and len(event) == 4
+            and _whole(event[0])
+            and isinstance(event[1], str)
+            and isinstance(event[2], str)
+            and isinstance(event[3], dict),
+            f"event {i} is not [clock, agent, kind, payload]",
+        )
     fault = doc.get("fault")
-    _require(isinstance(fault, dict) and set(SeamFault.STATE) <= set(fault), f"'fault' does not hold {', '.join(SeamFault.STATE)}")
+    _require(
+        isinstance(fault, dict) and set(SeamFault.STATE) <= set(fault),
+        f"'fault' does not hold {', '.join(SeamFault.STATE)}",
+    )
     for name, kind in FAULT_STATE_TYPES.items():
-        _require(isinstance(fault[name], kind) and (kind is bool or not isinstance(fault[name], bool)), f"fault {name!r} is not {kind.__name__}")
+        _require(
+            isinstance(fault[name], kind) and (kind is bool or not isinstance(fault[name], bool)),
+            f"fault {name!r} is not {kind.__name__}",
+        )
     _require(_texts(fault["evidence"]), "fault 'evidence' is not a list of text")
     for name in ("tools_seen", "tools_wrapped"):
         _require(_texts(doc.get(name)), f"{name!r} is not a list of text")
     verdict = doc.get("pass")
-    _require(isinstance(verdict, dict) and isinstance(verdict.get("passed"), bool) and isinstance(verdict.get("output"), str),
-             "'pass' is not {\"passed\": bool, \"output\": text}")
-    return {"events": [tuple(event) for event in events], "fault": {name: fault[name] for name in SeamFault.STATE},
-            "tools_seen": set(doc["tools_seen"]), "tools_wrapped": list(doc["tools_wrapped"]),
-            "pass": {"passed": verdict["passed"], "output": verdict["output"]}}
+    _require(
+        isinstance(verdict, dict)
+        and isinstance(verdict.get("passed"), bool)
+        and isinstance(verdict.get("output"), str),
+        '\'pass\' is not {"passed": bool, "output": text}',
+    )
+    return {
+        "events": [tuple(event) for event in events],
+        "fault": {name: fault[name] for name in SeamFault.STATE},
+        "tools_seen": set(doc["tools_seen"]),
+        "tools_wrapped": list(doc["tools_wrapped"]),
+        "pass": {"passed": verdict["passed"], "output": verdict["output"]},
+    }
 
 
 def built_answer(doc) -> tuple[list[str], str | None, set[str]]:

@@ -20,7 +20,15 @@ from typing import NamedTuple
 from adapters.byo.answer import built_answer
 from adapters.byo.errors import TeamCodeError
 from adapters.byo.models import requested_models
-from adapters.byo.runner import FRAMEWORKS, build, confined_result, execute, importable, pipeline_process, project_registry
+from adapters.byo.runner import (
+    FRAMEWORKS,
+    build,
+    confined_result,
+    execute,
+    importable,
+    pipeline_process,
+    project_registry,
+)
 from adapters.gateway import CallPolicy
 from adapters.byo.tools import tool_objects
 from adapters.outcome import INFRASTRUCTURE_ERRORS
@@ -84,7 +92,9 @@ def unknown_names(project: Project, pipeline, module) -> tuple[list[str], str]:
     problems = []
     for i, surface in enumerate(project.mapping["surfaces"]):
         for key, kind in SURFACE_NAMES[project.framework][surface["surface"]].items():
-            problems += near(surface[key], parts.get(kind, set()), kind, f"mapping.json surfaces[{i}] ({surface['surface']}) {key}")
+            problems += near(
+                surface[key], parts.get(kind, set()), kind, f"mapping.json surfaces[{i}] ({surface['surface']}) {key}"
+            )
     agents = set(project.doc["agents"])
     for op, spec in sorted(project.operators.items()):
         if spec["seam"] == "tool":
@@ -92,7 +102,9 @@ def unknown_names(project: Project, pipeline, module) -> tuple[list[str], str]:
         else:
             problems += near(spec["agent"], agents, "agent", f"operators.json {op}", among="one of project.json agents")
     shown = getattr(FRAMEWORKS[project.framework], "shown_parts", lambda _: {})(pipeline)
-    built = f"{type(pipeline).__name__}; " + "; ".join(f"{kind}s: {shown.get(kind) or ', '.join(sorted(names)) or 'none'}" for kind, names in sorted(parts.items()))
+    built = f"{type(pipeline).__name__}; " + "; ".join(
+        f"{kind}s: {shown.get(kind) or ', '.join(sorted(names)) or 'none'}" for kind, names in sorted(parts.items())
+    )
     return problems, built
 
 
@@ -104,8 +116,12 @@ def _agents_unseen(project: Project, baseline: RunRecord) -> tuple[list[str], li
     for agent, marker in sorted(project.doc["agents"].items()):
         if agent in seen:
             continue
-        text = f"no model request of the baseline was identified as agent {agent!r} (no system prompt contains {marker!r})"
-        (problems if agent in named else notes).append(text + (": its model-seam fault cannot land" if agent in named else ""))
+        text = (
+            f"no model request of the baseline was identified as agent {agent!r} (no system prompt contains {marker!r})"
+        )
+        (problems if agent in named else notes).append(
+            text + (": its model-seam fault cannot land" if agent in named else "")
+        )
     return problems, notes
 
 
@@ -120,7 +136,10 @@ def _built_names(project: Project, build_dir: Path) -> tuple[list[str], str, set
     the models its clients ask for."""
     with importable(project), pipeline_process(project, build_dir, UNREACHABLE):
         pipeline, module = build(project)
-        return [*unknown_names(project, pipeline, module), sorted(requested_models(pipeline))]  # as JSON: adapters.byo.answer.built_answer
+        return [
+            *unknown_names(project, pipeline, module),
+            sorted(requested_models(pipeline)),
+        ]  # as JSON: adapters.byo.answer.built_answer
 
 
 def static_check(project: Project, tmp: Path) -> Static:
@@ -130,8 +149,14 @@ def static_check(project: Project, tmp: Path) -> Static:
     o4 = {project.operators["O4"]["model"]} if "O4" in project.operators else set()
     try:
         policy = CallPolicy.load(project_registry(project))
-        problems, built, models = confined_result(project, functools.partial(_built_names, project, tmp / "build"), policy, (), tmp / "build",
-                                                  read=built_answer)
+        problems, built, models = confined_result(
+            project,
+            functools.partial(_built_names, project, tmp / "build"),
+            policy,
+            (),
+            tmp / "build",
+            read=built_answer,
+        )
         return Static(problems, built, models | o4)
     except TeamCodeError as exc:
         return Static([str(exc)], None, o4)
@@ -146,7 +171,9 @@ def check(root) -> CheckReport:
         if report.problems:
             return report
         if "responder" not in project.doc:
-            report.problems.append("project.json has no responder (test double): no baseline can be run offline to check the pass criterion")
+            report.problems.append(
+                "project.json has no responder (test double): no baseline can be run offline to check the pass criterion"
+            )
             return report
         try:
             report.baseline = execute(project, None, project.seeds[0], "check", Path(tmp) / "baseline", offline=True)

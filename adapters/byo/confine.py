@@ -60,11 +60,20 @@ class AnswerRefused(ChildDied):
 
 def scrubbed_environment(environ: dict, secrets: tuple[str, ...]) -> dict:
     """The environment without the provider's settings or any entry whose value holds a secret."""
-    return {k: v for k, v in environ.items()
-            if k not in (API_KEY_ENV, BASE_URL_ENV) and not any(s and s in v for s in secrets)}
+    return {
+        k: v
+        for k, v in environ.items()
+        if k not in (API_KEY_ENV, BASE_URL_ENV) and not any(s and s in v for s in secrets)
+    }
 
 
-def run_confined(work: Callable[[], object], wall_seconds: float, root: Path, secrets: tuple[str, ...] = (), scratch: Path | None = None):
+def run_confined(
+    work: Callable[[], object],
+    wall_seconds: float,
+    root: Path,
+    secrets: tuple[str, ...] = (),
+    scratch: Path | None = None,
+):
     """`work()` (picklable) in a confined fresh interpreter that sees `root` read-only and `scratch`
     (default: a temporary directory) read-write, with the secrets gone from its environment; its
     return value (as JSON: lists for tuples and sets), or its exception re-raised here as
@@ -114,14 +123,18 @@ def answer_of(data: bytes):
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested past the parser's depth
-        raise AnswerRefused(f"the pipeline's process handed back {len(data)} bytes that are not a JSON answer "
-                            f"({type(exc).__name__}: {str(exc)[:200]}); nothing in them was run") from None
+        raise AnswerRefused(
+            f"the pipeline's process handed back {len(data)} bytes that are not a JSON answer "
+            f"({type(exc).__name__}: {str(exc)[:200]}); nothing in them was run"
+        ) from None
     if isinstance(doc, dict) and list(doc) == ["ok"]:
         return doc["ok"]
     error = doc.get("error") if isinstance(doc, dict) and list(doc) == ["error"] else None
     if isinstance(error, list) and len(error) == 3 and all(isinstance(part, str) for part in error):
         raise ChildFailed(tuple(error))
-    raise AnswerRefused("the pipeline's process handed back JSON that is neither {\"ok\": value} nor {\"error\": [type, message, traceback]}")
+    raise AnswerRefused(
+        'the pipeline\'s process handed back JSON that is neither {"ok": value} nor {"error": [type, message, traceback]}'
+    )
 
 
 class ChildFailed(Exception):
@@ -134,14 +147,18 @@ class ChildFailed(Exception):
 
 # The fresh interpreter's first lines: the run's import path (a list of str, first in the work file),
 # then the rest is served by this module.
-BOOTSTRAP = ("import os, pickle, sys\n"
-             "source = os.fdopen(int(sys.argv[1]), 'rb')\n"
-             "sys.path[:0] = pickle.load(source)\n"
-             "from adapters.byo.confine import serve_spawned\n"
-             "serve_spawned(source, int(sys.argv[2]), int(sys.argv[3]))\n")
+BOOTSTRAP = (
+    "import os, pickle, sys\n"
+    "source = os.fdopen(int(sys.argv[1]), 'rb')\n"
+    "sys.path[:0] = pickle.load(source)\n"
+    "from adapters.byo.confine import serve_spawned\n"
+    "serve_spawned(source, int(sys.argv[2]), int(sys.argv[3]))\n"
+)
 
 
-def _spawned(work: Callable[[], object], write_end: int, stack, secrets: tuple[str, ...], root: Path, scratch: Path) -> subprocess.Popen:
+def _spawned(
+    work: Callable[[], object], write_end: int, stack, secrets: tuple[str, ...], root: Path, scratch: Path
+) -> subprocess.Popen:
     data = pickle.dumps(work)
     if any(s and s.encode() in data for s in secrets):
         raise ValueError("the work handed to the pipeline's process holds a secret it must not see")
@@ -154,7 +171,9 @@ def _spawned(work: Callable[[], object], write_end: int, stack, secrets: tuple[s
         fds = (source.fileno(), write_end, stack.fileno())
         command = confined_command([sys.executable, "-c", BOOTSTRAP, *map(str, fds)], Path(scratch), [Path(root)])
         environment = confined_environment(scrubbed_environment(dict(os.environ), secrets))
-        return subprocess.Popen(command, env=environment, stdin=subprocess.DEVNULL, close_fds=True, pass_fds=fds, start_new_session=True)
+        return subprocess.Popen(
+            command, env=environment, stdin=subprocess.DEVNULL, close_fds=True, pass_fds=fds, start_new_session=True
+        )
 
 
 def serve_spawned(source, write_end: int, stack_fd: int) -> None:
@@ -178,7 +197,9 @@ def _serve(work: Callable[[], object], write_end: int, stack_fd: int) -> None:
         try:
             data = json.dumps(payload, default=_plain).encode()
         except Exception as exc:  # a circular value, or a number JSON cannot carry
-            data = json.dumps({"error": ["EncodingError", f"the run's result could not be handed back as JSON: {exc}", ""]}).encode()
+            data = json.dumps(
+                {"error": ["EncodingError", f"the run's result could not be handed back as JSON: {exc}", ""]}
+            ).encode()
         with os.fdopen(write_end, "wb") as out:
             out.write(data)
     except BaseException:

@@ -58,7 +58,10 @@ def environment():
 def parts(crew) -> dict[str, set[str]]:
     """What a mapping and the operators may name in a built crew: its tasks (by name, position or
     description prefix: adapters/byo/crewai_tasks.py) and agents (by role)."""
-    return {"task": {a for names in task_addresses(crew).values() for a in names}, "agent": {a.role for a in getattr(crew, "agents", None) or ()}}
+    return {
+        "task": {a for names in task_addresses(crew).values() for a in names},
+        "agent": {a.role for a in getattr(crew, "agents", None) or ()},
+    }
 
 
 def shown_parts(crew) -> dict[str, str]:
@@ -153,14 +156,20 @@ class _CrewRun:
         will_retry = task is not None and event.retry_count < task.guardrail_max_retries
         for kind in ("guardrail", "guardrail_retry") if will_retry else ("guardrail",):
             for i, s in self.acts.of(kind):
-                if s["task"] in addressed and s.get("guardrail_type", event.guardrail_type) == event.guardrail_type and matches(s, error):
+                if (
+                    s["task"] in addressed
+                    and s.get("guardrail_type", event.guardrail_type) == event.guardrail_type
+                    and matches(s, error)
+                ):
                     self.acts.act(i, s, event.error)
 
     def raise_if_a_call_failed(self) -> None:
         from adapters.crewai_pipeline import ModelCallFailed
 
         if self.failed_calls:
-            raise ModelCallFailed(f"{len(self.failed_calls)} model call(s) failed inside the crew: {self.failed_calls[0]}")
+            raise ModelCallFailed(
+                f"{len(self.failed_calls)} model call(s) failed inside the crew: {self.failed_calls[0]}"
+            )
 
 
 @contextlib.contextmanager
@@ -213,4 +222,8 @@ def run(crew, inputs: dict, acts: Acts, where) -> dict:
     state.raise_if_a_call_failed()
     if failure is not None and not state.exhausted.match(str(failure)):
         raise failure
-    return {"tasks": state.outputs, "raw": None if result is None else result.raw, "failed": None if failure is None else str(failure)}
+    return {
+        "tasks": state.outputs,
+        "raw": None if result is None else result.raw,
+        "failed": None if failure is None else str(failure),
+    }

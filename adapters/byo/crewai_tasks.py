@@ -13,7 +13,7 @@ def description_prefix(task) -> str:
     text = " ".join((getattr(task, "_original_description", None) or task.description or "").split())
     if len(text) <= PREFIX_CHARACTERS:
         return text
-    cut = text[:PREFIX_CHARACTERS + 1].rsplit(" ", 1)[0]
+    cut = text[: PREFIX_CHARACTERS + 1].rsplit(" ", 1)[0]
     return cut or text[:PREFIX_CHARACTERS]
 
 
@@ -21,13 +21,17 @@ def _addressed(crew) -> list[tuple[str, str | None, str, str | None]]:
     """(task id, name, position, description prefix) per task; a prefix two tasks share is None."""
     tasks = list(getattr(crew, "tasks", None) or ())
     prefixes = [description_prefix(t) for t in tasks]
-    return [(str(t.id), t.name or None, f"#{i}", p if p and prefixes.count(p) == 1 else None)
-            for i, (t, p) in enumerate(zip(tasks, prefixes), 1)]
+    return [
+        (str(t.id), t.name or None, f"#{i}", p if p and prefixes.count(p) == 1 else None)
+        for i, (t, p) in enumerate(zip(tasks, prefixes), 1)
+    ]
 
 
 def addresses(crew) -> dict[str, tuple[str, ...]]:
     """Task id -> every address of that task: its name, its position, its description prefix."""
-    return {task_id: tuple(a for a in (name, position, prefix) if a) for task_id, name, position, prefix in _addressed(crew)}
+    return {
+        task_id: tuple(a for a in (name, position, prefix) if a) for task_id, name, position, prefix in _addressed(crew)
+    }
 
 
 def shown(crew) -> str:

@@ -31,10 +31,12 @@ from sabot.projects import Project, ProjectError
 LINE_LIMIT = 8000  # characters of one report line read; a double's error is cut there
 BACKLOG = 64
 
-BOOTSTRAP = ("import json, sys\n"
-             "sys.path[:0] = json.loads(sys.argv[1])\n"
-             "from adapters.byo.double import serve_double\n"
-             "serve_double(*sys.argv[2:5], *map(int, sys.argv[5:8]))\n")
+BOOTSTRAP = (
+    "import json, sys\n"
+    "sys.path[:0] = json.loads(sys.argv[1])\n"
+    "from adapters.byo.double import serve_double\n"
+    "serve_double(*sys.argv[2:5], *map(int, sys.argv[5:8]))\n"
+)
 
 
 def as_reply(answer) -> Reply:
@@ -42,8 +44,10 @@ def as_reply(answer) -> Reply:
     if isinstance(answer, str):
         return Reply(content=answer)
     if isinstance(answer, dict):
-        calls = tuple(ToolCall(c["name"], c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]))
-                      for c in answer.get("tool_calls", ()))
+        calls = tuple(
+            ToolCall(c["name"], c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]))
+            for c in answer.get("tool_calls", ())
+        )
         return Reply(content=answer.get("content"), tool_calls=calls, model=answer.get("model"))
     raise TypeError(f"a test double answers with text or a dict, not {type(answer).__name__}")
 
@@ -70,14 +74,33 @@ class ConfinedDouble:
         read_end, write_end = os.pipe()
         self._scratch = Path(tempfile.mkdtemp(prefix="sabot-double-"))
         fds = (listener.fileno(), write_end)
-        argv = [sys.executable, "-c", BOOTSTRAP, json.dumps(sys.path), str(self.project.root), self.project.name, self.target,
-                str(self.seed), *map(str, fds)]
+        argv = [
+            sys.executable,
+            "-c",
+            BOOTSTRAP,
+            json.dumps(sys.path),
+            str(self.project.root),
+            self.project.name,
+            self.target,
+            str(self.seed),
+            *map(str, fds),
+        ]
         try:
             command = confined_command(argv, self._scratch, [self.project.root])
             provider_key = os.environ.get(API_KEY_ENV, "")  # set even offline (a check): no variable holding it goes in
-            environment = {**confined_environment(scrubbed_environment(dict(os.environ), (provider_key,))), "HOME": str(self._scratch)}
-            self.child = subprocess.Popen(command, env=environment, stdin=subprocess.DEVNULL, close_fds=True, pass_fds=fds,
-                                          start_new_session=True, cwd=self._scratch)
+            environment = {
+                **confined_environment(scrubbed_environment(dict(os.environ), (provider_key,))),
+                "HOME": str(self._scratch),
+            }
+            self.child = subprocess.Popen(
+                command,
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                close_fds=True,
+                pass_fds=fds,
+                start_new_session=True,
+                cwd=self._scratch,
+            )
         except ConfinementUnavailable as exc:  # never run unconfined: the run is refused, naming the missing tool
             os.close(read_end)
             self.stop()
@@ -93,7 +116,9 @@ class ConfinedDouble:
         self._reader.start()
         if not self._ready.wait(self.startup_seconds) or self.error:
             self.stop()
-            raise TeamCodeError(self.error or f"test double {self.target} did not start serving within {self.startup_seconds:g} s")
+            raise TeamCodeError(
+                self.error or f"test double {self.target} did not start serving within {self.startup_seconds:g} s"
+            )
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -111,7 +136,9 @@ class ConfinedDouble:
                 if isinstance(said, dict) and (said.get("ready") is True or "error" in said):
                     self._ready.set()
         if self.error is None and not self._ready.is_set():
-            self.error = f"test double {self.target}: its process ended before it served (killed, or it exited on its own)"
+            self.error = (
+                f"test double {self.target}: its process ended before it served (killed, or it exited on its own)"
+            )
         self._ready.set()
 
     def raise_if_failed(self) -> None:

@@ -6,7 +6,12 @@ its node functions), never a module or a class: the team's code is not edited or
 import gc
 import types
 
-CLIENT_PACKAGES = ("langchain_openai", "crewai", "autogen_ext", "agent_framework")  # a prefix: agent_framework_openai too
+CLIENT_PACKAGES = (
+    "langchain_openai",
+    "crewai",
+    "autogen_ext",
+    "agent_framework",
+)  # a prefix: agent_framework_openai too
 WALK_LIMIT = 200_000  # objects; a built pipeline references a few thousand
 
 
@@ -16,7 +21,11 @@ def _model_of(obj) -> str | None:
         if isinstance(value, str) and value:
             return value
     create_args = getattr(obj, "_create_args", None)  # AutoGen's OpenAIChatCompletionClient
-    return create_args.get("model") if isinstance(create_args, dict) and isinstance(create_args.get("model"), str) else None
+    return (
+        create_args.get("model")
+        if isinstance(create_args, dict) and isinstance(create_args.get("model"), str)
+        else None
+    )
 
 
 def requested_models(pipeline) -> set[str]:

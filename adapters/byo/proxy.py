@@ -42,7 +42,9 @@ class FaultLayer:
         self.agents_seen: set[str] = set()
 
     def agent_of(self, body: dict) -> str:
-        system = "\n".join(_text(m.get("content")) for m in body.get("messages") or [] if m.get("role") in ("system", "developer"))
+        system = "\n".join(
+            _text(m.get("content")) for m in body.get("messages") or [] if m.get("role") in ("system", "developer")
+        )
         for name, marker in self.agents.items():
             if marker and marker in system:
                 return name
@@ -79,7 +81,11 @@ def _served(reply) -> tuple[str | None, str]:
         return reply.get("model"), text
     if isinstance(reply, list):
         model = next((c.get("model") for c in reply if isinstance(c, dict) and c.get("model")), None)
-        text = "".join(((c.get("choices") or [{}])[0].get("delta") or {}).get("content") or "" for c in reply if isinstance(c, dict) and c.get("choices"))
+        text = "".join(
+            ((c.get("choices") or [{}])[0].get("delta") or {}).get("content") or ""
+            for c in reply
+            if isinstance(c, dict) and c.get("choices")
+        )
         return model, text
     return None, ""
 
@@ -112,7 +118,13 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
-            return self._send(400, "application/json", json.dumps({"error": {"message": "request body is not JSON", "type": "invalid_request_error"}}).encode())
+            return self._send(
+                400,
+                "application/json",
+                json.dumps(
+                    {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}}
+                ).encode(),
+            )
         self._forward(body if isinstance(body, dict) else None)
 
     def _forward(self, body):
@@ -122,9 +134,15 @@ class _Handler(BaseHTTPRequestHandler):
         chat = self.command == "POST" and route.rstrip("/") == "/chat/completions" and body is not None
         agent, sent = proxy.layer.before(body) if chat else (UNATTRIBUTED, body)
         url = proxy.upstream.rstrip("/") + route
-        headers = {"Authorization": f"Bearer {proxy.upstream_key}", "Content-Type": "application/json", AGENT_HEADER: agent}
+        headers = {
+            "Authorization": f"Bearer {proxy.upstream_key}",
+            "Content-Type": "application/json",
+            AGENT_HEADER: agent,
+        }
         try:
-            response = proxy.client.request(self.command, url, json=sent if self.command == "POST" else None, headers=headers)
+            response = proxy.client.request(
+                self.command, url, json=sent if self.command == "POST" else None, headers=headers
+            )
         except httpx.HTTPError as exc:
             message = f"the model gateway at {proxy.upstream} did not answer: {type(exc).__name__}: {exc}"
             payload = json.dumps({"error": {"message": message, "type": "server_error"}}).encode()
@@ -160,7 +178,15 @@ class FaultProxy:
     """`with FaultProxy(gateway_url, gateway_key, layer) as proxy:` serves `proxy.base_url` on 127.0.0.1.
     `timeout` must outlast the gateway's whole budget for one call (`CallPolicy.client_timeout`)."""
 
-    def __init__(self, upstream: str, upstream_key: str, layer: FaultLayer, host: str = "127.0.0.1", port: int = 0, timeout: float = 120.0):
+    def __init__(
+        self,
+        upstream: str,
+        upstream_key: str,
+        layer: FaultLayer,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        timeout: float = 120.0,
+    ):
         self.upstream, self.upstream_key, self.layer = upstream, upstream_key, layer
         self.host, self.port = host, port
         self.client = httpx.Client(timeout=timeout, trust_env=False)  # the gateway is on loopback: never via a proxy
@@ -169,7 +195,12 @@ class FaultProxy:
     def __enter__(self) -> "FaultProxy":
         self._httpd = _Server(self)
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name=f"fault-proxy:{self.port}")
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+            name=f"fault-proxy:{self.port}",
+        )
         self._thread.start()
         return self
 

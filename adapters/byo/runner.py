@@ -47,7 +47,15 @@ from adapters.byo.seams import SeamFault
 from adapters.byo.surfaces import Acts
 from adapters.byo.tools import WrappedTools
 from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV, provider_from_env
-from adapters.gateway import GATEWAY_KEY, CallPolicy, CellFailed, EndpointStopped, ModelGateway, ProviderTaxonomy, Upstream
+from adapters.gateway import (
+    GATEWAY_KEY,
+    CallPolicy,
+    CellFailed,
+    EndpointStopped,
+    ModelGateway,
+    ProviderTaxonomy,
+    Upstream,
+)
 from adapters.gateway.policy import POLICY_DOC
 from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome
 from sabot.budget import Margin
@@ -58,7 +66,12 @@ from sabot.projects import Project, ProjectError
 from sabot.recorder import Recorder
 from sabot.trace import EventKind, RunRecord
 
-FRAMEWORKS = {"langgraph": langgraph_run, "crewai": crewai_run, "autogen": autogen_run, "agent_framework": agent_framework_run}  # each: run(), parts()
+FRAMEWORKS = {
+    "langgraph": langgraph_run,
+    "crewai": crewai_run,
+    "autogen": autogen_run,
+    "agent_framework": agent_framework_run,
+}  # each: run(), parts()
 PROXY_KEY = "sk-sabot-fault-proxy"  # what the pipeline holds; a provider key never leaves the gateway
 DOUBLE_KEY = "sk-test-double"
 SIMULATION = "simulation (the project's own test double on 127.0.0.1)"
@@ -130,13 +143,22 @@ def apply_pass_criterion(project: Project, output, run_dir: Path) -> PassResult:
         return _apply_function(project, check, output, run_dir)
     argv = check["command"]
     try:
-        done = subprocess.run(argv, cwd=run_dir, input=json.dumps(output, default=str), text=True, capture_output=True, timeout=PASS_TIMEOUT)
+        done = subprocess.run(
+            argv,
+            cwd=run_dir,
+            input=json.dumps(output, default=str),
+            text=True,
+            capture_output=True,
+            timeout=PASS_TIMEOUT,
+        )
     except subprocess.TimeoutExpired:
         raise TeamCodeError(f"pass criterion command {argv} ran past {PASS_TIMEOUT} s") from None
     except OSError as exc:
         raise TeamCodeError(f"pass criterion command {argv} could not start: {exc}") from None
     said = "\n".join(x.strip() for x in (done.stdout, done.stderr) if x.strip())
-    return PassResult(done.returncode == 0, f"exit status {done.returncode}" + (f": {said[-SHOWN_OUTPUT:]}" if said else ""))
+    return PassResult(
+        done.returncode == 0, f"exit status {done.returncode}" + (f": {said[-SHOWN_OUTPUT:]}" if said else "")
+    )
 
 
 def _apply_function(project: Project, check: str, output, run_dir: Path) -> PassResult:
@@ -193,7 +215,13 @@ class StampedRecorder(Recorder):
 def merged(*logs: list[tuple[int, str, str, dict]]) -> Recorder:
     """One recorder holding every log's events in clock order (ties: the earlier log first)."""
     out = Recorder()
-    ordered = sorted(((t, i, j, agent, kind, payload) for i, log in enumerate(logs) for j, (t, agent, kind, payload) in enumerate(log)))
+    ordered = sorted(
+        (
+            (t, i, j, agent, kind, payload)
+            for i, log in enumerate(logs)
+            for j, (t, agent, kind, payload) in enumerate(log)
+        )
+    )
     for *_, agent, kind, payload in ordered:
         out.record(agent, kind, **payload)
     return out
@@ -206,7 +234,9 @@ def project_registry(project: Project):
     return ProjectRegistry(project)
 
 
-def _in_pipeline_process(project: Project, operator: str | None, spec: dict | None, seed: int, run_dir: Path, base_url: str) -> dict:
+def _in_pipeline_process(
+    project: Project, operator: str | None, spec: dict | None, seed: int, run_dir: Path, base_url: str
+) -> dict:
     """Everything the team's code does in one run, in the pipeline's own process (adapters.byo.confine):
     build the factory, wrap the tools, run the pipeline against `base_url`, apply the pass criterion."""
     recorder, where = StampedRecorder(), _Where()
@@ -218,16 +248,27 @@ def _in_pipeline_process(project: Project, operator: str | None, spec: dict | No
         tools = WrappedTools(pipeline, module, fault, lambda: where.node)
         stack.callback(tools.restore)
         try:
-            output = FRAMEWORKS[project.framework].run(pipeline, project.doc["task"]["inputs"], Acts(project.mapping["surfaces"], recorder), where)
+            output = FRAMEWORKS[project.framework].run(
+                pipeline, project.doc["task"]["inputs"], Acts(project.mapping["surfaces"], recorder), where
+            )
         except INFRASTRUCTURE_ERRORS as exc:  # the endpoint's failure: the gateway in the parent knows its cause
             return {"infrastructure": f"{type(exc).__name__}: {exc}"}
         except Exception as exc:  # the team's pipeline crashed: a failed run, not an act (no mapping names it)
-            recorder.record(where.node, EventKind.PIPELINE_ERROR, error=str(team_code_error("the pipeline", exc, project.root))[:2000])
+            recorder.record(
+                where.node,
+                EventKind.PIPELINE_ERROR,
+                error=str(team_code_error("the pipeline", exc, project.root))[:2000],
+            )
             output = {"error": f"{type(exc).__name__}: {exc}"}
         result = apply_pass_criterion(project, output, run_dir)
     # Handed back as JSON (adapters.byo.confine), read back by adapters.byo.answer.run_answer.
-    return {"events": recorder.stamped(), "fault": fault.state(), "tools_seen": sorted(tools.seen), "tools_wrapped": sorted(tools.names),
-            "pass": {"passed": bool(result.passed), "output": result.output}}
+    return {
+        "events": recorder.stamped(),
+        "fault": fault.state(),
+        "tools_seen": sorted(tools.seen),
+        "tools_wrapped": sorted(tools.names),
+        "pass": {"passed": bool(result.passed), "output": result.output},
+    }
 
 
 def _source_of(project: Project, target: str) -> str:
@@ -236,7 +277,9 @@ def _source_of(project: Project, target: str) -> str:
     return found.relative_to(project.root).as_posix() if found else target
 
 
-def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[str, ...], run_dir: Path, read=run_answer):
+def confined_result(
+    project: Project, work, policy: CallPolicy, secrets: tuple[str, ...], run_dir: Path, read=run_answer
+):
     """The pipeline process's result, checked by `read` (adapters.byo.answer); its failures, a
     malformed answer included, as the errors the runner classifies."""
     wall = policy.run_wall_limit_seconds
@@ -244,12 +287,16 @@ def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[s
         return read(run_confined(work, wall, project.root, secrets, scratch=run_dir))
     except WallLimitExceeded as exc:
         where = f"; it was at {exc.where}" if exc.where else ""
-        raise TeamCodeError(f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}) ran past the run's "
-                            f"wall limit of {wall:g} s (run_wall_limit_seconds, {POLICY_DOC}) and was stopped{where}") from None
+        raise TeamCodeError(
+            f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}) ran past the run's "
+            f"wall limit of {wall:g} s (run_wall_limit_seconds, {POLICY_DOC}) and was stopped{where}"
+        ) from None
     except ConfinementUnavailable as exc:  # never run unconfined: the run is refused, naming the missing tool
         raise ProjectError(str(exc)) from None
     except ChildDied as exc:
-        raise TeamCodeError(f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}): {exc}") from None
+        raise TeamCodeError(
+            f"the pipeline {project.doc['pipeline']} ({_source_of(project, project.doc['pipeline'])}): {exc}"
+        ) from None
     except ChildFailed as exc:
         if exc.kind == "TeamCodeError":
             raise TeamCodeError(exc.message) from None
@@ -258,8 +305,20 @@ def confined_result(project: Project, work, policy: CallPolicy, secrets: tuple[s
         raise RuntimeError(f"the harness failed in the pipeline's process: {exc}\n{exc.trace}") from None
 
 
-def execute(project: Project, operator: str | None, seed: int, run_id: str, run_dir: Path, offline: bool = False,
-            registry=None, replay=None, call_policy: CallPolicy | None = None, spent: list | None = None, bound=None, journal=None):
+def execute(
+    project: Project,
+    operator: str | None,
+    seed: int,
+    run_id: str,
+    run_dir: Path,
+    offline: bool = False,
+    registry=None,
+    replay=None,
+    call_policy: CallPolicy | None = None,
+    spent: list | None = None,
+    bound=None,
+    journal=None,
+):
     """The record of one run (`offline`: on the test double even when a provider is set; `replay`: a
     Recording answering every model call, nothing sent). Its model calls go pipeline -> fault layer ->
     model gateway -> upstream, as a built-in run's do; every exchange the gateway made is appended to
@@ -269,7 +328,9 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
     policy = call_policy or CallPolicy.load(registry)
     spec = project.operators.get(operator) if operator else None
     recorder = StampedRecorder()
-    fault = SeamFault(operator, spec, recorder, serves_target=lambda served: served_as(registry, "o4_downgrade_model", served))
+    fault = SeamFault(
+        operator, spec, recorder, serves_target=lambda served: served_as(registry, "o4_downgrade_model", served)
+    )
     layer = FaultLayer(project.doc["agents"], fault, recorder)
     provider = None if offline or replay is not None else provider_from_env("", "")
     double = None
@@ -277,15 +338,35 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
         if replay is not None:
             upstream, label = None, replay.endpoint_label
         elif provider is not None:
-            upstream, label = Upstream(provider.base_url, provider.api_key, provider.label, scripted=False, local_model=provider.local_model), provider.label
+            upstream, label = (
+                Upstream(
+                    provider.base_url,
+                    provider.api_key,
+                    provider.label,
+                    scripted=False,
+                    local_model=provider.local_model,
+                ),
+                provider.label,
+            )
         elif "responder" in project.doc:
             double = stack.enter_context(ConfinedDouble(project, seed, policy.run_wall_limit_seconds))
             upstream, label = Upstream(double.base_url, DOUBLE_KEY, SIMULATION, scripted=True), SIMULATION
         else:
-            raise ProjectError(f"{project.name}: no test double (project.json: responder) and no provider "
-                               f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls")
-        gateway = stack.enter_context(ModelGateway(upstream, policy, run_id, replay.exchanges if replay is not None else None,
-                                                   taxonomy=ProviderTaxonomy.load(registry), bound=bound, journal=journal))
+            raise ProjectError(
+                f"{project.name}: no test double (project.json: responder) and no provider "
+                f"(SABOT_MODEL_BASE_URL and SABOT_MODEL_API_KEY): nothing to answer the pipeline's model calls"
+            )
+        gateway = stack.enter_context(
+            ModelGateway(
+                upstream,
+                policy,
+                run_id,
+                replay.exchanges if replay is not None else None,
+                taxonomy=ProviderTaxonomy.load(registry),
+                bound=bound,
+                journal=journal,
+            )
+        )
         if spent is not None:
             stack.callback(lambda: spent.extend(gateway.exchanges))
         proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
@@ -303,23 +384,50 @@ def execute(project: Project, operator: str | None, seed: int, run_id: str, run_
             gateway.raise_for_unused()  # a recorded call the replay never made: it did not go as recorded
         if "infrastructure" in child:
             raise ConnectionError(f"the pipeline's model client failed: {child['infrastructure']}")
-        exchanges = [{**x, "agent": (x.get("headers") or {}).get(AGENT_HEADER.lower(), UNATTRIBUTED)} for x in gateway.exchanges]
+        exchanges = [
+            {**x, "agent": (x.get("headers") or {}).get(AGENT_HEADER.lower(), UNATTRIBUTED)} for x in gateway.exchanges
+        ]
     if fault.seam == "tool":  # the tool seam is in the pipeline's process: what it did comes back as data
         fault.adopt(child["fault"])
     result = PassResult(**child["pass"])
     events = merged(recorder.stamped(), child["events"])
     events.record("emit", "verdict", task_passed=result.passed)
-    injection = {**fault.summary(), "why_not": fault.why_not(child["tools_seen"], layer.agents_seen),
-                 "tools_wrapped": child["tools_wrapped"], "agents_seen": sorted(layer.agents_seen)}
+    injection = {
+        **fault.summary(),
+        "why_not": fault.why_not(child["tools_seen"], layer.agents_seen),
+        "tools_wrapped": child["tools_wrapped"],
+        "agents_seen": sorted(layer.agents_seen),
+    }
     return events.record_of(
-        run_id=run_id, framework=project.framework, config=project.config, task=project.task_id, operator=operator, seed=seed,
-        injection_verified=bool(operator) and fault.landed, task_passed=result.passed, error=None,
-        extra={"endpoint": label, "exchanges": exchanges, "protocol": 1, "project": project.name, "injection": injection,
-               "pass_criterion": {"passed": result.passed, "output": result.output}},
+        run_id=run_id,
+        framework=project.framework,
+        config=project.config,
+        task=project.task_id,
+        operator=operator,
+        seed=seed,
+        injection_verified=bool(operator) and fault.landed,
+        task_passed=result.passed,
+        error=None,
+        extra={
+            "endpoint": label,
+            "exchanges": exchanges,
+            "protocol": 1,
+            "project": project.name,
+            "injection": injection,
+            "pass_criterion": {"passed": result.passed, "output": result.output},
+        },
     )
 
 
-def run_project(spec, project: Project, work_root: Path, registry=None, replay=None, call_policy: CallPolicy | None = None, journal=None):
+def run_project(
+    spec,
+    project: Project,
+    work_root: Path,
+    registry=None,
+    replay=None,
+    call_policy: CallPolicy | None = None,
+    journal=None,
+):
     """A run, retried once on an infrastructure failure, then recorded as RUN_ERROR (never raised).
     A failure of the team's code or folder, or a call the endpoint refused, is recorded as RUN_ERROR
     at once, naming it. Every attempt's calls are priced into the record's usage, as a built-in run's."""
@@ -336,8 +444,19 @@ def run_project(spec, project: Project, work_root: Path, registry=None, replay=N
         if journal is not None:
             journal.attempt = attempt
         try:
-            record = execute(project, spec.operator, spec.seed, spec.run_id, run_dir, registry=registry, replay=replay,
-                             call_policy=call_policy, spent=spent, bound=bound, journal=journal)
+            record = execute(
+                project,
+                spec.operator,
+                spec.seed,
+                spec.run_id,
+                run_dir,
+                registry=registry,
+                replay=replay,
+                call_policy=call_policy,
+                spent=spent,
+                bound=bound,
+                journal=journal,
+            )
             record.extra["usage"] = usage_of_calls(calls + call_rows(spent, prices, attempt), prices)
             return RunOutcome(record, [])
         except INFRASTRUCTURE_ERRORS as exc:
@@ -346,10 +465,25 @@ def run_project(spec, project: Project, work_root: Path, registry=None, replay=N
             calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too
         except EndpointStopped as exc:  # never retried, never RUN_ERROR: the cell stays missing
             calls += call_rows(spent, prices, attempt)
-            extra = {"exchanges": exc.exchanges, "usage": usage_of_calls(calls, prices),
-                     "endpoint": replay.endpoint_label if replay is not None else _endpoint_label()}
-            record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False,
-                               f"stopped: {exc.failure.message}", extra=extra)
+            extra = {
+                "exchanges": exc.exchanges,
+                "usage": usage_of_calls(calls, prices),
+                "endpoint": replay.endpoint_label if replay is not None else _endpoint_label(),
+            }
+            record = RunRecord(
+                spec.run_id,
+                spec.framework,
+                spec.config,
+                spec.task,
+                spec.operator,
+                spec.seed,
+                (),
+                None,
+                False,
+                False,
+                f"stopped: {exc.failure.message}",
+                extra=extra,
+            )
             return RunOutcome(record, [], exc.failure.as_dict())
         except CellFailed as exc:  # the same request would be refused again: no retry-once
             error, failed_exchanges = f"attempt {attempt}: {exc.failure.message}", exc.exchanges
@@ -362,7 +496,20 @@ def run_project(spec, project: Project, work_root: Path, registry=None, replay=N
     extra = {"exchanges": failed_exchanges} if failed_exchanges else {}
     extra["endpoint"] = replay.endpoint_label if replay is not None else _endpoint_label()
     extra["usage"] = usage_of_calls(calls, prices)
-    record = RunRecord(spec.run_id, spec.framework, spec.config, spec.task, spec.operator, spec.seed, (), None, False, False, error, extra=extra)
+    record = RunRecord(
+        spec.run_id,
+        spec.framework,
+        spec.config,
+        spec.task,
+        spec.operator,
+        spec.seed,
+        (),
+        None,
+        False,
+        False,
+        error,
+        extra=extra,
+    )
     return RunOutcome(record, [])
 
 

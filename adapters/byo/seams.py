@@ -34,8 +34,13 @@ class SeamFault:
     """`serves_target(served_id)`: whether an id the endpoint reported is the O4 target's model,
     by family (the pin or a dated snapshot of it, `sabot.model_ids`); exact when not given."""
 
-    def __init__(self, operator: str | None, spec: dict | None, recorder: Recorder,
-                 serves_target: Callable[[str | None], bool] | None = None):
+    def __init__(
+        self,
+        operator: str | None,
+        spec: dict | None,
+        recorder: Recorder,
+        serves_target: Callable[[str | None], bool] | None = None,
+    ):
         self.operator, self.spec, self.recorder = operator, spec or {}, recorder
         self.serves_target = serves_target or exactly(self.spec.get("model"))
         self.seam = self.spec.get("seam")
@@ -67,7 +72,13 @@ class SeamFault:
 
     def summary(self) -> dict:
         """The fault's part of the cell's evidence: its seam, how long it acts, what it did."""
-        return {"seam": self.seam, "duration": self.duration, "acted": self.acted, "landed": self.landed, "evidence": list(self.evidence)}
+        return {
+            "seam": self.seam,
+            "duration": self.duration,
+            "acted": self.acted,
+            "landed": self.landed,
+            "evidence": list(self.evidence),
+        }
 
     # -- the tool seam -------------------------------------------------------------------------
 
@@ -82,7 +93,15 @@ class SeamFault:
             self.attempts += 1
             reply = self.spec["claim"]
             self._acted(f"{name} was not run; its caller received the claim {reply!r}")
-            self.recorder.record(agent, EventKind.TOOL_CALL, tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=reply)
+            self.recorder.record(
+                agent,
+                EventKind.TOOL_CALL,
+                tool=name,
+                injected=True,
+                operator=self.operator,
+                args=_jsonable(args),
+                output=reply,
+            )
             return reply
         result = run()
         text = result if isinstance(result, str) else None
@@ -91,9 +110,19 @@ class SeamFault:
             perturbed = self._perturb_text(text)
             if perturbed is not None:
                 self._acted(f"{name} returned the perturbed result to its caller")
-                self.recorder.record(agent, EventKind.TOOL_CALL, tool=name, injected=True, operator=self.operator, args=_jsonable(args), output=perturbed)
+                self.recorder.record(
+                    agent,
+                    EventKind.TOOL_CALL,
+                    tool=name,
+                    injected=True,
+                    operator=self.operator,
+                    args=_jsonable(args),
+                    output=perturbed,
+                )
                 return perturbed
-        self.recorder.record(agent, EventKind.TOOL_CALL, tool=name, injected=False, args=_jsonable(args), output=_jsonable(result))
+        self.recorder.record(
+            agent, EventKind.TOOL_CALL, tool=name, injected=False, args=_jsonable(args), output=_jsonable(result)
+        )
         return result
 
     def _perturb_text(self, text: str) -> str | None:
@@ -116,11 +145,20 @@ class SeamFault:
             if not self._may_act():
                 return body
             self.attempts += 1
-            altered, changed = _replace_in_messages(body, self.spec["find"], self.spec["replace"], everywhere=self.duration == "persists")
+            altered, changed = _replace_in_messages(
+                body, self.spec["find"], self.spec["replace"], everywhere=self.duration == "persists"
+            )
             if changed:
                 self._acted(f"a request of {agent} was forwarded with {self.spec['find']!r} replaced")
-                self.recorder.record(agent, EventKind.TOOL_CALL, tool="model_endpoint", injected=True, operator=self.operator,
-                                     field="request", output=self.spec["replace"])
+                self.recorder.record(
+                    agent,
+                    EventKind.TOOL_CALL,
+                    tool="model_endpoint",
+                    injected=True,
+                    operator=self.operator,
+                    field="request",
+                    output=self.spec["replace"],
+                )
                 return altered
             return body
 
@@ -131,8 +169,15 @@ class SeamFault:
                 if self.serves_target(served_model) and not self.served_target:
                     self.served_target = self.landed = True
                     self.evidence.append(f"{agent}'s call was served by {served_model}")
-                    self.recorder.record(agent, EventKind.TOOL_CALL, tool="model_endpoint", injected=True, operator=self.operator,
-                                         field="model", output=served_model)
+                    self.recorder.record(
+                        agent,
+                        EventKind.TOOL_CALL,
+                        tool="model_endpoint",
+                        injected=True,
+                        operator=self.operator,
+                        field="model",
+                        output=served_model,
+                    )
 
     # -- the verdict on landing ---------------------------------------------------------------
 
@@ -142,7 +187,9 @@ class SeamFault:
         spec = self.spec
         if self.seam == "tool":
             if spec["tool"] not in tools_seen:
-                return f"tool {spec['tool']!r} was never called through its tool object (not found, or called around it)"
+                return (
+                    f"tool {spec['tool']!r} was never called through its tool object (not found, or called around it)"
+                )
             return f"tool {spec['tool']!r} was called but its result never contained {spec.get('find')!r}"
         if spec["agent"] not in agents_seen:
             return f"no model request was identified as agent {spec['agent']!r} (check project.json agents)"
@@ -166,7 +213,12 @@ def _replace_in_messages(body: dict, find: str, replace: str, everywhere: bool) 
     (`everywhere`, a persisting fault) every occurrence in every message, so that history a
     framework re-sends reaches the model altered too."""
     altered = copy.deepcopy(body)
-    hits = [(holder, key) for message in reversed(altered.get("messages") or []) for holder, key in _texts(message) if find in holder[key]]
+    hits = [
+        (holder, key)
+        for message in reversed(altered.get("messages") or [])
+        for holder, key in _texts(message)
+        if find in holder[key]
+    ]
     if not hits:
         return body, False
     for holder, key in hits if everywhere else hits[:1]:

@@ -18,10 +18,23 @@ class Acts:
         return [(i, s) for i, s in self.surfaces if s["surface"] == kind]
 
     def act(self, index: int, surface: dict, reason) -> None:
-        component = (surface.get("component") or surface.get("node") or surface.get("agent") or surface.get("task")
-                     or surface.get("from") or surface["surface"])
-        self.recorder.record(component, EventKind.GUARDRAIL_EVENT, act=surface["act"], component=component,
-                             reason=None if reason is None else str(reason), surface=surface["surface"], mapping_entry=index)
+        component = (
+            surface.get("component")
+            or surface.get("node")
+            or surface.get("agent")
+            or surface.get("task")
+            or surface.get("from")
+            or surface["surface"]
+        )
+        self.recorder.record(
+            component,
+            EventKind.GUARDRAIL_EVENT,
+            act=surface["act"],
+            component=component,
+            reason=None if reason is None else str(reason),
+            surface=surface["surface"],
+            mapping_entry=index,
+        )
 
 
 def matches(surface: dict, text) -> bool:

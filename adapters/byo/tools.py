@@ -19,7 +19,9 @@ _ABSENT = object()  # an attribute the tool object held only through its class
 
 def _attrs(obj) -> tuple[str, ...]:
     """The callable attributes of a tool object that do its work, by framework."""
-    if hasattr(obj, "name") and hasattr(obj, "to_structured_tool") and callable(getattr(obj, "_run", None)):  # crewai BaseTool
+    if (
+        hasattr(obj, "name") and hasattr(obj, "to_structured_tool") and callable(getattr(obj, "_run", None))
+    ):  # crewai BaseTool
         return ("func",) if callable(getattr(obj, "func", None)) else ("_run",)  # `@tool` functions keep theirs in func
     if hasattr(obj, "name") and hasattr(obj, "declaration_only") and callable(getattr(obj, "func", None)):
         return ("func",)  # agent_framework FunctionTool (`@tool`)
@@ -75,6 +77,7 @@ class WrappedTools:
 
     def _wrap(self, name: str, real):
         if inspect.iscoroutinefunction(real):
+
             @functools.wraps(real)
             async def async_wrapper(*args, **kwargs):
                 self.seen.add(name)
@@ -82,12 +85,14 @@ class WrappedTools:
                     return self.fault.call_tool(self.who(), name, kwargs or args, lambda: None)
                 value = await real(*args, **kwargs)
                 return self.fault.call_tool(self.who(), name, kwargs or args, lambda: value)
+
             return async_wrapper
 
         @functools.wraps(real)
         def wrapper(*args, **kwargs):
             self.seen.add(name)
             return self.fault.call_tool(self.who(), name, kwargs or args, lambda: real(*args, **kwargs))
+
         return wrapper
 
     def restore(self) -> None:

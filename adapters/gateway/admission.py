@@ -29,10 +29,25 @@ def admit(gateway, exchange: dict, where: str, model: str | None, body: Any, tok
     wait_for_endpoint(gateway, where, model)
     budget = min(gateway.policy.max_total_seconds, gateway._deadline - time.monotonic())
     if budget <= 0:
-        return None, None, give_up(gateway, exchange, 504, f"{where}: the run's wall limit of {gateway.policy.run_wall_limit_seconds:g} s is spent")
+        return (
+            None,
+            None,
+            give_up(
+                gateway,
+                exchange,
+                504,
+                f"{where}: the run's wall limit of {gateway.policy.run_wall_limit_seconds:g} s is spent",
+            ),
+        )
     held = None
-    if gateway.bound is not None:  # held at no less than the call's own worst case: its counted prompt plus its completion cap
-        worst = gateway.bound.call_worst_case(model, prompt_token_bound(body), completion_cap(body)) if gateway.bound.prices.prices else 0.0
+    if (
+        gateway.bound is not None
+    ):  # held at no less than the call's own worst case: its counted prompt plus its completion cap
+        worst = (
+            gateway.bound.call_worst_case(model, prompt_token_bound(body), completion_cap(body))
+            if gateway.bound.prices.prices
+            else 0.0
+        )
         held, why = gateway.bound.admit(tokens, worst)
         if why is not None:
             return None, None, over_bound(gateway, exchange, where, model, why)
@@ -80,9 +95,14 @@ def wait_for_endpoint(gateway, where: str, model: str | None) -> float:
         if wait <= 0:
             break
         if wait > gateway.policy.max_retry_after_seconds or time.monotonic() + wait > gateway._deadline:
-            failure = ProviderFailure("retry_after", 429, gateway.upstream.label, model,
-                                      f"{where} asked for quiet with Retry-After: {header} ({wait:.0f} s left), past the ceiling of "
-                                      f"{gateway.policy.max_retry_after_seconds:g} s or the run's wall limit")
+            failure = ProviderFailure(
+                "retry_after",
+                429,
+                gateway.upstream.label,
+                model,
+                f"{where} asked for quiet with Retry-After: {header} ({wait:.0f} s left), past the ceiling of "
+                f"{gateway.policy.max_retry_after_seconds:g} s or the run's wall limit",
+            )
             raise _Stop(failure if header == PROBE_WAIT else trip(gateway, failure))  # a probe's wait opens nothing
         time.sleep(wait)
         waited += wait

@@ -14,12 +14,25 @@ from typing import Any
 
 from adapters.scripted.server import redact_headers, route_of
 
-__all__ = ["request_key", "usage_of", "parse_sse", "render_sse", "strip_usage_chunks", "redact_headers", "route_of", "with_completion_limit"]
+__all__ = [
+    "request_key",
+    "usage_of",
+    "parse_sse",
+    "render_sse",
+    "strip_usage_chunks",
+    "redact_headers",
+    "route_of",
+    "with_completion_limit",
+]
 
 
 def request_key(method: str, path: str, body: Any) -> str:
-    canonical = json.dumps({"method": method.upper(), "route": route_of(path), "body": body},
-                           sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(
+        {"method": method.upper(), "route": route_of(path), "body": body},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

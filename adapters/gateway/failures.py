@@ -56,10 +56,19 @@ class _Stop(Exception):
 
 
 class _Retryable(Exception):
-    def __init__(self, detail: str, status: int | None = None, retry_after: float | None = None, response=None, final: bool = False):
+    def __init__(
+        self,
+        detail: str,
+        status: int | None = None,
+        retry_after: float | None = None,
+        response=None,
+        final: bool = False,
+    ):
         super().__init__(detail)
         self.detail, self.status, self.retry_after, self.response = detail, status, retry_after, response
-        self.final = final  # the policy says not to send this call again (a timed-out call the server is still answering)
+        self.final = (
+            final  # the policy says not to send this call again (a timed-out call the server is still answering)
+        )
 
 
 def error_body(message: str, kind: str = "gateway_error") -> bytes:

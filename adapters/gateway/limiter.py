@@ -53,7 +53,9 @@ LIMITER_DIR_ENV = "SABOT_LIMITER_DIR"
 # weight (SQLite and Postgres alike), so a 40,000-token call would write 40,000 rows.
 TOKEN_UNIT = 100
 PROBE_POLL_SECONDS = 0.5  # how often a caller waiting behind the half-open probe looks again
-PROBE_WAIT = "none: a probe call after the breaker's cool-down decides first"  # paused_for's header while waiting behind it
+PROBE_WAIT = (
+    "none: a probe call after the breaker's cool-down decides first"  # paused_for's header while waiting behind it
+)
 
 
 class RateLimited(TimeoutError):
@@ -66,8 +68,9 @@ def limiter_dir(environ=os.environ) -> Path:
 
 def _sqlite_bucket(directory: Path, stem: str, kind: str, rate: Rate):
     directory.mkdir(parents=True, exist_ok=True)
-    return SQLiteBucket.init_from_file([rate], table=f"{kind}_bucket", db_path=str(directory / f"{stem}.{kind}.sqlite"),
-                                       use_file_lock=True)
+    return SQLiteBucket.init_from_file(
+        [rate], table=f"{kind}_bucket", db_path=str(directory / f"{stem}.{kind}.sqlite"), use_file_lock=True
+    )
 
 
 def _postgres_bucket(url: str, stem: str, kind: str, rate: Rate):
@@ -79,25 +82,38 @@ def _postgres_bucket(url: str, stem: str, kind: str, rate: Rate):
     # the table is made first with the library's columns and an INTEGER weight (its own CREATE is
     # IF NOT EXISTS).
     with pool.connection() as con:
-        create_once(con, (f'CREATE TABLE IF NOT EXISTS "ratelimit___{table}" (name VARCHAR, weight INTEGER, item_timestamp TIMESTAMP)',),
-                    f"ratelimit___{table}")
+        create_once(
+            con,
+            (
+                f'CREATE TABLE IF NOT EXISTS "ratelimit___{table}" (name VARCHAR, weight INTEGER, item_timestamp TIMESTAMP)',
+            ),
+            f"ratelimit___{table}",
+        )
     return PostgresBucket(pool, table, [rate])
 
 
 class EndpointLimiter:
     """Admits a call once both the request and the token bucket of its endpoint have room."""
 
-    def __init__(self, endpoint_id: str, limit: RateLimit, directory: Path | None = None, shared_url: str | None = None):
+    def __init__(
+        self, endpoint_id: str, limit: RateLimit, directory: Path | None = None, shared_url: str | None = None
+    ):
         self.endpoint_id, self.limit = endpoint_id, limit
         self.shared = bool(shared_url)  # the buckets are the deployment's (Postgres), not this host's files
         stem = hashlib.sha256(f"{endpoint_id}|{limit}|{TOKEN_UNIT}".encode()).hexdigest()[:16]
         window_ms = int(limit.window_seconds * 1000)
         self._limiters = {}
-        for kind, size in (("requests", limit.requests), ("tokens", math.ceil(limit.tokens / TOKEN_UNIT) if limit.tokens else 0)):
+        for kind, size in (
+            ("requests", limit.requests),
+            ("tokens", math.ceil(limit.tokens / TOKEN_UNIT) if limit.tokens else 0),
+        ):
             if size:
                 rate = Rate(size, window_ms)
-                bucket = (_postgres_bucket(shared_url, stem, kind, rate) if shared_url
-                          else _sqlite_bucket(Path(directory or limiter_dir()), stem, kind, rate))
+                bucket = (
+                    _postgres_bucket(shared_url, stem, kind, rate)
+                    if shared_url
+                    else _sqlite_bucket(Path(directory or limiter_dir()), stem, kind, rate)
+                )
                 self._limiters[kind] = (Limiter(bucket, buffer_ms=10), size)
         self._lock = threading.Lock()  # the file lock is per thread; one thread of ours waits at a time
 
@@ -140,8 +156,14 @@ class CircuitState:
 
     _CIRCUIT_KEYS = ("open", "failures", "half_open", "probe")
 
-    def __init__(self, endpoint_id: str, threshold: int = 8, open_seconds: float = 900.0, config: str | None = None,
-                 probe_seconds: float = 180.0):
+    def __init__(
+        self,
+        endpoint_id: str,
+        threshold: int = 8,
+        open_seconds: float = 900.0,
+        config: str | None = None,
+        probe_seconds: float = 180.0,
+    ):
         self.endpoint_id, self.threshold, self.open_seconds = endpoint_id, threshold, open_seconds
         self.config, self.probe_seconds = config, probe_seconds
 
@@ -225,7 +247,12 @@ class CircuitState:
 
     def _may_probe(self, state: dict, now: float) -> bool:
         probe, me = state.get("probe"), self._holder()
-        if probe and probe["holder"] != me and now - probe["at"] <= self.probe_seconds and not holder_gone(probe["holder"], host_label()):
+        if (
+            probe
+            and probe["holder"] != me
+            and now - probe["at"] <= self.probe_seconds
+            and not holder_gone(probe["holder"], host_label())
+        ):
             return False
         if not probe or probe["holder"] != me:
             state["probe"] = {"holder": me, "at": now}
@@ -243,8 +270,15 @@ class CircuitState:
 class EndpointCircuit(CircuitState):
     """The host-wide breaker of one endpoint: its state a JSON file under a file lock."""
 
-    def __init__(self, endpoint_id: str, threshold: int = 8, open_seconds: float = 900.0, directory: Path | None = None,
-                 config: str | None = None, probe_seconds: float = 180.0):
+    def __init__(
+        self,
+        endpoint_id: str,
+        threshold: int = 8,
+        open_seconds: float = 900.0,
+        directory: Path | None = None,
+        config: str | None = None,
+        probe_seconds: float = 180.0,
+    ):
         super().__init__(endpoint_id, threshold, open_seconds, config, probe_seconds)
         directory = Path(directory or circuit_dir())
         directory.mkdir(parents=True, exist_ok=True)
@@ -270,39 +304,62 @@ class EndpointCircuit(CircuitState):
                 os.replace(tmp, self.path)
 
 
-CIRCUIT_SCHEMA = ("CREATE TABLE IF NOT EXISTS sabot_endpoint_circuit (endpoint TEXT PRIMARY KEY, state JSONB NOT NULL, "
-                  "updated DOUBLE PRECISION NOT NULL)",)
+CIRCUIT_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS sabot_endpoint_circuit (endpoint TEXT PRIMARY KEY, state JSONB NOT NULL, "
+    "updated DOUBLE PRECISION NOT NULL)",
+)
 
 
 class PostgresCircuit(CircuitState):
     """The breaker of one endpoint for every host: a row of the shared Postgres, read and written
     under SELECT ... FOR UPDATE, with the server's clock."""
 
-    def __init__(self, url: str, endpoint_id: str, threshold: int = 8, open_seconds: float = 900.0, config: str | None = None,
-                 probe_seconds: float = 180.0):
+    def __init__(
+        self,
+        url: str,
+        endpoint_id: str,
+        threshold: int = 8,
+        open_seconds: float = 900.0,
+        config: str | None = None,
+        probe_seconds: float = 180.0,
+    ):
         super().__init__(endpoint_id, threshold, open_seconds, config, probe_seconds)
         self.url = url
         with connection_pool(url).connection() as con:
             create_once(con, CIRCUIT_SCHEMA, "endpoint-circuit")
-            con.execute("INSERT INTO sabot_endpoint_circuit VALUES (%s, '{}'::jsonb, 0) ON CONFLICT DO NOTHING", [endpoint_id])
+            con.execute(
+                "INSERT INTO sabot_endpoint_circuit VALUES (%s, '{}'::jsonb, 0) ON CONFLICT DO NOTHING", [endpoint_id]
+            )
 
     @contextlib.contextmanager
     def _state(self):
         from psycopg.types.json import Jsonb
 
         with connection_pool(self.url).connection() as con:  # one transaction: committed on leaving
-            row = con.execute("SELECT state, extract(epoch FROM clock_timestamp())::float8 FROM sabot_endpoint_circuit "
-                              "WHERE endpoint = %s FOR UPDATE", [self.endpoint_id]).fetchone()
+            row = con.execute(
+                "SELECT state, extract(epoch FROM clock_timestamp())::float8 FROM sabot_endpoint_circuit "
+                "WHERE endpoint = %s FOR UPDATE",
+                [self.endpoint_id],
+            ).fetchone()
             state, now = (dict(row[0]), row[1]) if row else ({}, time.time())
             before = dict(state)
             yield state, now
             if state != before:
-                con.execute("INSERT INTO sabot_endpoint_circuit VALUES (%s, %s, %s) ON CONFLICT (endpoint) DO UPDATE "
-                            "SET state = EXCLUDED.state, updated = EXCLUDED.updated", [self.endpoint_id, Jsonb(state), now])
+                con.execute(
+                    "INSERT INTO sabot_endpoint_circuit VALUES (%s, %s, %s) ON CONFLICT (endpoint) DO UPDATE "
+                    "SET state = EXCLUDED.state, updated = EXCLUDED.updated",
+                    [self.endpoint_id, Jsonb(state), now],
+                )
 
 
-def endpoint_circuit(endpoint_id: str, threshold: int = 8, open_seconds: float = 900.0, config: str | None = None,
-                     probe_seconds: float = 180.0, environ=None) -> CircuitState:
+def endpoint_circuit(
+    endpoint_id: str,
+    threshold: int = 8,
+    open_seconds: float = 900.0,
+    config: str | None = None,
+    probe_seconds: float = 180.0,
+    environ=None,
+) -> CircuitState:
     """The endpoint's breaker: a row of the shared Postgres with worker hosts, else a file on this host."""
     url = shared_state_url(environ)
     if url:

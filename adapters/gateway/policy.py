@@ -84,7 +84,9 @@ class CallPolicy:
         import httpx
 
         cap = max(0.1, min(self.call_timeout_seconds, seconds_left))
-        return httpx.Timeout(cap, connect=min(self.connect_timeout_seconds, cap), read=min(self.first_byte_timeout_seconds, cap))
+        return httpx.Timeout(
+            cap, connect=min(self.connect_timeout_seconds, cap), read=min(self.first_byte_timeout_seconds, cap)
+        )
 
     @classmethod
     def from_doc(cls, doc: dict, source: str = POLICY_DOC) -> "CallPolicy":
@@ -92,14 +94,19 @@ class CallPolicy:
             retry = doc["retry"]
             limits = {name: _limit(v) for name, v in (doc.get("limits") or {}).items()}
             policy = cls(
-                max_attempts=int(retry["max_attempts"]), max_total_seconds=float(retry["max_total_seconds"]),
+                max_attempts=int(retry["max_attempts"]),
+                max_total_seconds=float(retry["max_total_seconds"]),
                 initial_backoff_seconds=float(retry["initial_backoff_seconds"]),
-                max_backoff_seconds=float(retry["max_backoff_seconds"]), jitter_seconds=float(retry["jitter_seconds"]),
+                max_backoff_seconds=float(retry["max_backoff_seconds"]),
+                jitter_seconds=float(retry["jitter_seconds"]),
                 max_retry_after_seconds=float(retry["max_retry_after_seconds"]),
                 retry_on_status=frozenset(int(s) for s in retry["retry_on_status"]),
                 call_timeout_seconds=float(doc["call_timeout_seconds"]),
-                run_wall_limit_seconds=float(doc["run_wall_limit_seconds"]), limits=limits,
-                connect_timeout_seconds=float(doc.get("connect_timeout_seconds", min(10.0, float(doc["call_timeout_seconds"])))),
+                run_wall_limit_seconds=float(doc["run_wall_limit_seconds"]),
+                limits=limits,
+                connect_timeout_seconds=float(
+                    doc.get("connect_timeout_seconds", min(10.0, float(doc["call_timeout_seconds"])))
+                ),
                 first_byte_timeout_seconds=float(doc.get("first_byte_timeout_seconds", doc["call_timeout_seconds"])),
                 breaker_failures=int((doc.get("breaker") or {}).get("consecutive_failures", 8)),
                 breaker_open_seconds=float((doc.get("breaker") or {}).get("open_seconds", 900.0)),
@@ -114,10 +121,14 @@ class CallPolicy:
         if policy.max_attempts < 1 or policy.max_total_seconds <= 0 or policy.call_timeout_seconds <= 0:
             raise ValueError(f"{source}: max_attempts, max_total_seconds and call_timeout_seconds must be positive")
         if policy.connect_timeout_seconds <= 0 or policy.first_byte_timeout_seconds <= 0 or policy.breaker_failures < 1:
-            raise ValueError(f"{source}: connect and first-byte timeouts and breaker.consecutive_failures must be positive")
+            raise ValueError(
+                f"{source}: connect and first-byte timeouts and breaker.consecutive_failures must be positive"
+            )
         for candidate in (policy, policy.for_endpoint(local_model=True)):
             if any(v is not None and v < 1 for v in (candidate.max_completion_tokens, candidate.max_concurrent_calls)):
-                raise ValueError(f"{source}: max_completion_tokens and max_concurrent_calls must be at least 1 when set")
+                raise ValueError(
+                    f"{source}: max_completion_tokens and max_concurrent_calls must be at least 1 when set"
+                )
         return policy
 
     @property
@@ -129,7 +140,9 @@ class CallPolicy:
     def load(cls, registry, environ=os.environ) -> "CallPolicy":
         """The registered policy, with the keys of SABOT_CALL_POLICY's file laid over it."""
         doc = json.loads(json.dumps(registry.doc(POLICY_DOC)))
-        doc.setdefault("max_completion_tokens", registry.doc(MARGIN_DOC)["pilot_run_bounds"]["max_completion_tokens_per_call"])
+        doc.setdefault(
+            "max_completion_tokens", registry.doc(MARGIN_DOC)["pilot_run_bounds"]["max_completion_tokens_per_call"]
+        )
         override_path = environ.get(POLICY_ENV)
         if not override_path:
             return cls.from_doc(doc)
@@ -142,9 +155,17 @@ class CallPolicy:
         return cls.from_doc(doc, f"{POLICY_DOC} + {override_path}")
 
 
-_PROFILE_FIELDS = {"max_concurrent_calls": int, "max_completion_tokens": int, "first_byte_timeout_seconds": float,
-                   "total_timeout_seconds": float, "call_timeout_seconds": float, "connect_timeout_seconds": float,
-                   "max_total_seconds": float, "max_attempts": int, "retry_timeouts": bool}
+_PROFILE_FIELDS = {
+    "max_concurrent_calls": int,
+    "max_completion_tokens": int,
+    "first_byte_timeout_seconds": float,
+    "total_timeout_seconds": float,
+    "call_timeout_seconds": float,
+    "connect_timeout_seconds": float,
+    "max_total_seconds": float,
+    "max_attempts": int,
+    "retry_timeouts": bool,
+}
 
 
 def _number(value, kind):
@@ -165,4 +186,6 @@ def _limit(value) -> RateLimit | None:
     if value is None:
         return None
     requests, tokens = value.get("requests_per_window"), value.get("tokens_per_window")
-    return RateLimit(int(requests) if requests else None, int(tokens) if tokens else None, float(value.get("window_seconds", 60)))
+    return RateLimit(
+        int(requests) if requests else None, int(tokens) if tokens else None, float(value.get("window_seconds", 60))
+    )

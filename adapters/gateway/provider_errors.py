@@ -42,7 +42,9 @@ def judge_error(gateway, response: httpx.Response, entry: dict, where: str, mode
     said = gateway.scrub.text(provider_message(text))  # decoding may spell out what the raw text escaped
     kind = gateway.taxonomy.kind_of(status, text)
     if kind == ENDPOINT_FATAL:
-        failure = ProviderFailure(ENDPOINT_FATAL, status, gateway.upstream.label, model, f"{where} answered {status}: {said}")
+        failure = ProviderFailure(
+            ENDPOINT_FATAL, status, gateway.upstream.label, model, f"{where} answered {status}: {said}"
+        )
         raise _Stop(trip(gateway, failure), response)
     if kind == RETRYABLE:
         header = response.headers.get("retry-after")
@@ -51,15 +53,21 @@ def judge_error(gateway, response: httpx.Response, entry: dict, where: str, mode
         if wait is not None and gateway.circuit is not None:
             gateway.circuit.pause(wait, header)  # every process on the host waits it out, not only this call
         if wait is not None and wait > gateway.policy.max_retry_after_seconds:
-            failure = ProviderFailure("retry_after", status, gateway.upstream.label, model,
-                                      f"{where} answered {status} with Retry-After: {header}, past the ceiling of "
-                                      f"{gateway.policy.max_retry_after_seconds:g} s (call_policy max_retry_after_seconds)")
+            failure = ProviderFailure(
+                "retry_after",
+                status,
+                gateway.upstream.label,
+                model,
+                f"{where} answered {status} with Retry-After: {header}, past the ceiling of "
+                f"{gateway.policy.max_retry_after_seconds:g} s (call_policy max_retry_after_seconds)",
+            )
             raise _Stop(trip(gateway, failure), response)
         if status != 429:  # throttling is the provider working as asked; anything else is failure
             infrastructure_failed(gateway, where, model, status, f"answered {status}: {said}")
         raise _Retryable(f"answered {status}", status, wait, response)
-    failure = ProviderFailure(CELL_FATAL, status, gateway.upstream.label, model,
-                              f"{where} answered {status} for model {model}: {said}")
+    failure = ProviderFailure(
+        CELL_FATAL, status, gateway.upstream.label, model, f"{where} answered {status} for model {model}: {said}"
+    )
     if gateway.circuit is not None:
         gateway.circuit.succeeded()  # the endpoint is up and took the key: a half-open breaker's probe is answered
     with gateway._lock:
@@ -72,13 +80,17 @@ def infrastructure_failed(gateway, where: str, model: str | None, status: int | 
     """Count one failed attempt on the endpoint's breaker; once it opens, this call stops too."""
     if gateway.circuit is None:
         return
-    opened = gateway.circuit.failed(ProviderFailure(RETRYABLE, status, gateway.upstream.label, model, f"{where} {detail}").as_dict())
+    opened = gateway.circuit.failed(
+        ProviderFailure(RETRYABLE, status, gateway.upstream.label, model, f"{where} {detail}").as_dict()
+    )
     if opened:
         raise _Stop(ProviderFailure.from_dict(opened))
 
 
 def trip(gateway, failure: ProviderFailure) -> ProviderFailure:
-    return ProviderFailure.from_dict(gateway.circuit.trip(failure.as_dict())) if gateway.circuit is not None else failure
+    return (
+        ProviderFailure.from_dict(gateway.circuit.trip(failure.as_dict())) if gateway.circuit is not None else failure
+    )
 
 
 def reply_of(scrub: Scrubber, response: httpx.Response) -> tuple[Any, str, bytes]:

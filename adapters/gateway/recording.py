@@ -37,8 +37,10 @@ def replay(gateway, n: int, method: str, path: str, key: str, body: Any) -> tupl
         recorded = queue.popleft() if queue else None
     if recorded is None:
         model = body.get("model") if isinstance(body, dict) else None
-        miss = (f"replay of {gateway.cell}: call {n} ({method} {route_of(path)}, model {model}, request key {key[:16]}) "
-                f"is not in the recording; nothing was sent")
+        miss = (
+            f"replay of {gateway.cell}: call {n} ({method} {route_of(path)}, model {model}, request key {key[:16]}) "
+            f"is not in the recording; nothing was sent"
+        )
         with gateway._lock:
             gateway.misses.append(miss)
         return 400, "application/json", error_body(miss, "replay_miss")
@@ -71,7 +73,11 @@ def deliver(gateway, response: httpx.Response, exchange: dict, asked_usage: bool
 def stopped(gateway, exchange: dict, failure: ProviderFailure) -> tuple[int, str, bytes]:
     """The endpoint may not be called: this run stops (never RUN_ERROR) and sends nothing more."""
     payload = error_body(f"not sent: {failure.message}", "endpoint_stopped")
-    exchange.update(status=failure.status if failure.kind == ENDPOINT_FATAL else 503, error=failure.message, reply=json.loads(payload))
+    exchange.update(
+        status=failure.status if failure.kind == ENDPOINT_FATAL else 503,
+        error=failure.message,
+        reply=json.loads(payload),
+    )
     with gateway._lock:
         if gateway.stop is None:
             gateway.stop = failure

@@ -55,10 +55,26 @@ import tenacity
 
 from adapters.gateway.admission import admit, budget_spent, wait_for_endpoint
 from adapters.gateway.exchange import estimate_tokens, redact_headers, request_key, route_of, with_completion_limit
+
 # Defined here before the split, so still importable from here (adapters.gateway re-exports the failures).
-from adapters.gateway.failures import (RUN_BOUND, CallBudgetSpent, CellFailed, EndpointStopped, ReplayMiss, _Retryable, _Stop,  # noqa: F401
-                                       error_body)
-from adapters.gateway.limiter import CircuitState, EndpointLimiter, endpoint_circuit, endpoint_config, endpoint_limiter, limiter_dir
+from adapters.gateway.failures import (  # noqa: F401
+    RUN_BOUND,
+    CallBudgetSpent,
+    CellFailed,
+    EndpointStopped,
+    ReplayMiss,
+    _Retryable,
+    _Stop,
+    error_body,
+)
+from adapters.gateway.limiter import (
+    CircuitState,
+    EndpointLimiter,
+    endpoint_circuit,
+    endpoint_config,
+    endpoint_limiter,
+    limiter_dir,
+)
 from adapters.gateway.policy import CallPolicy
 from adapters.gateway.provider_errors import infrastructure_failed, judge_error, reply_of, retry_after_seconds  # noqa: F401
 from adapters.gateway.recording import asking_for_usage, deliver, give_up, record, replay, stopped
@@ -90,9 +106,13 @@ def circuit_of(upstream: Upstream, policy: CallPolicy) -> CircuitState:
     """The breaker of a provider endpoint (host-wide, or deployment-wide with SABOT_SHARED_STATE_URL),
     under the policy's threshold and open time, keyed to this base URL and key; a probe after the
     cool-down has one call's whole budget to decide."""
-    return endpoint_circuit(upstream.limiter_id, policy.breaker_failures, policy.breaker_open_seconds,
-                            config=endpoint_config(upstream.base_url, upstream.api_key),
-                            probe_seconds=policy.max_total_seconds + policy.call_timeout_seconds)
+    return endpoint_circuit(
+        upstream.limiter_id,
+        policy.breaker_failures,
+        policy.breaker_open_seconds,
+        config=endpoint_config(upstream.base_url, upstream.api_key),
+        probe_seconds=policy.max_total_seconds + policy.call_timeout_seconds,
+    )
 
 
 @functools.cache
@@ -106,9 +126,18 @@ def loopback_tls() -> ssl.SSLContext:
 class ModelGateway:
     """One run's gateway: start it, point the clients at `base_url`, then `raise_for_calls()`."""
 
-    def __init__(self, upstream: Upstream | None, policy: CallPolicy, cell: str, recording: list[dict] | None = None,
-                 limiter: EndpointLimiter | None = None, taxonomy: ProviderTaxonomy | None = None,
-                 circuit: CircuitState | None = None, bound=None, journal=None):
+    def __init__(
+        self,
+        upstream: Upstream | None,
+        policy: CallPolicy,
+        cell: str,
+        recording: list[dict] | None = None,
+        limiter: EndpointLimiter | None = None,
+        taxonomy: ProviderTaxonomy | None = None,
+        circuit: CircuitState | None = None,
+        bound=None,
+        journal=None,
+    ):
         if upstream is None and recording is None:
             raise ValueError("a gateway needs an upstream or a recording to answer from")
         policy = policy.for_endpoint(upstream.local_model) if upstream is not None else policy
@@ -124,8 +153,12 @@ class ModelGateway:
         if circuit is None and upstream is not None and not upstream.scripted and not self.replaying:
             circuit = circuit_of(upstream, policy)
         self.circuit = circuit
-        self.bound = bound  # sabot.budget.RunBound: the run's calls and metered spend, enforced per call (a provider run)
-        self.journal = None if self.replaying else journal  # sabot.exchange_journal: each exchange on disk before its answer returns
+        self.bound = (
+            bound  # sabot.budget.RunBound: the run's calls and metered spend, enforced per call (a provider run)
+        )
+        self.journal = (
+            None if self.replaying else journal
+        )  # sabot.exchange_journal: each exchange on disk before its answer returns
         self.scrub = Scrubber(upstream.api_key if upstream else None)
         self.exchanges: list[dict] = []
         self.failure: str | None = None
@@ -145,15 +178,23 @@ class ModelGateway:
     def __enter__(self) -> "ModelGateway":
         if self.upstream is not None and not self.replaying:
             loopback = "://127.0.0.1" in self.upstream.base_url or "://localhost" in self.upstream.base_url
-            tls = {"verify": loopback_tls()} if loopback else {}  # a provider's keeps the deployment's own settings (SSL_CERT_FILE)
-            self._client = httpx.Client(timeout=self.policy.http_timeout(self.policy.call_timeout_seconds), trust_env=not loopback, **tls)
+            tls = (
+                {"verify": loopback_tls()} if loopback else {}
+            )  # a provider's keeps the deployment's own settings (SSL_CERT_FILE)
+            self._client = httpx.Client(
+                timeout=self.policy.http_timeout(self.policy.call_timeout_seconds), trust_env=not loopback, **tls
+            )
             if self.policy.max_concurrent_calls:
                 slots = CallSlots(self.upstream.limiter_id, self.policy.max_concurrent_calls, limiter_dir())
                 self._capped = CappedSender(self._client, slots, drain_seconds=self.policy.max_total_seconds)
         self._httpd = _HTTPServer(("127.0.0.1", 0), self)
         # A short poll: shutdown() waits for the serve loop to notice, and a run's slot is held meanwhile.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
-                                        name=f"model-gateway:{self._httpd.server_address[1]}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name=f"model-gateway:{self._httpd.server_address[1]}",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -196,8 +237,10 @@ class ModelGateway:
         first, request = unused[0], unused[0].get("request")
         model = request.get("model") if isinstance(request, dict) else None
         more = f", nor {len(unused) - 1} more recorded call(s)" if len(unused) > 1 else ""
-        raise ReplayMiss(f"replay of {self.cell}: recorded call {first.get('n')} ({first.get('method')} {route_of(first.get('path') or '')}, "
-                         f"model {model}, request key {first['key'][:16]}) was never asked for{more}; the run did not go as recorded")
+        raise ReplayMiss(
+            f"replay of {self.cell}: recorded call {first.get('n')} ({first.get('method')} {route_of(first.get('path') or '')}, "
+            f"model {model}, request key {first['key'][:16]}) was never asked for{more}; the run did not go as recorded"
+        )
 
     # -- one call -----------------------------------------------------------
 
@@ -217,7 +260,14 @@ class ModelGateway:
         if self.replaying:
             return replay(self, n, method, path, key, body)
         started = time.monotonic()
-        exchange = {"n": n, "method": method, "path": path, "key": key, "request": body, "headers": self.scrub.headers(redact_headers(headers))}
+        exchange = {
+            "n": n,
+            "method": method,
+            "path": path,
+            "key": key,
+            "request": body,
+            "headers": self.scrub.headers(redact_headers(headers)),
+        }
         status, ctype, payload = self._forward(n, method, path, body, exchange)
         exchange["seconds"] = round(time.monotonic() - started, 3)
         record(self, exchange)
@@ -234,7 +284,9 @@ class ModelGateway:
             exchange["completion_limit"] = limit
         tokens = estimate_tokens(sent)  # what is sent: the completion limit counts against a token window
         try:
-            budget, held, refused = admit(self, exchange, where, model, sent, tokens)  # as sent: its completion limit bounds its worst case
+            budget, held, refused = admit(
+                self, exchange, where, model, sent, tokens
+            )  # as sent: its completion limit bounds its worst case
         except _Stop as stop:
             return stopped(self, exchange, stop.failure)
         if refused is not None:
@@ -250,20 +302,36 @@ class ModelGateway:
             if exc.response is not None:
                 exchange["upstream_reply"] = reply_of(self.scrub, exc.response)[0]
             status = exc.status or (504 if "timed out" in exc.detail else 502)
-            return give_up(self, exchange, status, f"{where} {exc.detail} on call {n}; call budget spent after "
-                           f"{len(exchange['attempts'])} attempt(s) in {time.monotonic() - sending:.1f} s")
+            return give_up(
+                self,
+                exchange,
+                status,
+                f"{where} {exc.detail} on call {n}; call budget spent after "
+                f"{len(exchange['attempts'])} attempt(s) in {time.monotonic() - sending:.1f} s",
+            )
         else:
             return deliver(self, response, exchange, asked_usage)
         finally:
             if held is not None:  # what the call cost (nothing, unanswered) replaces its hold on the run's bound
-                self.bound.settle(held, exchange["model"] or model, exchange["usage"], response is not None and response.status_code < 400, tokens)
+                self.bound.settle(
+                    held,
+                    exchange["model"] or model,
+                    exchange["usage"],
+                    response is not None and response.status_code < 400,
+                    tokens,
+                )
 
-    def _send(self, method: str, url: str, where: str, model: str | None, sent: Any, attempts: list, budget: float) -> httpx.Response:
+    def _send(
+        self, method: str, url: str, where: str, model: str | None, sent: Any, attempts: list, budget: float
+    ) -> httpx.Response:
         """The call under the policy: retried with backoff within its budget (Retry-After pauses not counted)."""
         call_started = time.monotonic()
         content = json.dumps(sent).encode() if not isinstance(sent, str) else sent.encode()
-        send_headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.upstream.api_key}",
-                        "Accept": "application/json, text/event-stream"}
+        send_headers = {
+            "Content-Type": "application/json",
+            "Authorization": f"Bearer {self.upstream.api_key}",
+            "Accept": "application/json, text/event-stream",
+        }
         paused = [0.0]  # seconds spent sitting out Retry-After pauses: the provider's ask, not this call's budget
 
         def attempt() -> httpx.Response:
@@ -280,7 +348,8 @@ class ModelGateway:
         return tenacity.Retrying(
             retry=tenacity.retry_if_exception(lambda exc: isinstance(exc, _Retryable) and not exc.final),
             wait=self._wait,
-            stop=tenacity.stop_after_attempt(self.policy.max_attempts) | (lambda state: budget_spent(state, budget + paused[0])),
+            stop=tenacity.stop_after_attempt(self.policy.max_attempts)
+            | (lambda state: budget_spent(state, budget + paused[0])),
             sleep=time.sleep,
             reraise=True,
         )(attempt)
@@ -295,28 +364,52 @@ class ModelGateway:
         except NoSlot as exc:
             raise _Retryable(f"{where}: {exc} (the run's wall limit)", final=True) from exc
 
-    def _attempt(self, method: str, url: str, content: bytes, headers: dict, timeout, attempts: list, where: str, model: str | None,
-                 slot=None) -> httpx.Response:
+    def _attempt(
+        self,
+        method: str,
+        url: str,
+        content: bytes,
+        headers: dict,
+        timeout,
+        attempts: list,
+        where: str,
+        model: str | None,
+        slot=None,
+    ) -> httpx.Response:
         """One upstream request: its answer, or _Retryable/_Stop as the taxonomy decides."""
         t0 = time.monotonic()
         body = content if method != "GET" else None
         total = min(self.policy.attempt_seconds, timeout.write)  # timeout.write: what is left of the call's budget
         try:
             if slot is not None:
-                response = self._capped.send(slot, method, url, body, headers, min(timeout.read, total), total, timeout.connect)
+                response = self._capped.send(
+                    slot, method, url, body, headers, min(timeout.read, total), total, timeout.connect
+                )
             else:
                 response = fetch(self._client, method, url, body, headers, timeout, total)
         except httpx.TimeoutException as exc:
             phase, limit = _timeout_phase(exc, timeout, total)
             detail = f"timed out after {limit:.1f} s {phase} ({type(exc).__name__})"
-            attempts.append({"status": None, "error": f"timeout after {limit:.1f} s {phase}", "seconds": round(time.monotonic() - t0, 3)})
+            attempts.append(
+                {
+                    "status": None,
+                    "error": f"timeout after {limit:.1f} s {phase}",
+                    "seconds": round(time.monotonic() - t0, 3),
+                }
+            )
             infrastructure_failed(self, where, model, None, detail)
             if not self.policy.retry_timeouts:
                 detail += "; not sent again: the server may still be answering it (call policy retry_timeouts)"
             raise _Retryable(detail, final=not self.policy.retry_timeouts) from exc
         except httpx.TransportError as exc:
             detail = self.scrub.text(f"connection failed ({type(exc).__name__}: {exc})")
-            attempts.append({"status": None, "error": self.scrub.text(f"{type(exc).__name__}: {exc}"), "seconds": round(time.monotonic() - t0, 3)})
+            attempts.append(
+                {
+                    "status": None,
+                    "error": self.scrub.text(f"{type(exc).__name__}: {exc}"),
+                    "seconds": round(time.monotonic() - t0, 3),
+                }
+            )
             infrastructure_failed(self, where, model, None, detail)
             raise _Retryable(detail) from exc
         entry = {"status": response.status_code, "error": None, "seconds": round(time.monotonic() - t0, 3)}
@@ -330,8 +423,9 @@ class ModelGateway:
     def _wait(self, retry_state: tenacity.RetryCallState) -> float:
         """Exponential backoff with jitter; never shorter than the server's Retry-After."""
         policy = self.policy
-        backoff = tenacity.wait_exponential_jitter(initial=policy.initial_backoff_seconds, max=policy.max_backoff_seconds,
-                                                   jitter=policy.jitter_seconds)(retry_state)
+        backoff = tenacity.wait_exponential_jitter(
+            initial=policy.initial_backoff_seconds, max=policy.max_backoff_seconds, jitter=policy.jitter_seconds
+        )(retry_state)
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         retry_after = getattr(exc, "retry_after", None)
         return max(backoff, retry_after) if retry_after is not None else backoff

@@ -23,7 +23,9 @@ TAXONOMY_DOC = "standard/provider_errors.v1.json"
 RETRYABLE, ENDPOINT_FATAL, CELL_FATAL = "retryable", "endpoint_fatal", "cell_fatal"
 REDACTED = "[redacted]"
 # An Authorization value, however a provider echoes it: a header line, a JSON field, a bare bearer token.
-_AUTH_VALUE = re.compile(r'(?i)((?:"|\b)(?:authorization|x-api-key|api-key)"?\s*[:=]\s*"?)(?:bearer\s+|basic\s+)?[^\s",}]+')
+_AUTH_VALUE = re.compile(
+    r'(?i)((?:"|\b)(?:authorization|x-api-key|api-key)"?\s*[:=]\s*"?)(?:bearer\s+|basic\s+)?[^\s",}]+'
+)
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]{6,}")
 
 
@@ -38,9 +40,17 @@ class ProviderTaxonomy:
     @classmethod
     def from_doc(cls, doc: dict, source: str = TAXONOMY_DOC) -> "ProviderTaxonomy":
         try:
-            markers = {int(status): tuple(m.lower() for m in words) for status, words in doc["endpoint_fatal"].get("body_markers", {}).items()}
-            taxonomy = cls(frozenset(map(int, doc["retryable"]["status"])), frozenset(map(int, doc["endpoint_fatal"]["status"])), markers,
-                           frozenset(map(int, doc["cell_fatal"]["status"])), dict(doc["class_defaults"]))
+            markers = {
+                int(status): tuple(m.lower() for m in words)
+                for status, words in doc["endpoint_fatal"].get("body_markers", {}).items()
+            }
+            taxonomy = cls(
+                frozenset(map(int, doc["retryable"]["status"])),
+                frozenset(map(int, doc["endpoint_fatal"]["status"])),
+                markers,
+                frozenset(map(int, doc["cell_fatal"]["status"])),
+                dict(doc["class_defaults"]),
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{source}: malformed provider error taxonomy ({type(exc).__name__}: {exc})") from None
         unknown = set(taxonomy.defaults.values()) - {RETRYABLE, ENDPOINT_FATAL, CELL_FATAL}
@@ -62,7 +72,11 @@ class ProviderTaxonomy:
         markers = self.endpoint_fatal_markers.get(status)
         if markers and any(m in (body or "").lower() for m in markers):
             return ENDPOINT_FATAL
-        for kind, statuses in ((ENDPOINT_FATAL, self.endpoint_fatal), (CELL_FATAL, self.cell_fatal), (RETRYABLE, self.retryable)):
+        for kind, statuses in (
+            (ENDPOINT_FATAL, self.endpoint_fatal),
+            (CELL_FATAL, self.cell_fatal),
+            (RETRYABLE, self.retryable),
+        ):
             if status in statuses:
                 return kind
         return self.defaults.get(f"{status // 100}xx", CELL_FATAL)
@@ -110,6 +124,7 @@ def _escaped_forms(secret: str) -> re.Pattern:
     """The secret however a body may spell it: each character as itself, a JSON `\\uXXXX` escape (any
     case), `\\/` for a slash, or a URL `%XX`, mixed freely. Replacing this in the raw text leaves
     nothing that decoding could turn back into the key."""
+
     def forms(char: str) -> str:
         code = ord(char)
         alternatives = [re.escape(char)]
@@ -120,6 +135,7 @@ def _escaped_forms(secret: str) -> re.Pattern:
         if code < 0x80:
             alternatives.append(rf"%(?i:{code:02x})")
         return "(?:" + "|".join(alternatives) + ")"
+
     return re.compile("".join(forms(c) for c in secret))
 
 

@@ -37,8 +37,16 @@ class NoSlot(TimeoutError):
     """Every call slot of the endpoint stayed taken for as long as the run could wait."""
 
 
-def fetch(client: httpx.Client, method: str, url: str, content: bytes | None, headers: dict, timeout: httpx.Timeout,
-          total_seconds: float, on_first_byte=None) -> httpx.Response:
+def fetch(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    content: bytes | None,
+    headers: dict,
+    timeout: httpx.Timeout,
+    total_seconds: float,
+    on_first_byte=None,
+) -> httpx.Response:
     """The whole answer, read within `total_seconds` of sending (httpx's own timeouts bound each step)."""
     deadline = time.monotonic() + total_seconds
     with client.stream(method, url, content=content, headers=headers, timeout=timeout) as response:
@@ -91,15 +99,26 @@ class CappedSender:
         self.client, self.slots, self.drain_seconds = client, slots, drain_seconds
         self._abandoned: list[threading.Thread] = []
 
-    def send(self, slot: FileLock, method: str, url: str, content: bytes | None, headers: dict,
-             first_byte_seconds: float, total_seconds: float, connect_seconds: float) -> httpx.Response:
+    def send(
+        self,
+        slot: FileLock,
+        method: str,
+        url: str,
+        content: bytes | None,
+        headers: dict,
+        first_byte_seconds: float,
+        total_seconds: float,
+        connect_seconds: float,
+    ) -> httpx.Response:
         started, answered = threading.Event(), threading.Event()
         outcome: dict = {}
         hard = httpx.Timeout(self.drain_seconds, connect=connect_seconds)
 
         def work() -> None:
             try:
-                outcome["response"] = fetch(self.client, method, url, content, headers, hard, self.drain_seconds, started.set)
+                outcome["response"] = fetch(
+                    self.client, method, url, content, headers, hard, self.drain_seconds, started.set
+                )
             except BaseException as exc:  # handed to the caller, who may have gone
                 outcome["error"] = exc
             finally:

@@ -61,13 +61,20 @@ def _task_of(text: str) -> str | None:
 
 def _worker_turns(request: dict, names: list[str]) -> list[str]:
     """What the participants said, oldest first (messages with a participant's name)."""
-    return [prompts.message_text(m) for m in request.get("messages") or []
-            if m.get("role") in ("user", "assistant") and m.get("name") in names]
+    return [
+        prompts.message_text(m)
+        for m in request.get("messages") or []
+        if m.get("role") in ("user", "assistant") and m.get("name") in names
+    ]
 
 
 def _instructions(request: dict, names: list[str]) -> list[str]:
     """The orchestrator's own broadcast instructions so far (its assistant messages, no participant's)."""
-    return [prompts.message_text(m) for m in request.get("messages") or [] if m.get("role") == "assistant" and m.get("name") not in names]
+    return [
+        prompts.message_text(m)
+        for m in request.get("messages") or []
+        if m.get("role") == "assistant" and m.get("name") not in names
+    ]
 
 
 def _entry(reason: str, answer) -> dict:
@@ -75,19 +82,30 @@ def _entry(reason: str, answer) -> dict:
 
 
 def _ledger(satisfied, satisfied_why, loop, progress, progress_why, speaker, instruction) -> Reply:
-    return Reply(content=json.dumps({
-        "is_request_satisfied": _entry(satisfied_why, satisfied),
-        "is_in_loop": _entry("The same instruction and the same reply have repeated." if loop else "No repetition so far.", loop),
-        "is_progress_being_made": _entry(progress_why, progress),
-        "next_speaker": _entry("The worker writes the artifact.", speaker),
-        "instruction_or_question": _entry("The next step of the plan.", instruction),
-    }))
+    return Reply(
+        content=json.dumps(
+            {
+                "is_request_satisfied": _entry(satisfied_why, satisfied),
+                "is_in_loop": _entry(
+                    "The same instruction and the same reply have repeated." if loop else "No repetition so far.", loop
+                ),
+                "is_progress_being_made": _entry(progress_why, progress),
+                "next_speaker": _entry("The worker writes the artifact.", speaker),
+                "instruction_or_question": _entry("The next step of the plan.", instruction),
+            }
+        )
+    )
 
 
 def _review(task_id: str, text: str, artifact: str):
     blocks = prompts.sections(text)
-    material = "\n\n".join([prompts.block("SOURCE", blocks.get("SOURCE", "")), prompts.block("CONTEXT", blocks.get("CONTEXT", "")),
-                            prompts.block("DRAFT", artifact)])
+    material = "\n\n".join(
+        [
+            prompts.block("SOURCE", blocks.get("SOURCE", "")),
+            prompts.block("CONTEXT", blocks.get("CONTEXT", "")),
+            prompts.block("DRAFT", artifact),
+        ]
+    )
     return skills.review(task_id, [{"role": "user", "content": material}])
 
 
@@ -107,18 +125,25 @@ def respond(request: dict, policy, rng: random.Random) -> Reply | None:
     if LEDGER in last:
         return _progress_ledger(request, last, policy, rng)
     if FACTS in last:
-        return Reply(content="1. GIVEN OR VERIFIED FACTS\n- The request supplies SOURCE and CONTEXT material and an OUTPUT CONTRACT.\n\n"
-                             "2. FACTS TO LOOK UP\n- None: everything needed is in the request.\n\n"
-                             "3. FACTS TO DERIVE\n- The artifact's values, from SOURCE and CONTEXT.\n\n"
-                             "4. EDUCATED GUESSES\n- None.")
+        return Reply(
+            content="1. GIVEN OR VERIFIED FACTS\n- The request supplies SOURCE and CONTEXT material and an OUTPUT CONTRACT.\n\n"
+            "2. FACTS TO LOOK UP\n- None: everything needed is in the request.\n\n"
+            "3. FACTS TO DERIVE\n- The artifact's values, from SOURCE and CONTEXT.\n\n"
+            "4. EDUCATED GUESSES\n- None."
+        )
     if PLAN in last or PLAN_UPDATE in last:
         lead = f"{REPLANNED}: the worker was asked for the same thing repeatedly.\n\n" if PLAN_UPDATE in last else ""
-        return Reply(content=lead + "- Ask the worker to write the artifact from SOURCE and CONTEXT, following the OUTPUT CONTRACT.\n"
-                                    "- Check the artifact against SOURCE, CONTEXT and the contract; ask for one revision if needed.")
+        return Reply(
+            content=lead
+            + "- Ask the worker to write the artifact from SOURCE and CONTEXT, following the OUTPUT CONTRACT.\n"
+            "- Check the artifact against SOURCE, CONTEXT and the contract; ask for one revision if needed."
+        )
     if FACTS_UPDATE in last or AF_FACTS_UPDATE in last:
-        return Reply(content="1. GIVEN OR VERIFIED FACTS\n- The request supplies SOURCE, CONTEXT and an OUTPUT CONTRACT.\n\n"
-                             "2. FACTS TO LOOK UP\n- None.\n\n3. FACTS TO DERIVE\n- The artifact's values.\n\n"
-                             "4. EDUCATED GUESSES\n- The worker needs one direct, complete instruction.")
+        return Reply(
+            content="1. GIVEN OR VERIFIED FACTS\n- The request supplies SOURCE, CONTEXT and an OUTPUT CONTRACT.\n\n"
+            "2. FACTS TO LOOK UP\n- None.\n\n3. FACTS TO DERIVE\n- The artifact's values.\n\n"
+            "4. EDUCATED GUESSES\n- The worker needs one direct, complete instruction."
+        )
     if FINAL in last:
         return _final_answer(request, policy, rng)
     return None
@@ -133,8 +158,15 @@ def _progress_ledger(request: dict, last: str, policy, rng: random.Random) -> Re
     ask = "Write the artifact now from SOURCE and CONTEXT, exactly as the OUTPUT CONTRACT specifies."
     replanned = any(REPLANNED in t for t in _instructions(request, names))
     if stalling_run(policy) and not replanned and 0 < len(turns) <= STALL_LEDGERS:
-        return _ledger(False, "The artifact has not been confirmed yet.", True, False,
-                       "The worker's replies are not moving the request forward.", speaker, ask)
+        return _ledger(
+            False,
+            "The artifact has not been confirmed yet.",
+            True,
+            False,
+            "The worker's replies are not moving the request forward.",
+            speaker,
+            ask,
+        )
     if not turns or task_id is None:
         return _ledger(False, "No artifact has been produced yet.", False, True, "Just starting.", speaker, ask)
     artifact = tasks.strip_flags_head(turns[-1])
@@ -147,9 +179,20 @@ def _progress_ledger(request: dict, last: str, policy, rng: random.Random) -> Re
     if not revised and (acted or problems):
         feedback = "; ".join([_quoted(c) for c in acted] + problems)
         instruction = f"Revise the artifact.\n{prompts.block('REVIEWER FEEDBACK', feedback)}\n{ask}"
-        return _ledger(False, f"The artifact has a problem: {feedback}", False, True, "An artifact exists and needs one revision.", speaker, instruction)
-    why = "The worker produced the artifact and it meets the OUTPUT CONTRACT." if not found.contract else \
-          "The worker produced the artifact; no further revision is planned."
+        return _ledger(
+            False,
+            f"The artifact has a problem: {feedback}",
+            False,
+            True,
+            "An artifact exists and needs one revision.",
+            speaker,
+            instruction,
+        )
+    why = (
+        "The worker produced the artifact and it meets the OUTPUT CONTRACT."
+        if not found.contract
+        else "The worker produced the artifact; no further revision is planned."
+    )
     return _ledger(True, why, False, True, "The artifact is complete.", speaker, "No further work is needed.")
 
 
@@ -157,8 +200,11 @@ def _final_answer(request: dict, policy, rng: random.Random) -> Reply:
     texts = [prompts.message_text(m) for m in request.get("messages") or []]
     whole = "\n\n".join(texts)
     task_id = _task_of(whole)
-    turns = [prompts.message_text(m) for m in request.get("messages") or []
-             if m.get("role") in ("user", "assistant") and m.get("name") not in (None, ORCHESTRATOR, AF_MANAGER, "user")]
+    turns = [
+        prompts.message_text(m)
+        for m in request.get("messages") or []
+        if m.get("role") in ("user", "assistant") and m.get("name") not in (None, ORCHESTRATOR, AF_MANAGER, "user")
+    ]
     artifact = tasks.strip_flags_head(turns[-1]) if turns else ""
     if FLAGS_CONTRACT not in whole or task_id is None:
         return Reply(content=artifact)
@@ -177,8 +223,11 @@ def intent_of(request: dict, reply: Reply) -> dict:
         ledger = json.loads(text)
         stalled = not ledger["is_progress_being_made"]["answer"]
         instructed = FEEDBACK in ledger["instruction_or_question"]["answer"]
-        return {"decision": "stall" if stalled else "revise" if instructed else "ledger", "acted": False,
-                "reason": ledger["is_request_satisfied"]["reason"] if instructed else None}
+        return {
+            "decision": "stall" if stalled else "revise" if instructed else "ledger",
+            "acted": False,
+            "reason": ledger["is_request_satisfied"]["reason"] if instructed else None,
+        }
     if PLAN_UPDATE in last:
         return {"decision": "replan", "acted": False}
     if FINAL in last:

@@ -65,7 +65,12 @@ class ScriptedPolicy:
                 reply = module.respond(request, self, self._rng(n))
                 if reply is not None:
                     decided = module.intent_of(request, reply) if hasattr(module, "intent_of") else {}
-                    self.intent[n] = {"n": n, "stage": name.rsplit(".", 1)[1], "model": request.get("model", ""), **decided}
+                    self.intent[n] = {
+                        "n": n,
+                        "stage": name.rsplit(".", 1)[1],
+                        "model": request.get("model", ""),
+                        **decided,
+                    }
                     return reply
         role = skills.identify(messages)
         if role is None:

@@ -57,8 +57,13 @@ def usage_for(request: dict, reply: Reply) -> dict:
     spoken = (reply.content or "") + "".join(c.name + c.arguments for c in reply.tool_calls)
     completion = estimate_tokens(spoken)
     # Reported in the provider's shape; the scripted model caches nothing and does no hidden reasoning.
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
 
 
 def error_body(status: int, message: str) -> dict:
@@ -103,8 +108,12 @@ def stream_deltas(n: int, reply: Reply) -> Iterator[dict]:
     for piece in split_text(reply.content or "", STREAM_PIECES):
         yield {"content": piece}
     for i, call in enumerate(reply.tool_calls):
-        opening = {"index": i, "id": tool_call_id(n, i), "type": "function",
-                   "function": {"name": call.name, "arguments": ""}}
+        opening = {
+            "index": i,
+            "id": tool_call_id(n, i),
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
         yield {"tool_calls": [opening]}
         for part in split_text(call.arguments, ARG_PIECES):
             yield {"tool_calls": [{"index": i, "function": {"arguments": part}}]}
@@ -115,8 +124,13 @@ def stream_chunks(n: int, model: str, request: dict, reply: Reply) -> list[dict]
     created = int(time.time())
 
     def chunk(choices: list[dict]) -> dict:
-        return {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "created": created,
-                "model": model, "choices": choices}
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": choices,
+        }
 
     chunks = [chunk([{"index": 0, "delta": d, "finish_reason": None}]) for d in stream_deltas(n, reply)]
     chunks.append(chunk([{"index": 0, "delta": {}, "finish_reason": finish_reason(reply)}]))
@@ -141,7 +155,7 @@ def route_of(path: str) -> str:
     """Normalise a request path: drop the query, a trailing slash and the optional /v1 prefix."""
     route = path.split("?", 1)[0].rstrip("/") or "/"
     if route == "/v1" or route.startswith("/v1/"):
-        route = route[len("/v1"):] or "/"
+        route = route[len("/v1") :] or "/"
     return route
 
 
@@ -194,8 +208,17 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(delay)  # in this request's own thread: concurrent calls wait side by side
         reply = outcome.chunks if outcome.chunks is not None else outcome.body
         # Recorded before sending: a client that has its answer must already see the exchange.
-        owner._record({"n": n, "path": self.path, "request": request, "reply": reply,
-                       "model": outcome.model, "status": outcome.status, "headers": headers})
+        owner._record(
+            {
+                "n": n,
+                "path": self.path,
+                "request": request,
+                "reply": reply,
+                "model": outcome.model,
+                "status": outcome.status,
+                "headers": headers,
+            }
+        )
         if outcome.chunks is not None:
             self._send_stream(n, outcome.chunks)
         else:
@@ -277,7 +300,9 @@ class _HTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], owner: "ScriptedModelServer", listening: socket.socket | None = None):
         self.owner = owner
         super().__init__(address, _Handler, bind_and_activate=listening is None)
-        if listening is not None:  # bound and listening already, by the process that chose the port (adapters.byo.double)
+        if (
+            listening is not None
+        ):  # bound and listening already, by the process that chose the port (adapters.byo.double)
             self.socket.close()
             self.socket, self.server_address = listening, listening.getsockname()
 
@@ -294,9 +319,16 @@ class _HTTPServer(ThreadingHTTPServer):
 class ScriptedModelServer:
     """An OpenAI-compatible HTTP server whose answers come from a responder callable."""
 
-    def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0,
-                 models: tuple[str, ...] = (), latency: Latency | None = None, dated: str | None = None,
-                 listening: socket.socket | None = None):
+    def __init__(
+        self,
+        responder: Responder,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        models: tuple[str, ...] = (),
+        latency: Latency | None = None,
+        dated: str | None = None,
+        listening: socket.socket | None = None,
+    ):
         self.responder = responder
         self.listening = listening  # a socket to serve on, already listening (its port then is its own)
         # `dated` ("2026-07-01"): report each served id as that dated snapshot, as providers do
@@ -321,8 +353,12 @@ class ScriptedModelServer:
         self._httpd = _HTTPServer((self.host, self.port), self, self.listening)
         self.port = self._httpd.server_address[1]  # the real port when 0 asked for a free one
         # A short poll interval so stop() returns promptly instead of after up to 0.5 s.
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"scripted-model-server:{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"scripted-model-server:{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         log.debug("scripted model server listening on %s", self.base_url)
         return self

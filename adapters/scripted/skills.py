@@ -25,10 +25,15 @@ for _task in tasks.TASK_IDS:
 
 def skill(task_id: str):
     return plugins.lookup("responder", f"scripted-{task_id}")
+
+
 ROLE_LINE = re.compile(r"\bYou are the (T\d) (\w+)\.")
 FEEDBACK_MARKS = ("=== REVIEWER FEEDBACK ===", "Previous attempt failed validation")  # ours; CrewAI's guardrail retry
 WEAK_MISTAKE_RATE = 0.5
-SUCCESS_WORDS = re.compile(r"\b(ok|pass(?:ed|es)?|complete[d]?|verified|validated|satisfied|checked|success(?:ful)?|no issues|no discrepancies)\b", re.IGNORECASE)
+SUCCESS_WORDS = re.compile(
+    r"\b(ok|pass(?:ed|es)?|complete[d]?|verified|validated|satisfied|checked|success(?:ful)?|no issues|no discrepancies)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -87,4 +92,6 @@ def review(task_id: str, messages: list[dict]) -> Findings:
     draft = tasks.strip_flags_head(blocks.get("DRAFT", ""))
     conflicts = skill(task_id).review(blocks.get("SOURCE", ""), blocks.get("CONTEXT", ""), draft)
     note = blocks.get("PRECHECK", "").strip()
-    return Findings(conflicts, tasks.contract_problems(task_id, draft), note if note and bare_success_claim(note) else None)
+    return Findings(
+        conflicts, tasks.contract_problems(task_id, draft), note if note and bare_success_claim(note) else None
+    )

@@ -62,7 +62,9 @@ def mismatch(value: str | None, true_value: str | None, what: str, where: str = 
         same = number(value) == number(true_value)
     except ValueError:
         same = value.strip().casefold() == true_value.strip().casefold()
-    return [] if same else [Conflict((value, true_value), f"{where} gives {what} as {value}, the source as {true_value}")]
+    return (
+        [] if same else [Conflict((value, true_value), f"{where} gives {what} as {value}, the source as {true_value}")]
+    )
 
 
 def restated(values: list[str], what: str) -> list[Conflict]:

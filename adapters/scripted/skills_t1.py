@@ -12,7 +12,11 @@ import re
 from adapters.scripted.skills_common import Conflict, dedupe, mismatch, restated, stale_conflict, superseded_mark
 
 READING = re.compile(r"\b(vibration|temperature|pressure)\b[^0-9\n]{0,30}?(\d+\.\d+)", re.IGNORECASE)
-FIELD = {"vibration": "drive_end_vibration_mm_s", "temperature": "bearing_temperature_c", "pressure": "discharge_pressure_psi"}
+FIELD = {
+    "vibration": "drive_end_vibration_mm_s",
+    "temperature": "bearing_temperature_c",
+    "pressure": "discharge_pressure_psi",
+}
 PRIOR = re.compile(r"^\s*prior survey", re.IGNORECASE)
 SCALARS = {
     "unit_id": re.compile(r"\b([A-Z]-\d{4}-[A-Z])\b"),
@@ -22,8 +26,16 @@ SCALARS = {
     "disposition": re.compile(r"Disposition: ([A-Z][A-Z ]*[A-Z])"),
 }
 CAREFUL_SCALARS = {**SCALARS, "unit_id": re.compile(r"^Unit: ([A-Z]-\d{4}-[A-Z])\b", re.MULTILINE)}
-KEYS = ("unit_id", "inspection_date", "next_survey_date", "inspector", "drive_end_vibration_mm_s",
-        "bearing_temperature_c", "discharge_pressure_psi", "disposition")
+KEYS = (
+    "unit_id",
+    "inspection_date",
+    "next_survey_date",
+    "inspector",
+    "drive_end_vibration_mm_s",
+    "bearing_temperature_c",
+    "discharge_pressure_psi",
+    "disposition",
+)
 
 
 def readings(text: str, *, prior: bool = False, block: str | None = None) -> list[tuple[str, str]]:
@@ -71,7 +83,7 @@ def _draft_values(draft: str) -> dict[str, str]:
     except json.JSONDecodeError:
         return {}
     out = {}
-    for key, value in (doc.items() if isinstance(doc, dict) else ()):
+    for key, value in doc.items() if isinstance(doc, dict) else ():
         m = re.search(rf'"{re.escape(key)}"\s*:\s*(-?[\d.]+)', draft)
         out[key] = m.group(1) if m and not isinstance(value, str) else str(value)
     return out
@@ -79,10 +91,14 @@ def _draft_values(draft: str) -> dict[str, str]:
 
 def review(source: str, context: str, draft: str) -> list[Conflict]:
     truth = read(source, context, careful=True)
-    found = [c for f in FIELD.values() for c in restated([v for g, v in readings(source) if g == f], f.replace("_", " "))]
+    found = [
+        c for f in FIELD.values() for c in restated([v for g, v in readings(source) if g == f], f.replace("_", " "))
+    ]
     if superseded_mark(context):
         found += stale_conflict(context)
-        found += [c for f, v in readings(context) for c in mismatch(v, truth[f], f.replace("_", " "), "the superseded sheet")]
+        found += [
+            c for f, v in readings(context) for c in mismatch(v, truth[f], f.replace("_", " "), "the superseded sheet")
+        ]
     drafted = _draft_values(draft)
     for key in KEYS:
         if key == "disposition" and drafted.get(key, "").upper().startswith(truth[key] or "\0"):

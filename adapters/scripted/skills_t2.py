@@ -8,7 +8,15 @@ weak-tier mistake (O4): the headline press-release claim taken for the audited c
 
 import re
 
-from adapters.scripted.skills_common import Conflict, dedupe, mismatch, restated, sentences, stale_conflict, superseded_mark
+from adapters.scripted.skills_common import (
+    Conflict,
+    dedupe,
+    mismatch,
+    restated,
+    sentences,
+    stale_conflict,
+    superseded_mark,
+)
 
 FIGURES = {
     "cycles": re.compile(r"(\d[\d,]*) cycles"),
@@ -56,11 +64,13 @@ def read(source: str, context: str, *, careful: bool, mistake: bool = False) -> 
 
 def solve(source: str, context: str, *, careful: bool, mistake: bool) -> str:
     v = read(source, context, careful=careful, mistake=mistake)
-    return (f"{v['product']}: research summary.\n"
-            f"An independent audit by the {v['institute']} measured a cycle life of {v['cycles']} cycles to 80% capacity. "
-            f"Gravimetric energy density: {v['energy']} Wh/kg. "
-            f"Qualified operating range: {v['low']} °C to {v['high']} °C. "
-            f"Contracted pack price: ${v['price']}/kWh delivered (county tender).")
+    return (
+        f"{v['product']}: research summary.\n"
+        f"An independent audit by the {v['institute']} measured a cycle life of {v['cycles']} cycles to 80% capacity. "
+        f"Gravimetric energy density: {v['energy']} Wh/kg. "
+        f"Qualified operating range: {v['low']} °C to {v['high']} °C. "
+        f"Contracted pack price: ${v['price']}/kWh delivered (county tender)."
+    )
 
 
 def review(source: str, context: str, draft: str) -> list[Conflict]:
@@ -68,12 +78,21 @@ def review(source: str, context: str, draft: str) -> list[Conflict]:
     found = [c for f in FIGURES for c in restated(mentions(source, f), f"the {f} figure")]
     if superseded_mark(context):
         found += stale_conflict(context)
-        found += [c for f in FIGURES for v in mentions(context, f)[:1] for c in mismatch(v, truth[f], f"the {f} figure", "the superseded datasheet")]
+        found += [
+            c
+            for f in FIGURES
+            for v in mentions(context, f)[:1]
+            for c in mismatch(v, truth[f], f"the {f} figure", "the superseded datasheet")
+        ]
     for figure in FIGURES:
         m = FIGURES[figure].search(draft)
         found += mismatch(m.group(1) if m else None, truth[figure], f"the {figure} figure")
     named = INSTITUTE.search(draft)
     known = {m.group(1).split()[0] for m in INSTITUTE.finditer(source)}
     if named and named.group(1).split()[0] not in known and truth["institute"]:
-        found.append(Conflict((named.group(1), truth["institute"]), f"the draft names the {named.group(1)}, which no source names"))
+        found.append(
+            Conflict(
+                (named.group(1), truth["institute"]), f"the draft names the {named.group(1)}, which no source names"
+            )
+        )
     return dedupe(found)

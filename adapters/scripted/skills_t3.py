@@ -8,14 +8,22 @@ waiver left out.
 
 import re
 
-from adapters.scripted.skills_common import Conflict, dedupe, mismatch, restated, sentences, stale_conflict, superseded_mark
+from adapters.scripted.skills_common import (
+    Conflict,
+    dedupe,
+    mismatch,
+    restated,
+    sentences,
+    stale_conflict,
+    superseded_mark,
+)
 
 ZONES = ("inland", "coastal", "highland")
 TABLE = "Zone rate per kg"
 REBATE_IN_CONTEXT = re.compile(r"rebate: \$(\d+\.\d\d)", re.IGNORECASE)
 REBATE_IN_SPEC = re.compile(r"rebate of \$(\d+\.\d\d)")
 
-TEMPLATE = '''from decimal import ROUND_HALF_UP, Decimal
+TEMPLATE = """from decimal import ROUND_HALF_UP, Decimal
 
 RATES = {{{rates}}}
 TIER_KG = Decimal("{tier_kg}")
@@ -38,7 +46,7 @@ def {name}({params}):
     if subtotal >= REBATE_THRESHOLD:
         subtotal -= REBATE
     return float(subtotal)
-'''
+"""
 
 
 def rate_mentions(text: str, zone: str) -> list[str]:
@@ -49,23 +57,37 @@ def read(source: str, context: str, *, careful: bool, mistake: bool = False) -> 
     table = next((line for line in source.splitlines() if TABLE in line), "")
     rates = {z: (rate_mentions(table if careful else source, z) or [None])[0] for z in ZONES}
     sig = re.search(r"Implement (\w+)\(([^)]*)\)", source)
-    grab = lambda pattern: (m.group(1) if (m := re.search(pattern, source)) else None)
+    grab = lambda pattern: m.group(1) if (m := re.search(pattern, source)) else None
     rebate = grab(REBATE_IN_SPEC.pattern)
     if not (careful and superseded_mark(context)) and (m := REBATE_IN_CONTEXT.search(context)):
         rebate = m.group(1)
-    return {"name": sig.group(1) if sig else "solution", "params": sig.group(2) if sig else "weight_kg, zone, is_perishable",
-            "rates": rates, "tier_kg": grab(r"first (\d+) kg"), "tier_pct": grab(r"(\d+)% of the zone rate"),
-            "surcharge_pct": grab(r"add (\d+)% of"), "waived": None if mistake else grab(r"waived in the (\w+) zone"),
-            "threshold": grab(r"at least \$(\d+\.\d\d)"), "rebate": rebate}
+    return {
+        "name": sig.group(1) if sig else "solution",
+        "params": sig.group(2) if sig else "weight_kg, zone, is_perishable",
+        "rates": rates,
+        "tier_kg": grab(r"first (\d+) kg"),
+        "tier_pct": grab(r"(\d+)% of the zone rate"),
+        "surcharge_pct": grab(r"add (\d+)% of"),
+        "waived": None if mistake else grab(r"waived in the (\w+) zone"),
+        "threshold": grab(r"at least \$(\d+\.\d\d)"),
+        "rebate": rebate,
+    }
 
 
 def solve(source: str, context: str, *, careful: bool, mistake: bool) -> str:
     v = read(source, context, careful=careful, mistake=mistake)
     test = "is_perishable" + (f' and zone != "{v["waived"]}"' if v["waived"] else "")
     return TEMPLATE.format(
-        rates=", ".join(f'"{z}": Decimal("{r}")' for z, r in v["rates"].items()), tier_kg=v["tier_kg"],
-        tier_factor=f"{int(v['tier_pct']) / 100:.2f}", surcharge=f"{int(v['surcharge_pct']) / 100:.2f}",
-        rebate=v["rebate"], threshold=v["threshold"], name=v["name"], params=v["params"], perishable_test=test)
+        rates=", ".join(f'"{z}": Decimal("{r}")' for z, r in v["rates"].items()),
+        tier_kg=v["tier_kg"],
+        tier_factor=f"{int(v['tier_pct']) / 100:.2f}",
+        surcharge=f"{int(v['surcharge_pct']) / 100:.2f}",
+        rebate=v["rebate"],
+        threshold=v["threshold"],
+        name=v["name"],
+        params=v["params"],
+        perishable_test=test,
+    )
 
 
 def review(source: str, context: str, draft: str) -> list[Conflict]:
@@ -75,10 +97,15 @@ def review(source: str, context: str, draft: str) -> list[Conflict]:
         found += stale_conflict(context)
         spec_rebate = re.search(r"rebate of (\$\d+\.\d\d)", source)
         for m in re.finditer(r"rebate: (\$\d+\.\d\d)", context, re.IGNORECASE):
-            found += mismatch(m.group(1), spec_rebate.group(1) if spec_rebate else None, "the rebate", "the superseded circular")
+            found += mismatch(
+                m.group(1), spec_rebate.group(1) if spec_rebate else None, "the rebate", "the superseded circular"
+            )
     defined = re.findall(r"^def (\w+)\(", draft, re.MULTILINE)
     if truth["name"] not in defined:
-        found += [Conflict((d, truth["name"]), f"the draft defines {d}, the specification names {truth['name']}") for d in defined[:1]]
+        found += [
+            Conflict((d, truth["name"]), f"the draft defines {d}, the specification names {truth['name']}")
+            for d in defined[:1]
+        ]
     for zone in ZONES:
         m = re.search(rf'"{zone}"\s*:\s*(?:Decimal\(")?(\d+(?:\.\d+)?)', draft)
         found += mismatch(m.group(1) if m else None, truth["rates"][zone], f"the {zone} rate")

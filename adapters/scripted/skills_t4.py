@@ -19,12 +19,17 @@ KM = re.compile(r"\b\d+ km\b")
 
 
 def world_of(source: str) -> dict:
-    grab = lambda pattern: (m.group(1).strip() if (m := re.search(pattern, source, re.MULTILINE)) else "")
+    grab = lambda pattern: m.group(1).strip() if (m := re.search(pattern, source, re.MULTILINE)) else ""
     masts = [m.strip() for m in grab(r"Masts to calibrate: ([^\n]+?)\.?\s*$").split(",") if m.strip()]
     order = re.search(r"Calibrate (.+?) before (.+?) \(", source)
-    return {"base": grab(r"Base: ([^.\n]+)\."), "depot": grab(r"Fuel depot: ([^.\n]+)\."), "masts": masts,
-            "fuel_range_km": int(grab(r"at most (\d+) km between refuels") or 0),
-            "before": [list(order.groups())] if order else [], "roads": []}
+    return {
+        "base": grab(r"Base: ([^.\n]+)\."),
+        "depot": grab(r"Fuel depot: ([^.\n]+)\."),
+        "masts": masts,
+        "fuel_range_km": int(grab(r"at most (\d+) km between refuels") or 0),
+        "before": [list(order.groups())] if order else [],
+        "roads": [],
+    }
 
 
 def statements(text: str, places: set[str], *, table_only: bool = False) -> list[tuple[frozenset, str]]:
@@ -98,12 +103,20 @@ def review(source: str, context: str, draft: str) -> list[Conflict]:
     places = {world["base"], world["depot"], *world["masts"]}
     found = []
     for road in {r for r, _ in statements(source, places)}:
-        found += restated([km for r, km in statements(source, places) if r == road], f"the {' to '.join(sorted(road))} distance")
+        found += restated(
+            [km for r, km in statements(source, places) if r == road], f"the {' to '.join(sorted(road))} distance"
+        )
     if superseded_mark(context):
         found += stale_conflict(context)
         table = dict(statements(source, places, table_only=True))
-        found += [Conflict((km, table[r]), f"the superseded sheet gives {' to '.join(sorted(r))} as {km}, the brief's table as {table[r]}")
-                  for r, km in statements(context, places) if r in table and km != table[r]]
+        found += [
+            Conflict(
+                (km, table[r]),
+                f"the superseded sheet gives {' to '.join(sorted(r))} as {km}, the brief's table as {table[r]}",
+            )
+            for r, km in statements(context, places)
+            if r in table and km != table[r]
+        ]
     try:
         tokens = json.loads(draft)
     except json.JSONDecodeError:

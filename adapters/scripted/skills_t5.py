@@ -10,7 +10,15 @@ import difflib
 import json
 import re
 
-from adapters.scripted.skills_common import Conflict, dedupe, mismatch, restated, sentences, stale_conflict, superseded_mark
+from adapters.scripted.skills_common import (
+    Conflict,
+    dedupe,
+    mismatch,
+    restated,
+    sentences,
+    stale_conflict,
+    superseded_mark,
+)
 
 DEPTH = re.compile(r"(\d+\.\d+) metres")
 EXCERPT = re.compile(r"^E\d+\. ")
@@ -36,13 +44,18 @@ def read(source: str, context: str, *, careful: bool) -> dict:
     found = ([] if careful and superseded_mark(context) else depths(context)) + found + depths(source)
     citation = next((s for s in sentences(source) if "opens" in s and "frost" in s), "")
     event = re.search(r"first (?:(\w+) )?ground frost", citation)
-    return {"depth": found[0] if found else None, "citation": citation,
-            "event": f"first {event.group(1) + ' ' if event and event.group(1) else ''}ground frost"}
+    return {
+        "depth": found[0] if found else None,
+        "citation": citation,
+        "event": f"first {event.group(1) + ' ' if event and event.group(1) else ''}ground frost",
+    }
 
 
 def solve(source: str, context: str, *, careful: bool, mistake: bool) -> str:
     v = read(source, context, careful=careful)
-    answer = f"The probe is set at {v['depth']} metres, and the seasonal reading series opens on the season's {v['event']}."
+    answer = (
+        f"The probe is set at {v['depth']} metres, and the seasonal reading series opens on the season's {v['event']}."
+    )
     citation = v["citation"]
     if mistake:  # a paraphrase passed off as a quotation
         citation = f"The series opens at the first frost of the season, with the probe at {v['depth']} metres."
@@ -50,7 +63,7 @@ def solve(source: str, context: str, *, careful: bool, mistake: bool) -> str:
 
 
 def _norm(text: str) -> str:
-    return " ".join(text.replace("\u2019", "'").strip().strip("\"\u201c\u201d").split())
+    return " ".join(text.replace("\u2019", "'").strip().strip('"\u201c\u201d').split())
 
 
 def review(source: str, context: str, draft: str) -> list[Conflict]:
@@ -58,7 +71,9 @@ def review(source: str, context: str, draft: str) -> list[Conflict]:
     found = restated(depths(source), "the probe depth")
     if superseded_mark(context):
         found += stale_conflict(context)
-        found += [c for d in depths(context) for c in mismatch(d, truth["depth"], "the probe depth", "the superseded notice")]
+        found += [
+            c for d in depths(context) for c in mismatch(d, truth["depth"], "the probe depth", "the superseded notice")
+        ]
     try:
         doc = json.loads(draft)
     except json.JSONDecodeError:

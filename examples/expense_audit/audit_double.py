@@ -14,21 +14,41 @@ def _text(message) -> str:
 
 def _ledger(satisfied: bool, progress: bool, why: str, instruction: str) -> str:
     entry = lambda reason, answer: {"reason": reason, "answer": answer}
-    return json.dumps({"is_request_satisfied": entry(why, satisfied), "is_in_loop": entry(why, not progress),
-                       "is_progress_being_made": entry(why, progress), "next_speaker": entry("The accountant totals.", "accountant"),
-                       "instruction_or_question": entry("The plan's next step.", instruction)})
+    return json.dumps(
+        {
+            "is_request_satisfied": entry(why, satisfied),
+            "is_in_loop": entry(why, not progress),
+            "is_progress_being_made": entry(why, progress),
+            "next_speaker": entry("The accountant totals.", "accountant"),
+            "instruction_or_question": entry("The plan's next step.", instruction),
+        }
+    )
 
 
 def _manager(messages) -> str:
     last = _text(messages[-1])
-    reports = [_text(m) for m in messages if m.get("role") == "assistant" and m.get("name") == "accountant" and TOTAL.search(_text(m))]
+    reports = [
+        _text(m)
+        for m in messages
+        if m.get("role") == "assistant" and m.get("name") == "accountant" and TOTAL.search(_text(m))
+    ]
     if "pure JSON format" in last:
         if not reports:
-            return _ledger(False, True, "Just starting.", "Load the expense report, total it, save the total and reply with every line and the total.")
+            return _ledger(
+                False,
+                True,
+                "Just starting.",
+                "Load the expense report, total it, save the total and reply with every line and the total.",
+            )
         lines, total = [int(n) for _, n in LINE.findall(reports[-1])], int(TOTAL.search(reports[-1]).group(1))
         if lines and sum(lines) == total:
             return _ledger(True, True, f"The total {total} matches the lines.", "Done.")
-        return _ledger(False, False, f"The total {total} does not match the lines, which sum to {sum(lines)}.", "Total the report again, carefully.")
+        return _ledger(
+            False,
+            False,
+            f"The total {total} does not match the lines, which sum to {sum(lines)}.",
+            "Total the report again, carefully.",
+        )
     if "final answer" in last:
         return f"The audited total is {TOTAL.search(reports[-1]).group(1)}." if reports else "No total was produced."
     if "bullet-point plan" in last or "what went wrong" in last:

@@ -24,9 +24,18 @@ def save_total(total: str) -> str:
 
 def build_workflow():
     def client():
-        return OpenAIChatCompletionClient(model="audit-large")  # OPENAI_BASE_URL and OPENAI_API_KEY from the environment
+        return OpenAIChatCompletionClient(
+            model="audit-large"
+        )  # OPENAI_BASE_URL and OPENAI_API_KEY from the environment
 
-    accountant = Agent(client=client(), name="accountant", description="Totals the expense report and saves the total.", tools=[load_expenses, save_total],
-                       instructions="You are the accountant. Load the expense report, total it, save the total, then reply with every line and 'TOTAL: <total>'.")
+    accountant = Agent(
+        client=client(),
+        name="accountant",
+        description="Totals the expense report and saves the total.",
+        tools=[load_expenses, save_total],
+        instructions="You are the accountant. Load the expense report, total it, save the total, then reply with every line and 'TOTAL: <total>'.",
+    )
     manager = Agent(client=client(), name="manager", instructions="You are the audit manager.")
-    return MagenticBuilder(participants=[accountant], manager_agent=manager, max_stall_count=1, max_round_count=4).build()
+    return MagenticBuilder(
+        participants=[accountant], manager_agent=manager, max_stall_count=1, max_round_count=4
+    ).build()

@@ -26,15 +26,31 @@ def _triage(messages, model, rng):
         severity = "SEV1"
     else:
         severity = "SEV2" if metrics["p99_ms"] >= 1500 else "SEV3"
-    action = f"roll back {metrics['last_deploy']}" if "roll it back" in runbook and metrics["deploy_age_min"] < 60 else "investigate"
+    action = (
+        f"roll back {metrics['last_deploy']}"
+        if "roll it back" in runbook and metrics["deploy_age_min"] < 60
+        else "investigate"
+    )
     deps = next((t for t in tool_results if t.startswith("dependency check") or "dependenc" in t), "")
-    return json.dumps({"service": "checkout-api", "severity": severity, "action": action,
-                       "evidence": {"error_rate_pct": metrics["error_rate_pct"], "p99_ms": metrics["p99_ms"], "dependencies": deps}})
+    return json.dumps(
+        {
+            "service": "checkout-api",
+            "severity": severity,
+            "action": action,
+            "evidence": {
+                "error_rate_pct": metrics["error_rate_pct"],
+                "p99_ms": metrics["p99_ms"],
+                "dependencies": deps,
+            },
+        }
+    )
 
 
 def _review(messages, rng):
     alert = next(t for t in _texts(messages, "user") if t.startswith("ALERT"))
-    triage = json.loads(re.search(r"\{.*\}", [t for t in _texts(messages, "user") if '"severity"' in t][-1], re.S).group(0))
+    triage = json.loads(
+        re.search(r"\{.*\}", [t for t in _texts(messages, "user") if '"severity"' in t][-1], re.S).group(0)
+    )
     attentive = rng.random() < 0.6
     alert_rate = float(re.search(r"error rate (\d+(?:\.\d+)?)%", alert).group(1))
     expected = "SEV1" if alert_rate >= 5 else "SEV2"
@@ -44,7 +60,11 @@ def _review(messages, rng):
         return f"REJECT: severity {triage['severity']} does not follow the matrix for an error rate of {alert_rate}% ({expected})"
     if "probed" not in triage["evidence"]["dependencies"] and attentive:
         return "REJECT: the dependency check reports no probe figures, so the dependencies were not verified"
-    return {"tool_calls": [{"name": "file_incident", "arguments": {k: triage[k] for k in ("service", "severity", "action")}}]}
+    return {
+        "tool_calls": [
+            {"name": "file_incident", "arguments": {k: triage[k] for k in ("service", "severity", "action")}}
+        ]
+    }
 
 
 def make_responder(seed):
@@ -56,7 +76,10 @@ def make_responder(seed):
         if system.startswith("You are the on-call triager"):
             if messages[-1]["role"] == "tool":
                 return _triage(messages, request["model"], rng)
-            calls = [{"name": n, "arguments": {"service": "checkout-api"}} for n in ("get_service_metrics", "get_runbook", "check_dependencies")]
+            calls = [
+                {"name": n, "arguments": {"service": "checkout-api"}}
+                for n in ("get_service_metrics", "get_runbook", "check_dependencies")
+            ]
             return {"tool_calls": calls}
         if system.startswith("You are the incident critic"):
             if messages[-1]["role"] == "tool":

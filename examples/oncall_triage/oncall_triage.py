@@ -16,7 +16,13 @@ from autogen_ext.models.openai import OpenAIChatCompletionClient
 
 MODEL = os.environ.get("ONCALL_MODEL", "oncall-large")
 INCIDENTS = Path("incidents.jsonl")
-MODEL_INFO = {"vision": False, "function_calling": True, "json_output": True, "structured_output": False, "family": "unknown"}
+MODEL_INFO = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": True,
+    "structured_output": False,
+    "family": "unknown",
+}
 
 TRIAGER_PROMPT = """You are the on-call triager. Use the tools to read the service's metrics, its runbook and its
 dependency health, then answer with one JSON object:
@@ -37,8 +43,10 @@ def get_service_metrics(service: str) -> str:
 
 def get_runbook(service: str) -> str:
     """The service's runbook."""
-    return (f"{service} runbook (rev 2026-11, current): declare SEV1 when the error rate is at least 5%. "
-            "If the latest deploy is less than 60 minutes old, roll it back.")
+    return (
+        f"{service} runbook (rev 2026-11, current): declare SEV1 when the error rate is at least 5%. "
+        "If the latest deploy is less than 60 minutes old, roll it back."
+    )
 
 
 def check_dependencies(service: str) -> str:
@@ -57,9 +65,15 @@ def build_team():
     def client():
         return OpenAIChatCompletionClient(model=MODEL, model_info=MODEL_INFO, max_retries=1)
 
-    triager = AssistantAgent("triager", model_client=client(), system_message=TRIAGER_PROMPT,
-                             tools=[get_service_metrics, get_runbook, check_dependencies], reflect_on_tool_use=True)
-    critic = AssistantAgent("critic", model_client=client(), system_message=CRITIC_PROMPT,
-                            tools=[file_incident], reflect_on_tool_use=True)
+    triager = AssistantAgent(
+        "triager",
+        model_client=client(),
+        system_message=TRIAGER_PROMPT,
+        tools=[get_service_metrics, get_runbook, check_dependencies],
+        reflect_on_tool_use=True,
+    )
+    critic = AssistantAgent(
+        "critic", model_client=client(), system_message=CRITIC_PROMPT, tools=[file_incident], reflect_on_tool_use=True
+    )
     done = TextMentionTermination("APPROVE", sources=["critic"]) | MaxMessageTermination(8)
     return RoundRobinGroupChat([triager, critic], termination_condition=done)

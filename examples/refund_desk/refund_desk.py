@@ -22,7 +22,9 @@ LEDGER = Path("refund_ledger.jsonl")
 MAX_DRAFTS = 2
 
 # Staging fixtures of the order service and the policy store.
-ORDERS = {"A-1001": {"order_id": "A-1001", "customer": "C-77", "item": "Kettle KX-2", "amount_paid": 84.0, "shipping": 5.0}}
+ORDERS = {
+    "A-1001": {"order_id": "A-1001", "customer": "C-77", "item": "Kettle KX-2", "amount_paid": 84.0, "shipping": 5.0}
+}
 POLICY = "Refund policy EU (rev 2026-10, current): a damaged item is refunded in full minus shipping. Shipping is never refunded."
 
 DRAFTER_PROMPT = """You draft refund decisions for the support desk.
@@ -77,9 +79,12 @@ def build_graph():
 
     def intake(state: Ticket) -> Ticket:
         order_id = re.search(r"\bA-\d+\b", state["ticket"]).group(0)
-        return {"order": lookup_order.invoke({"order_id": order_id}),
-                "policy": refund_policy.invoke({"region": "EU"}),
-                "photo_check": verify_damage_photo.invoke({"order_id": order_id}), "drafts": 0}
+        return {
+            "order": lookup_order.invoke({"order_id": order_id}),
+            "policy": refund_policy.invoke({"region": "EU"}),
+            "photo_check": verify_damage_photo.invoke({"order_id": order_id}),
+            "drafts": 0,
+        }
 
     def drafter(state: Ticket) -> Ticket:
         ask = f"Ticket: {state['ticket']}\nOrder record: {state['order']}\nPolicy: {state['policy']}"
@@ -89,13 +94,18 @@ def build_graph():
         return {"draft": reply.content, "drafts": state["drafts"] + 1}
 
     def reviewer(state: Ticket) -> Command:
-        ask = (f"Ticket: {state['ticket']}\nOrder record: {state['order']}\nPolicy: {state['policy']}\n"
-               f"Photo check: {state['photo_check']}\nDraft decision: {state['draft']}")
+        ask = (
+            f"Ticket: {state['ticket']}\nOrder record: {state['order']}\nPolicy: {state['policy']}\n"
+            f"Photo check: {state['photo_check']}\nDraft decision: {state['draft']}"
+        )
         verdict = llm.invoke([SystemMessage(REVIEWER_PROMPT), HumanMessage(ask)]).content.strip()
         notes = verdict.partition(":")[2].strip()
         if not verdict.startswith("REJECTED"):
             return Command(goto="payout", update={"verdict": verdict})
-        return Command(goto="drafter" if state["drafts"] < MAX_DRAFTS else "escalate", update={"verdict": verdict, "review_notes": notes})
+        return Command(
+            goto="drafter" if state["drafts"] < MAX_DRAFTS else "escalate",
+            update={"verdict": verdict, "review_notes": notes},
+        )
 
     def escalate(state: Ticket) -> Ticket:
         interrupt(f"refund for this ticket needs a human: {state['review_notes']}")

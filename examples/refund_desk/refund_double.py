@@ -31,7 +31,9 @@ def make_responder(seed):
         told = "Reviewer feedback" in text
         sloppy = model.endswith("-mini") and not told and rng.random() < 0.7
         amount = _refund(order, policy, forget_shipping=sloppy)
-        return json.dumps({"order_id": order.get("order_id"), "amount": amount, "rationale": "policy applied to the order record"})
+        return json.dumps(
+            {"order_id": order.get("order_id"), "amount": amount, "rationale": "policy applied to the order record"}
+        )
 
     def review(text):
         order, policy = _order(text), re.search(r"Policy: (.*)", text).group(1)

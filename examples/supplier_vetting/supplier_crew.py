@@ -22,12 +22,30 @@ MODEL = os.environ.get("VETTING_MODEL", "vetting-large")
 ONBOARDED = Path("onboarded_suppliers.jsonl")
 
 # Staging fixtures of the register, the credit bureau and the policy store.
-REGISTER = {"Nordwind Logistics GmbH": {"name": "Nordwind Logistics GmbH", "register": "HRB 48213 Hamburg", "status": "active", "incorporated": 2011}}
+REGISTER = {
+    "Nordwind Logistics GmbH": {
+        "name": "Nordwind Logistics GmbH",
+        "register": "HRB 48213 Hamburg",
+        "status": "active",
+        "incorporated": 2011,
+    }
+}
 CREDIT = {"Nordwind Logistics GmbH": {"credit_score": 72, "payment_days": 31, "revenue_eur_m": 48.2}}
-POLICY = ("Supplier policy (rev 2026-09, current): onboard a supplier only if it is active in the register, "
-          "its sanctions screening shows 0 matches and its credit score is at least 60; cap the first contract at EUR 250000.")
+POLICY = (
+    "Supplier policy (rev 2026-09, current): onboard a supplier only if it is active in the register, "
+    "its sanctions screening shows 0 matches and its credit score is at least 60; cap the first contract at EUR 250000."
+)
 
-BRIEF_FIELDS = ("supplier", "register_status", "sanctions", "credit_score", "bank_reference_score", "policy", "contract_cap_eur", "recommendation")
+BRIEF_FIELDS = (
+    "supplier",
+    "register_status",
+    "sanctions",
+    "credit_score",
+    "bank_reference_score",
+    "policy",
+    "contract_cap_eur",
+    "recommendation",
+)
 VERDICT_LINE = re.compile(r"^VERDICT:\s*(APPROVE|REJECT\s*-\s*\S.*)$")
 
 
@@ -73,9 +91,11 @@ def brief_is_well_formed(output):
     return (False, f"the brief lacks {', '.join(missing)}") if missing else (True, output.raw)
 
 
-EVIDENCE_CHECK = ("The brief's credit score must agree with the bank reference the request quotes, the sanctions "
-                  "result must name the lists and the list version it was screened against, and the recommendation "
-                  f"and the contract cap must follow the current supplier policy: {POLICY}")
+EVIDENCE_CHECK = (
+    "The brief's credit score must agree with the bank reference the request quotes, the sanctions "
+    "result must name the lists and the list version it was screened against, and the recommendation "
+    f"and the contract cap must follow the current supplier policy: {POLICY}"
+)
 
 
 def ends_with_verdict(output):
@@ -89,22 +109,44 @@ def ends_with_verdict(output):
 def build_crew():
     llm = LLM(model=MODEL, temperature=0.2, max_retries=1)
     researcher = Agent(
-        role="Supplier Researcher", goal="Establish the facts about a new supplier from the records",
+        role="Supplier Researcher",
+        goal="Establish the facts about a new supplier from the records",
         backstory="You work in procurement and vet every new supplier from the register, the sanctions lists and the credit bureau.",
-        tools=[company_registry, sanctions_screen, credit_report, procurement_policy], llm=llm, allow_delegation=False)
+        tools=[company_registry, sanctions_screen, credit_report, procurement_policy],
+        llm=llm,
+        allow_delegation=False,
+    )
     qa = Agent(
-        role="Vendor Risk QA", goal="Sign off a supplier only when its vetting brief holds",
+        role="Vendor Risk QA",
+        goal="Sign off a supplier only when its vetting brief holds",
         backstory=f"You check vetting briefs before a supplier reaches the ERP. The policy in force: {POLICY}",
-        tools=[onboard_supplier], llm=llm, allow_delegation=False)
+        tools=[onboard_supplier],
+        llm=llm,
+        allow_delegation=False,
+    )
     research = Task(
-        name="research", agent=researcher, guardrails=[brief_is_well_formed, EVIDENCE_CHECK], guardrail_max_retries=2,
-        description=("Vet the supplier {supplier} for this request: {request}\n"
-                     "Use your tools to read its register entry, its sanctions screening, its credit report and the EU supplier policy."),
-        expected_output=(f"One JSON object with the fields {', '.join(BRIEF_FIELDS)}: the figures as the tools gave them, "
-                         "the bank reference score as the request quotes it, and the recommendation 'onboard' or 'decline'."))
+        name="research",
+        agent=researcher,
+        guardrails=[brief_is_well_formed, EVIDENCE_CHECK],
+        guardrail_max_retries=2,
+        description=(
+            "Vet the supplier {supplier} for this request: {request}\n"
+            "Use your tools to read its register entry, its sanctions screening, its credit report and the EU supplier policy."
+        ),
+        expected_output=(
+            f"One JSON object with the fields {', '.join(BRIEF_FIELDS)}: the figures as the tools gave them, "
+            "the bank reference score as the request quotes it, and the recommendation 'onboard' or 'decline'."
+        ),
+    )
     review = Task(
-        name="qa_review", agent=qa, context=[research], guardrail=ends_with_verdict,
-        description=("Check the vetting brief for {supplier} against the request ({request}) and the policy in force. "
-                     "If it holds, onboard the supplier with onboard_supplier, with the brief's contract cap."),
-        expected_output="Your review, ending with exactly one line: VERDICT: APPROVE or VERDICT: REJECT - <reason>.")
+        name="qa_review",
+        agent=qa,
+        context=[research],
+        guardrail=ends_with_verdict,
+        description=(
+            "Check the vetting brief for {supplier} against the request ({request}) and the policy in force. "
+            "If it holds, onboard the supplier with onboard_supplier, with the brief's contract cap."
+        ),
+        expected_output="Your review, ending with exactly one line: VERDICT: APPROVE or VERDICT: REJECT - <reason>.",
+    )
     return Crew(agents=[researcher, qa], tasks=[research, review], process=Process.sequential, verbose=False)

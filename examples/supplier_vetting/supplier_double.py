@@ -40,7 +40,10 @@ def _research(messages, model, rng):
     """Tool calls first; then the brief, from the tool results and the request."""
     results = _texts(messages, "tool")
     if not results:
-        calls = [{"name": n, "arguments": {"company": SUPPLIER}} for n in ("company_registry", "sanctions_screen", "credit_report")]
+        calls = [
+            {"name": n, "arguments": {"company": SUPPLIER}}
+            for n in ("company_registry", "sanctions_screen", "credit_report")
+        ]
         return {"tool_calls": calls + [{"name": "procurement_policy", "arguments": {"region": "EU"}}]}
     asked_text = "\n".join(_texts(messages, "user"))
     register = json.loads(next(t for t in results if '"register"' in t))
@@ -51,10 +54,23 @@ def _research(messages, model, rng):
     reference, asked = _request_terms(asked_text)
     told = "Previous attempt failed validation" in asked_text
     contract = asked if model.endswith("-mini") and not told and rng.random() < 0.7 else min(asked, cap)
-    clean = register["status"] == "active" and re.search(r"\b(0|no) matches\b", sanctions) and credit["credit_score"] >= threshold
-    return json.dumps({"supplier": SUPPLIER, "register_status": register["status"], "sanctions": sanctions,
-                       "credit_score": credit["credit_score"], "bank_reference_score": reference, "policy": revision,
-                       "contract_cap_eur": contract, "recommendation": "onboard" if clean else "decline"})
+    clean = (
+        register["status"] == "active"
+        and re.search(r"\b(0|no) matches\b", sanctions)
+        and credit["credit_score"] >= threshold
+    )
+    return json.dumps(
+        {
+            "supplier": SUPPLIER,
+            "register_status": register["status"],
+            "sanctions": sanctions,
+            "credit_score": credit["credit_score"],
+            "bank_reference_score": reference,
+            "policy": revision,
+            "contract_cap_eur": contract,
+            "recommendation": "onboard" if clean else "decline",
+        }
+    )
 
 
 def _problems(brief, policy, attentive):
@@ -64,13 +80,17 @@ def _problems(brief, policy, attentive):
     if brief["contract_cap_eur"] > cap:
         found.append(f"the contract cap EUR {brief['contract_cap_eur']} exceeds the policy's EUR {cap}")
     if attentive and brief["credit_score"] != brief["bank_reference_score"]:
-        found.append(f"the credit score {brief['credit_score']} contradicts the bank reference {brief['bank_reference_score']}")
+        found.append(
+            f"the credit score {brief['credit_score']} contradicts the bank reference {brief['bank_reference_score']}"
+        )
     if attentive and "list version" not in brief["sanctions"]:
         found.append("the sanctions result names no lists or list version, so the screening is not evidenced")
     if attentive and brief["policy"] != revision:
         found.append(f"the brief follows {brief['policy']}, not the policy in force ({revision})")
     if brief["recommendation"] == "onboard" and brief["credit_score"] < threshold:
-        found.append(f"the brief recommends onboarding with a credit score of {brief['credit_score']}, below the policy's {threshold}")
+        found.append(
+            f"the brief recommends onboarding with a credit score of {brief['credit_score']}, below the policy's {threshold}"
+        )
     return found
 
 
@@ -94,7 +114,14 @@ def _review(messages, rng):
     found = _problems(brief, policy, attentive=rng.random() < 0.5)
     if found:
         return f"VERDICT: REJECT - {found[0]}"
-    return {"tool_calls": [{"name": "onboard_supplier", "arguments": {"company": brief["supplier"], "contract_cap_eur": brief["contract_cap_eur"]}}]}
+    return {
+        "tool_calls": [
+            {
+                "name": "onboard_supplier",
+                "arguments": {"company": brief["supplier"], "contract_cap_eur": brief["contract_cap_eur"]},
+            }
+        ]
+    }
 
 
 def make_responder(seed):

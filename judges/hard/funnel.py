@@ -54,7 +54,9 @@ def derived_counts(row) -> dict[str, int]:
     counts["missed"] = int(judged and not hard and not noticed)
     counts["recovered_without_detection"] = int(recovered and counts["missed"])
     counts["undecided"] = int(not hard and not judged)  # soft tier unknown: neither soft nor MISSED
-    counts["soft_pre_injection"] = int(bool(row.get("soft_pre_injection")) and not hard)  # a notice quoting pre-fault text
+    counts["soft_pre_injection"] = int(
+        bool(row.get("soft_pre_injection")) and not hard
+    )  # a notice quoting pre-fault text
     if "strict" in row:
         counts["strict"] = int(bool(row["strict"]))
     return counts
@@ -75,7 +77,11 @@ def funnel(rows, dims) -> list[FunnelRow]:
 
 def exclusion_appendix(rows) -> list[tuple[str, str, str, str, str, int]]:
     """(framework, config, task, operator, code, count) for every excluded cell class."""
-    tally = Counter((r["framework"], r["config"], r["task"], r["operator"], r["excluded"]) for r in rows if r["status"] == "excluded")
+    tally = Counter(
+        (r["framework"], r["config"], r["task"], r["operator"], r["excluded"])
+        for r in rows
+        if r["status"] == "excluded"
+    )
     return [(*key, n) for key, n in sorted(tally.items())]
 
 

@@ -1,6 +1,15 @@
 """The wave report in Markdown, rendered from a board (never hand-edited)."""
 
-from judges.hard.tables import HEADLINE_COLUMN, cell_links_markdown, columns_for, entries_markdown, fmt_pct, fmt_rate, markdown_table, section2_markdown
+from judges.hard.tables import (
+    HEADLINE_COLUMN,
+    cell_links_markdown,
+    columns_for,
+    entries_markdown,
+    fmt_pct,
+    fmt_rate,
+    markdown_table,
+    section2_markdown,
+)
 from judges.labels import INTERVALS, board_labels, kappa_label
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 from sabot.provenance import is_simulated
@@ -31,7 +40,9 @@ def soft_section(board: dict, kappa: dict | None) -> list[str]:
     """The §2 funnel with the soft tier, never blended into the headline, labelled with its reliability."""
     labels = labels_of(board)
     confidence = kappa_label(kappa, board.get("judge_backends", ()))["text"]
-    confidence = confidence.replace("low-confidence", "**low-confidence**") if "low-confidence" in confidence else confidence
+    confidence = (
+        confidence.replace("low-confidence", "**low-confidence**") if "low-confidence" in confidence else confidence
+    )
     backends = ", ".join(board.get("judge_backends", [])) or "none"
     early = [labels["pre_injection_note"], ""] if labels["pre_injection_note"] else []
     return [
@@ -51,10 +62,18 @@ def retry_section(board: dict) -> list[str]:
     tally = board.get("retries")
     if not tally or not (tally["counted"] or tally["not_counted"]):
         return []
-    rows = [["counted as a detection act", tally["counted"]]] + [[f"not counted: {why}", n] for why, n in sorted(tally["not_counted"].items())]
-    return ["## Retries and re-plans under this ruleset's retry-reason rule", "",
-            "Acts, not cells: a cell with an uncounted retry may still be detected by another act. An uncounted retry still "
-            "counts as a corrective act for REACTED.", "", markdown_table(["retry or re-plan", "acts"], rows), ""]
+    rows = [["counted as a detection act", tally["counted"]]] + [
+        [f"not counted: {why}", n] for why, n in sorted(tally["not_counted"].items())
+    ]
+    return [
+        "## Retries and re-plans under this ruleset's retry-reason rule",
+        "",
+        "Acts, not cells: a cell with an uncounted retry may still be detected by another act. An uncounted retry still "
+        "counts as a corrective act for REACTED.",
+        "",
+        markdown_table(["retry or re-plan", "acts"], rows),
+        "",
+    ]
 
 
 def uncertainty_rows(board: dict, label: str) -> list[list[str]]:
@@ -62,9 +81,15 @@ def uncertainty_rows(board: dict, label: str) -> list[list[str]]:
     for e in board["tables"]["framework_config"]:
         replicate = board.get("replicate_bootstrap", {}).get(e["group"])
         task_why = board.get("cluster_bootstrap_not_estimable", {}).get(e["group"])
-        rows.append([e["group"], fmt_rate(e["counts"]["detected_hard"], e["valid"], label=label), _interval(e["wilson"]["detected_hard"]),
-                     task_why or _interval(board["cluster_bootstrap"][e["group"]][1:]),
-                     (replicate.get("not_estimable") or _interval(replicate["interval"][1:])) if replicate else "n/a"])
+        rows.append(
+            [
+                e["group"],
+                fmt_rate(e["counts"]["detected_hard"], e["valid"], label=label),
+                _interval(e["wilson"]["detected_hard"]),
+                task_why or _interval(board["cluster_bootstrap"][e["group"]][1:]),
+                (replicate.get("not_estimable") or _interval(replicate["interval"][1:])) if replicate else "n/a",
+            ]
+        )
     return rows
 
 
@@ -72,18 +97,26 @@ def cell_links_section(board: dict) -> list[str]:
     """Which cells stand behind the numbers, when the board carries the addresses (`cell_links`)."""
     if not board.get("cell_links"):
         return []
-    return ["## Cells behind the numbers", "",
-            "Every number is a count of cells; each row's cells, with their own verdicts, acts and the runs they read, are here "
-            "(in the UI the scoreboard links every number to exactly its cells). COLUMN is any header above, e.g. DETECTED_HARD.", "",
-            cell_links_markdown(board["cell_links"]), ""]
+    return [
+        "## Cells behind the numbers",
+        "",
+        "Every number is a count of cells; each row's cells, with their own verdicts, acts and the runs they read, are here "
+        "(in the UI the scoreboard links every number to exactly its cells). COLUMN is any header above, e.g. DETECTED_HARD.",
+        "",
+        cell_links_markdown(board["cell_links"]),
+        "",
+    ]
 
 
-def render_markdown(wave: str, label: str, board: dict, missing: list[str], headline: bool, kappa: dict | None = None) -> str:
+def render_markdown(
+    wave: str, label: str, board: dict, missing: list[str], headline: bool, kappa: dict | None = None
+) -> str:
     columns = columns_for(board["ruleset"], label)
     simulated = is_simulated(label)
 
     def _funnel_table(entries, cols):
         return entries_markdown(entries, cols, label)
+
     out = [
         f"# Sabot — {wave}, ruleset {board['ruleset']}{' (headline)' if headline else ' (alternative reading)'}",
         "",
@@ -94,9 +127,16 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "Denominator everywhere = valid injected faults; exclusions are itemized below, never counted as misses.",
         "",
         *([f"**{TEST_DOUBLE_NOTE}**", ""] if simulated and board.get("project") else []),
-        *(["**Simulation: an instrument check, not a finding.** The scripted model's rates are set by hand; "
-            "these tables show what the scorer reads from simulated runs, and the instrument check (the scorer's "
-            "agreement with the simulator's intent log) is the wave's result.", ""] if simulated and not board.get("project") else []),
+        *(
+            [
+                "**Simulation: an instrument check, not a finding.** The scripted model's rates are set by hand; "
+                "these tables show what the scorer reads from simulated runs, and the instrument check (the scorer's "
+                "agreement with the simulator's intent log) is the wave's result.",
+                "",
+            ]
+            if simulated and not board.get("project")
+            else []
+        ),
         f"Cells: {', '.join(f'{k} {v}' for k, v in sorted(board['cells'].items()))}. " + median_line(board),
         "",
         "## Scoreboard — by framework x config",
@@ -105,7 +145,16 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "",
         "## Uncertainty of the headline column",
         "",
-        markdown_table(["group", HEADLINE_COLUMN, "Wilson 95%", "task-cluster bootstrap 95%", "replicate-cluster bootstrap 95% (exact)"], uncertainty_rows(board, label)),
+        markdown_table(
+            [
+                "group",
+                HEADLINE_COLUMN,
+                "Wilson 95%",
+                "task-cluster bootstrap 95%",
+                "replicate-cluster bootstrap 95% (exact)",
+            ],
+            uncertainty_rows(board, label),
+        ),
         "",
         *[f"- {text}" for text in INTERVALS.values()],
         "",
@@ -121,11 +170,16 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "",
         "## Exclusion appendix",
         "",
-        markdown_table(["framework", "config", "task", "operator", "code", "count"], board["exclusions"]) if board["exclusions"] else "No excluded cells.",
+        markdown_table(["framework", "config", "task", "operator", "code", "count"], board["exclusions"])
+        if board["exclusions"]
+        else "No excluded cells.",
         "",
         "## Strict injection-evidence floor (a floor, published with DETECTED_HARD, never instead of it)",
         "",
-        _funnel_table(board["tables"]["framework_config"], (("strict floor", "strict"), (f"{HEADLINE_COLUMN} (published)", "detected_hard"))),
+        _funnel_table(
+            board["tables"]["framework_config"],
+            (("strict floor", "strict"), (f"{HEADLINE_COLUMN} (published)", "detected_hard")),
+        ),
         "",
         f"Coverage-adjusted (cells with no injection-only anchor dropped) — {labels_of(board)['coverage_adjusted']}:",
         "",
@@ -137,18 +191,35 @@ def render_markdown(wave: str, label: str, board: dict, missing: list[str], head
         "",
         markdown_table(
             ["operator", "registered anchors fire", "strict anchors fire"],
-            [[op, fmt_rate(*board["base_rates"]["anchor"][op], label=label), fmt_rate(*board["base_rates"]["strict"][op], label=label)] for op in sorted(board["base_rates"]["anchor"])],
+            [
+                [
+                    op,
+                    fmt_rate(*board["base_rates"]["anchor"][op], label=label),
+                    fmt_rate(*board["base_rates"]["strict"][op], label=label),
+                ]
+                for op in sorted(board["base_rates"]["anchor"])
+            ],
         ),
         "",
         markdown_table(
             ["task", "registered anchors fire", "strict anchors fire"],
-            [[t, fmt_rate(*board["base_rates_by_task"]["anchor"][t], label=label), fmt_rate(*board["base_rates_by_task"]["strict"][t], label=label)] for t in sorted(board["base_rates_by_task"]["anchor"])],
+            [
+                [
+                    t,
+                    fmt_rate(*board["base_rates_by_task"]["anchor"][t], label=label),
+                    fmt_rate(*board["base_rates_by_task"]["strict"][t], label=label),
+                ]
+                for t in sorted(board["base_rates_by_task"]["anchor"])
+            ],
         ),
         "",
         *retry_section(board),
         "## Clean-run re-plans (does the instrument perturb the system?)",
         "",
-        markdown_table(["group", "baselines with a Magentic-One stall re-plan"], [[g, fmt_rate(*v, label=label)] for g, v in sorted(board.get("baseline_replans", {}).items())]),
+        markdown_table(
+            ["group", "baselines with a Magentic-One stall re-plan"],
+            [[g, fmt_rate(*v, label=label)] for g, v in sorted(board.get("baseline_replans", {}).items())],
+        ),
         "",
         *soft_section(board, kappa),
         *cell_links_section(board),

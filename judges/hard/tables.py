@@ -74,19 +74,29 @@ def fmt_pct(value: float | None) -> str:
 
 def markdown_table(headers, rows) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]  # a pipe would end the cell
+    lines += [
+        "| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows
+    ]  # a pipe would end the cell
     return "\n".join(lines)
 
 
 def entries_markdown(entries, columns, label: str | None = None) -> str:
     """A funnel table from stored entries ({group, valid, counts})."""
-    rows = [[e["group"], e["valid"]] + [fmt_rate(e["counts"].get(c, 0), e["valid"], label=label) for _, c in columns] for e in entries]
+    rows = [
+        [e["group"], e["valid"]] + [fmt_rate(e["counts"].get(c, 0), e["valid"], label=label) for _, c in columns]
+        for e in entries
+    ]
     return markdown_table(["group", "valid"] + [h for h, _ in columns], rows)
 
 
 def section2_markdown(entries, label: str | None = None) -> str:
     """The §2 funnel: every companion over |valid|, the override gap in points, judged beside."""
-    headers = ["group", "valid"] + [h for h, _ in SECTION2_COLUMNS[:4]] + ["override gap (soft notice − hard)"] + [h for h, _ in SECTION2_COLUMNS[4:]]
+    headers = (
+        ["group", "valid"]
+        + [h for h, _ in SECTION2_COLUMNS[:4]]
+        + ["override gap (soft notice − hard)"]
+        + [h for h, _ in SECTION2_COLUMNS[4:]]
+    )
     rows = []
     for e in entries:
         cells = [section2_cell(e, c, label) for _, c in SECTION2_COLUMNS]
@@ -102,7 +112,11 @@ def section2_cell(entry: dict, column: str, label: str | None = None) -> str:
 
 def section2_gap(entry: dict, label: str | None = None) -> str:
     """The override gap (= DETECTED_SOFT over |valid|), a lower bound as DETECTED_SOFT is."""
-    return marked(fmt_gap(entry["counts"].get("detected_soft", 0), entry["valid"], label), "detected_soft", entry["counts"].get("undecided", 0))
+    return marked(
+        fmt_gap(entry["counts"].get("detected_soft", 0), entry["valid"], label),
+        "detected_soft",
+        entry["counts"].get("undecided", 0),
+    )
 
 
 def funnel_lines(funnel_rows: list[FunnelRow], columns) -> list[list[str]]:
@@ -121,7 +135,12 @@ def exclusion_markdown(rows) -> str:
 def strict_lines(rows) -> list[list[str]]:
     """Floor by framework x config: valid, strict floor, union."""
     return [
-        [f.group, str(f.valid), fmt_rate(f.counts["strict"], f.valid, bold=True), fmt_rate(f.counts["detected_hard"], f.valid)]
+        [
+            f.group,
+            str(f.valid),
+            fmt_rate(f.counts["strict"], f.valid, bold=True),
+            fmt_rate(f.counts["detected_hard"], f.valid),
+        ]
         for f in funnel(rows, GROUPINGS["framework_config"])
     ]
 
@@ -141,7 +160,11 @@ def coverage_lines(rows) -> list[list[str]]:
 def cell_links_markdown(links: list[dict]) -> str:
     """Where each scoreboard row's cells are, for a reader of the report: the Dagster UI view of the
     row's cells (a link when the UI's address is known) and the command that lists a number's cells."""
+
     def where(address: str) -> str:
         return f"[open in the UI]({address})" if address.startswith("http") else f"`{address}` (after the UI's address)"
-    return markdown_table(["group", "its cells in the Dagster UI", "a number's cells"],
-                          [[link["group"], where(link["address"]), f"`{link['explain']}`"] for link in links])
+
+    return markdown_table(
+        ["group", "its cells in the Dagster UI", "a number's cells"],
+        [[link["group"], where(link["address"]), f"`{link['explain']}`"] for link in links],
+    )

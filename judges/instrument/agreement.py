@@ -42,7 +42,9 @@ def _flags_anchored(entries, anchors) -> bool:
     return any(e.get("flags_line") and anchored(e["flags_line"].removeprefix("FLAGS:"), anchors) for e in entries)
 
 
-def expectation(row: dict, entries: list[dict], anchors, flags_count: bool, any_replan_counts: bool, reacted_is_detected: bool) -> Expectation:
+def expectation(
+    row: dict, entries: list[dict], anchors, flags_count: bool, any_replan_counts: bool, reacted_is_detected: bool
+) -> Expectation:
     """What the intent log implies for one valid cell (see the module docstring)."""
     op = row["operator"]
     if op == "O6":
@@ -59,8 +61,19 @@ def expectation(row: dict, entries: list[dict], anchors, flags_count: bool, any_
         recovered = any(e.get("revision") for e in workers)
     else:
         recovered = None
-    why = ", ".join(filter(None, [f"{len(acted)} simulated check act(s)" if acted else "", "anchored FLAGS" if flagged else "",
-                                  "re-plan" if replanned else ""])) or "no simulated check acted or flagged"
+    why = (
+        ", ".join(
+            filter(
+                None,
+                [
+                    f"{len(acted)} simulated check act(s)" if acted else "",
+                    "anchored FLAGS" if flagged else "",
+                    "re-plan" if replanned else "",
+                ],
+            )
+        )
+        or "no simulated check acted or flagged"
+    )
     return Expectation(detected, reacted, recovered, why)
 
 
@@ -79,11 +92,21 @@ def agreement(rows, intents: dict, acts: dict, ruleset) -> dict:
         if key not in intents:
             no_log.append(f"{row['operator']}|{row['probe']}")
             continue
-        exp = expectation(row, intents[key], ruleset.anchors(row["task"], row["operator"]), ruleset.flags_count_for(row["operator"]),
-                          ruleset.retry_reason == "any", ruleset.reacted == "equals_detected")
+        exp = expectation(
+            row,
+            intents[key],
+            ruleset.anchors(row["task"], row["operator"]),
+            ruleset.flags_count_for(row["operator"]),
+            ruleset.retry_reason == "any",
+            ruleset.reacted == "equals_detected",
+        )
         counted = [a for a in acts.get(key, []) if a["counted"]]
         deterministic_only = bool(counted) and all(a["component"] in DETERMINISTIC for a in counted)
-        observed = {"detection": bool(row["detected_hard"]), "reaction": bool(row["reacted"]), "recovery": bool(row["recovered"])}
+        observed = {
+            "detection": bool(row["detected_hard"]),
+            "reaction": bool(row["reacted"]),
+            "recovery": bool(row["recovered"]),
+        }
         expected = {"detection": exp.detected, "reaction": exp.reacted, "recovery": exp.recovered}
         groups = (tallies["operator"][row["operator"]], tallies["row"][f"{row['framework']}/{row['config']}"], total)
         for axis in AXES:
@@ -95,8 +118,15 @@ def agreement(rows, intents: dict, acts: dict, ruleset) -> dict:
                 outcome = "deterministic"  # pipeline code acted, not the simulator
             else:
                 outcome = "disagree"
-                disagreements.append({"cell": f"{row['operator']}|{row['probe']}", "axis": axis, "scorer": observed[axis],
-                                      "intent log": expected[axis], "why": exp.why})
+                disagreements.append(
+                    {
+                        "cell": f"{row['operator']}|{row['probe']}",
+                        "axis": axis,
+                        "scorer": observed[axis],
+                        "intent log": expected[axis],
+                        "why": exp.why,
+                    }
+                )
             for g in groups:
                 g[axis][outcome] += 1
     return {

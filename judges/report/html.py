@@ -26,7 +26,12 @@ TABLE_TITLES = {
     "operator": "By operator",
     "task_operator": "By task x operator",
 }
-FUNNEL_STAGES = (("valid", None), ("DETECTED_HARD (headline)", "detected_hard"), ("reacted", "reacted"), ("recovered", "recovered"))
+FUNNEL_STAGES = (
+    ("valid", None),
+    ("DETECTED_HARD (headline)", "detected_hard"),
+    ("reacted", "reacted"),
+    ("recovered", "recovered"),
+)
 FUNNEL_WIDTH = 220  # px of the longest bar (the valid denominator)
 
 _env = Environment(
@@ -47,8 +52,15 @@ _env.globals.update(
 )
 
 
-def render_html(wave: str, label: str, boards: dict[str, dict], headline: str, missing: list[str], footnotes: list[str],
-                kappa: dict | None = None) -> str:
+def render_html(
+    wave: str,
+    label: str,
+    boards: dict[str, dict],
+    headline: str,
+    missing: list[str],
+    footnotes: list[str],
+    kappa: dict | None = None,
+) -> str:
     """The report page: the headline board in full, plus every ruleset's value where they diverge;
     `kappa` is the soft tier's agreement audit (None: not measured, so low-confidence)."""
     if headline not in boards:
@@ -93,10 +105,17 @@ def uncertainty_rows(board: dict, label: str | None = None) -> list[dict]:
     for e in board["tables"]["framework_config"]:
         replicate = board.get("replicate_bootstrap", {}).get(e["group"])
         task_why = board.get("cluster_bootstrap_not_estimable", {}).get(e["group"])
-        rows.append({"group": e["group"], "rate": fmt_rate(e["counts"].get("detected_hard", 0), e["valid"], label=label),
-                     "wilson": _interval(e["wilson"]["detected_hard"]),
-                     "task": task_why or _interval(board["cluster_bootstrap"][e["group"]][1:]),
-                     "replicate": (replicate.get("not_estimable") or _interval(replicate["interval"][1:])) if replicate else "n/a"})
+        rows.append(
+            {
+                "group": e["group"],
+                "rate": fmt_rate(e["counts"].get("detected_hard", 0), e["valid"], label=label),
+                "wilson": _interval(e["wilson"]["detected_hard"]),
+                "task": task_why or _interval(board["cluster_bootstrap"][e["group"]][1:]),
+                "replicate": (replicate.get("not_estimable") or _interval(replicate["interval"][1:]))
+                if replicate
+                else "n/a",
+            }
+        )
     return rows
 
 
@@ -115,7 +134,14 @@ def funnel_bars(entry: dict, label: str | None = None) -> dict:
     for name, column in FUNNEL_STAGES:
         count = entry["valid"] if column is None else entry["counts"].get(column, 0)
         width = FUNNEL_WIDTH * count / entry["valid"] if entry["valid"] else 0
-        bars.append({"name": name, "count": count, "width": round(width, 1), "rate": fmt_rate(count, entry["valid"], label=label)})
+        bars.append(
+            {
+                "name": name,
+                "count": count,
+                "width": round(width, 1),
+                "rate": fmt_rate(count, entry["valid"], label=label),
+            }
+        )
     return {"group": entry["group"], "bars": bars}
 
 
@@ -125,14 +151,16 @@ def floor_rows(board: dict, label: str | None = None) -> list[dict]:
     rows = []
     for e in board["tables"]["framework_config"]:
         c = covered.get(e["group"], {"valid": 0, "counts": {}})
-        rows.append({
-            "group": e["group"],
-            "valid": e["valid"],
-            "strict": fmt_rate(e["counts"].get("strict", 0), e["valid"], label=label),
-            "union": fmt_rate(e["counts"].get("detected_hard", 0), e["valid"], label=label),
-            "covered": f"{c['valid']}/{e['valid']}",
-            "covered_strict": fmt_rate(c["counts"].get("strict", 0), c["valid"], label=label),
-        })
+        rows.append(
+            {
+                "group": e["group"],
+                "valid": e["valid"],
+                "strict": fmt_rate(e["counts"].get("strict", 0), e["valid"], label=label),
+                "union": fmt_rate(e["counts"].get("detected_hard", 0), e["valid"], label=label),
+                "covered": f"{c['valid']}/{e['valid']}",
+                "covered_strict": fmt_rate(c["counts"].get("strict", 0), c["valid"], label=label),
+            }
+        )
     return rows
 
 
@@ -140,11 +168,20 @@ def reading_rows(boards: dict[str, dict], rulesets: list[str], label: str | None
     """Every row whose headline value (detected_hard / valid) is not the same under every ruleset."""
     rows = []
     for table in GROUPINGS:
-        values = {r: {e["group"]: (e["counts"].get("detected_hard", 0), e["valid"]) for e in boards[r]["tables"][table]} for r in rulesets}
+        values = {
+            r: {e["group"]: (e["counts"].get("detected_hard", 0), e["valid"]) for e in boards[r]["tables"][table]}
+            for r in rulesets
+        }
         for group in sorted(set().union(*values.values())):
             pairs = [values[r].get(group) for r in rulesets]  # None: the group has no valid cell there
             if len(set(pairs)) > 1:
-                rows.append({"table": TABLE_TITLES[table], "group": group, "readings": [fmt_rate(*p, label=label) if p else "—" for p in pairs]})
+                rows.append(
+                    {
+                        "table": TABLE_TITLES[table],
+                        "group": group,
+                        "readings": [fmt_rate(*p, label=label) if p else "—" for p in pairs],
+                    }
+                )
     medians = [boards[r]["median"] for r in rulesets]
     if not any(m.get("withheld") for m in medians) and len({(m["value"], m["band"]) for m in medians}) > 1:
         readings = [f"{fmt_pct(m['value'])} ({m['band']})" for m in medians]

@@ -15,7 +15,18 @@ from judges.soft.cache import load_reference_verdict, soft_outcome, to_reference
 from judges.soft.verdict import JudgeParseError, JudgeVerdict, judge_cell, parse_reply, transcript
 
 __all__ = [
-    "BatchRefused", "JudgeBackend", "JudgeBackendError", "JudgeParseError", "JudgeTask", "JudgeVerdict",
-    "SandboxViolation", "judge_batch", "judge_cell", "load_reference_verdict", "parse_reply",
-    "soft_outcome", "to_reference", "transcript",
+    "BatchRefused",
+    "JudgeBackend",
+    "JudgeBackendError",
+    "JudgeParseError",
+    "JudgeTask",
+    "JudgeVerdict",
+    "SandboxViolation",
+    "judge_batch",
+    "judge_cell",
+    "load_reference_verdict",
+    "parse_reply",
+    "soft_outcome",
+    "to_reference",
+    "transcript",
 ]

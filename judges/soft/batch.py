@@ -29,7 +29,9 @@ class JudgeTask(NamedTuple):
     variant: int = 0
 
 
-def judge_batch(backend: JudgeBackend, cells: Iterable[JudgeTask | tuple], rubric: Rubric | None = None) -> list[JudgeVerdict]:
+def judge_batch(
+    backend: JudgeBackend, cells: Iterable[JudgeTask | tuple], rubric: Rubric | None = None
+) -> list[JudgeVerdict]:
     """Probe the sandbox, then judge every cell in order; raises BatchRefused when the probe fails.
 
     `cells` are (record, ground_truth[, variant]) tuples; the probe runs before any cell is read.

@@ -49,7 +49,11 @@ def load_reference_verdict(obj: dict, source: str) -> JudgeVerdict:
     missing = [k for k in REFERENCE_KEYS if k not in obj]
     extra = sorted(k for k in obj if k not in REFERENCE_KEYS)
     if missing or extra:
-        raise CacheError(source, "judgeverdict", f"missing {missing} / unexpected {extra}: the reference keys are {list(REFERENCE_KEYS)}")
+        raise CacheError(
+            source,
+            "judgeverdict",
+            f"missing {missing} / unexpected {extra}: the reference keys are {list(REFERENCE_KEYS)}",
+        )
     noticed = _check(obj["noticed"], (bool,), source, "noticed")
     component = _check(obj["by_which_component"], (str, type(None)), source, "by_which_component")
     quote = _check(obj["evidence_quote"], (str, type(None)), source, "evidence_quote")
@@ -62,8 +66,7 @@ def load_reference_verdict(obj: dict, source: str) -> JudgeVerdict:
     fields_ = {"noticed": noticed, "by_which_component": component, "evidence_quote": quote}
     if not isinstance(said, dict) or any(said.get(k) != v for k, v in fields_.items()):
         raise CacheError(source, "raw", "the judge's raw reply disagrees with the recorded fields")
-    return JudgeVerdict(noticed, component, quote, variant, raw, REFERENCE_BACKEND, None,
-                        STATUS_OK, None, None, source)
+    return JudgeVerdict(noticed, component, quote, variant, raw, REFERENCE_BACKEND, None, STATUS_OK, None, None, source)
 
 
 def to_reference(verdict: JudgeVerdict) -> dict:
@@ -153,6 +156,8 @@ def reference_cache(root: Path) -> VerdictCache:
         verdict = load_reference_verdict(json.loads(path.read_text(encoding="utf-8")), str(path))
         named = int(m.group(1) or 0)
         if verdict.prompt_variant != named:
-            raise CacheError(str(path), "prompt_variant", f"{verdict.prompt_variant} but the file name says variant {named}")
+            raise CacheError(
+                str(path), "prompt_variant", f"{verdict.prompt_variant} but the file name says variant {named}"
+            )
         cache.put((path.parent.relative_to(root).as_posix(), verdict.prompt_variant), verdict)
     return cache

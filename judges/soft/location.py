@@ -20,7 +20,9 @@ BEFORE, AFTER, UNLOCATED = "before_injection", "after_injection", "unlocated"
 def quote_seqs(record: RunRecord, quote: str) -> list[int]:
     """Seqs of the events whose shown text holds the quote (whitespace runs collapsed on both sides)."""
     needle = normalize_ws(quote)
-    return [e.seq for e in record.events if needle and (text := shown_text(e)) is not None and needle in normalize_ws(text)]
+    return [
+        e.seq for e in record.events if needle and (text := shown_text(e)) is not None and needle in normalize_ws(text)
+    ]
 
 
 def _joined(events) -> str:
@@ -48,6 +50,10 @@ def located(judged: dict, records: dict) -> dict:
     out = {}
     for key, verdict in judged.items():
         record = records.get(key)
-        where = quote_location(record, verdict.get("evidence_quote")) if record is not None and verdict.get("noticed") else UNLOCATED
+        where = (
+            quote_location(record, verdict.get("evidence_quote"))
+            if record is not None and verdict.get("noticed")
+            else UNLOCATED
+        )
         out[key] = {**verdict, "quote_location": where}
     return out

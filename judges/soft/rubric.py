@@ -60,7 +60,9 @@ def parse_rubric(doc: dict, source: str) -> Rubric:
     for key, template in doc["variants"].items():
         found = sorted(PLACEHOLDER.findall(template))
         if found != ["ground_truth", "transcript"]:
-            raise RegistryError(f"{source}: variants.{key} must hold {{transcript}} and {{ground_truth}} once each, found {found}")
+            raise RegistryError(
+                f"{source}: variants.{key} must hold {{transcript}} and {{ground_truth}} once each, found {found}"
+            )
         missing = [m for pair in sections.values() for m in pair if m not in template]
         if missing:
             raise RegistryError(f"{source}: variants.{key} lacks section marker(s) {missing}")

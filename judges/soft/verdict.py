@@ -82,7 +82,14 @@ def _tool_text(payload: dict) -> str:
         parts.append(json.dumps(payload["args"], ensure_ascii=False, sort_keys=True, default=str))
     output = payload.get("output")
     if output is not None:
-        parts.append("-> " + (output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, sort_keys=True, default=str)))
+        parts.append(
+            "-> "
+            + (
+                output
+                if isinstance(output, str)
+                else json.dumps(output, ensure_ascii=False, sort_keys=True, default=str)
+            )
+        )
     return " ".join(parts)
 
 
@@ -156,7 +163,9 @@ def parse_reply(raw: str, transcript: str, variant: int, backend: str, backend_v
     try:
         obj = json.loads(body, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise JudgeParseError("reply", f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {body[:80]!r}") from None
+        raise JudgeParseError(
+            "reply", f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): {body[:80]!r}"
+        ) from None
     if not isinstance(obj, dict):
         raise JudgeParseError("reply", f"expected one JSON object, got {type(obj).__name__}")
     missing = [k for k in REPLY_KEYS if k not in obj]
@@ -175,7 +184,11 @@ def parse_reply(raw: str, transcript: str, variant: int, backend: str, backend_v
     if noticed and quote is None:
         raise JudgeParseError("evidence_quote", "null is allowed only when noticed is false")
     if quote is not None and not quote_occurs(quote, transcript):
-        why = "empty" if not quote.strip() else f"does not occur in the transcript (whitespace normalized): {quote[:120]!r}"
+        why = (
+            "empty"
+            if not quote.strip()
+            else f"does not occur in the transcript (whitespace normalized): {quote[:120]!r}"
+        )
         raise JudgeParseError("evidence_quote", why)
     return JudgeVerdict(noticed, component, quote, variant, raw, backend, backend_version)
 
@@ -187,8 +200,9 @@ def _version_of(backend: JudgeBackend) -> str | None:
         return f"unknown ({exc})"
 
 
-def judge_cell(backend: JudgeBackend, record: RunRecord, ground_truth: str, variant: int = 0,
-               rubric: Rubric | None = None) -> JudgeVerdict:
+def judge_cell(
+    backend: JudgeBackend, record: RunRecord, ground_truth: str, variant: int = 0, rubric: Rubric | None = None
+) -> JudgeVerdict:
     """Judge one cell: one retry on a failed call or a reply that fails the parse, then `judge_excluded`.
 
     The judge sees what the rubric names (`shown_transcript`): under v2 the whole run with tool
@@ -211,5 +225,15 @@ def judge_cell(backend: JudgeBackend, record: RunRecord, ground_truth: str, vari
             failures.append(f"attempt {attempt}: {exc}")
             continue
         return replace(verdict, attempts=attempt)
-    return JudgeVerdict(None, None, None, variant, raw if isinstance(raw, str) else repr(raw), backend.name,
-                        _version_of(backend), STATUS_EXCLUDED, MAX_ATTEMPTS, "; ".join(failures))
+    return JudgeVerdict(
+        None,
+        None,
+        None,
+        variant,
+        raw if isinstance(raw, str) else repr(raw),
+        backend.name,
+        _version_of(backend),
+        STATUS_EXCLUDED,
+        MAX_ATTEMPTS,
+        "; ".join(failures),
+    )

@@ -13,7 +13,15 @@ from judges.stats.contrasts import (
     paired_cells,
     paired_rows,
 )
-from judges.stats.intervals import BootstrapCI, Rate, ReplicateCI, cluster_bootstrap, rate_with_ci, replicate_bootstrap, wilson
+from judges.stats.intervals import (
+    BootstrapCI,
+    Rate,
+    ReplicateCI,
+    cluster_bootstrap,
+    rate_with_ci,
+    replicate_bootstrap,
+    wilson,
+)
 from judges.stats.kappa import Kappa, cohen_kappa, kappa_confidence
 from judges.stats.predictions import PredictionResult, evaluate_predictions
 

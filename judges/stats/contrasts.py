@@ -176,7 +176,9 @@ def valid_index(rows: Iterable[Mapping]) -> dict[tuple, Mapping]:
     return index
 
 
-def paired_cells(wave_a_rows: Iterable[Mapping], wave_b_rows: Iterable[Mapping]) -> list[tuple[tuple, Mapping, Mapping]]:
+def paired_cells(
+    wave_a_rows: Iterable[Mapping], wave_b_rows: Iterable[Mapping]
+) -> list[tuple[tuple, Mapping, Mapping]]:
     """(key, row_a, row_b) for every cell valid in both waves, sorted by key."""
     a, b = valid_index(wave_a_rows), valid_index(wave_b_rows)
     return [(k, a[k], b[k]) for k in sorted(a.keys() & b.keys(), key=lambda k: tuple(map(str, k)))]

@@ -46,11 +46,15 @@ class Coverage:
         per_row = Counter(f"{f}/{c}" for f, c, *_ in self.missing)
         absent = [row for row, n in sorted(per_row.items()) if n == self.expected[row]]
         partial = [f"{row} {n} of {self.expected[row]}" for row, n in sorted(per_row.items()) if n < self.expected[row]]
-        parts = ([f"rows absent: {', '.join(absent)}"] if absent else []) + ([f"cells undecided: {', '.join(partial)}"] if partial else [])
+        parts = ([f"rows absent: {', '.join(absent)}"] if absent else []) + (
+            [f"cells undecided: {', '.join(partial)}"] if partial else []
+        )
         return f"{wave}: {len(self.missing)} of {sum(self.expected.values())} cells not decided ({'; '.join(parts)})"
 
 
-def coverage(rows: Iterable[Mapping], expected: Iterable[CellKey], domain: Callable[[CellKey], bool] = lambda _: True) -> Coverage:
+def coverage(
+    rows: Iterable[Mapping], expected: Iterable[CellKey], domain: Callable[[CellKey], bool] = lambda _: True
+) -> Coverage:
     """The decided/undecided split of the expected cells inside `domain`."""
     decided = {cell_key(r) for r in rows if r["status"] in DECIDED}
     want = [k for k in expected if domain(k)]

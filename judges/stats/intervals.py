@@ -209,8 +209,9 @@ def _type1_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> floa
     return float(values[order][min(idx, len(values) - 1)])
 
 
-def exact_cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], alpha: float = 0.05,
-                            B: int = 20000, seed: int = 0) -> tuple[float, float, float, int, bool]:
+def exact_cluster_bootstrap(
+    sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], alpha: float = 0.05, B: int = 20000, seed: int = 0
+) -> tuple[float, float, float, int, bool]:
     """Percentile cluster bootstrap over per-cluster totals, enumerated exactly where it is small.
 
     With k <= EXACT_LIMIT clusters, all C(2k-1, k) multisets are enumerated with their multinomial

@@ -112,7 +112,9 @@ def _unknown_clean_term(rows, operators) -> str | None:
     unknown = [r for r in _lift_cells(rows, operators) if r.get("clean_fire") is None]
     if not unknown:
         return None
-    return f"the clean-baseline term is unknown for {len(unknown)} cell(s) (no clean baseline scanned with their anchors)"
+    return (
+        f"the clean-baseline term is unknown for {len(unknown)} cell(s) (no clean baseline scanned with their anchors)"
+    )
 
 
 def predict_p1(wave2_rows, alpha: float = 0.05, material_pp: float = 10.0) -> PredictionResult:
@@ -125,7 +127,12 @@ def predict_p1(wave2_rows, alpha: float = 0.05, material_pp: float = 10.0) -> Pr
     unknown = _unknown_clean_term(wave2_rows, VALUE_OPERATORS)
     if unknown:
         return _result("P1", UNDETERMINED, unknown)
-    family = holm_contrasts({op: mcnemar_exact(_lift_pairs(wave2_rows, (op,)), alpha, label=f"{op} mapping|clean->union") for op in VALUE_OPERATORS})
+    family = holm_contrasts(
+        {
+            op: mcnemar_exact(_lift_pairs(wave2_rows, (op,)), alpha, label=f"{op} mapping|clean->union")
+            for op in VALUE_OPERATORS
+        }
+    )
     missing = [op for op, c in family.items() if c.n == 0]
     if missing:
         return _result("P1", UNDETERMINED, f"no valid reviewer-bearing wave-2 cells for {', '.join(missing)}", family)
@@ -133,17 +140,22 @@ def predict_p1(wave2_rows, alpha: float = 0.05, material_pp: float = 10.0) -> Pr
     lifted = [op for op, c in family.items() if c.separated_rise and c.diff >= material]
     short = [op for op, c in family.items() if c.hi < material]
     status = HELD if len(lifted) == len(family) else NOT_HELD if short else UNDETERMINED
-    summary = (f"material lift (separated, >= {material_pp:g} pp) in {len(lifted)}/3 ({', '.join(lifted) or 'none'}); "
-               f"interval below {material_pp:g} pp in {', '.join(short) or 'none'}")
+    summary = (
+        f"material lift (separated, >= {material_pp:g} pp) in {len(lifted)}/3 ({', '.join(lifted) or 'none'}); "
+        f"interval below {material_pp:g} pp in {', '.join(short) or 'none'}"
+    )
     return _result("P1", status, f"{summary}. " + "; ".join(_short(c) for c in family.values()), family)
 
 
-def predict_p2(wave1_rows, pairs, alpha: float = 0.05, ceiling: float = 0.8, margin_pp: float = 10.0) -> PredictionResult:
+def predict_p2(
+    wave1_rows, pairs, alpha: float = 0.05, ceiling: float = 0.8, margin_pp: float = 10.0
+) -> PredictionResult:
     """P2: groups (framework, config, task, operator) whose valid wave-1 hard rate is at least
     `ceiling` ("at or near ceiling"); their cells paired wave-1 hard -> wave-2 union, pooled. not held
     iff the pooled contrast falls separated; held iff not, and the paired interval's lower end is
     above -`margin_pp` points (a drop that size is ruled out); else undetermined. Groups that fell
     at all are listed."""
+
     def group(r):
         return (r["framework"], r["config"], r["task"], r["operator"])
 
@@ -156,21 +168,31 @@ def predict_p2(wave1_rows, pairs, alpha: float = 0.05, ceiling: float = 0.8, mar
         return _result("P2", UNDETERMINED, f"no wave-1 group is at or near ceiling (hard rate >= {100 * ceiling:.0f}%)")
     paired = [(a, b) for _, a, b in pairs if group(a) in at_ceiling]
     if not paired:
-        return _result("P2", UNDETERMINED, f"{len(at_ceiling)} groups at or near ceiling, none with a wave-2 partner cell")
-    pooled = holm_contrasts({"pooled": mcnemar_exact([(_hard(a), _hard(b)) for a, b in paired], alpha, label="ceiling groups, pooled")})["pooled"]
+        return _result(
+            "P2", UNDETERMINED, f"{len(at_ceiling)} groups at or near ceiling, none with a wave-2 partner cell"
+        )
+    pooled = holm_contrasts(
+        {"pooled": mcnemar_exact([(_hard(a), _hard(b)) for a, b in paired], alpha, label="ceiling groups, pooled")}
+    )["pooled"]
     by_group = defaultdict(list)
     for a, b in paired:
         by_group[group(a)].append((_hard(a), _hard(b)))
-    fell = [f"{'/'.join(g)} {sum(x for x, _ in v)}/{len(v)}->{sum(y for _, y in v)}/{len(v)}" for g, v in sorted(by_group.items()) if sum(y for _, y in v) < sum(x for x, _ in v)]
+    fell = [
+        f"{'/'.join(g)} {sum(x for x, _ in v)}/{len(v)}->{sum(y for _, y in v)}/{len(v)}"
+        for g, v in sorted(by_group.items())
+        if sum(y for _, y in v) < sum(x for x, _ in v)
+    ]
     if pooled.separated_fall:
         status = NOT_HELD
     elif pooled.lo > -margin_pp / 100:
         status = HELD
     else:
         status = UNDETERMINED
-    evidence = (f"{len(by_group)} groups at or near ceiling paired ({len(paired)} cells); {_short(pooled)}, "
-                f"paired 95% [{100 * pooled.lo:+.1f}, {100 * pooled.hi:+.1f}] pp vs margin -{margin_pp:g} pp; "
-                + (f"fell at all: {'; '.join(fell)}" if fell else "no group fell"))
+    evidence = (
+        f"{len(by_group)} groups at or near ceiling paired ({len(paired)} cells); {_short(pooled)}, "
+        f"paired 95% [{100 * pooled.lo:+.1f}, {100 * pooled.hi:+.1f}] pp vs margin -{margin_pp:g} pp; "
+        + (f"fell at all: {'; '.join(fell)}" if fell else "no group fell")
+    )
     return _result("P2", status, evidence, {"pooled": pooled})
 
 
@@ -188,10 +210,14 @@ def predict_p3(wave2_rows) -> PredictionResult:
         return _result("P3", UNDETERMINED, "no valid autogen/guardrail T1 cells in wave 2")
     rate = rate_with_ci(sum(bool(r["flags_anchored"]) for r in cells), len(cells))
     status = HELD if rate.successes > 0 else NOT_HELD
-    return _result("P3", status, f"anchored flags {rate.format()} of valid autogen/guardrail T1 cells", {"flags_anchored": rate})
+    return _result(
+        "P3", status, f"anchored flags {rate.format()} of valid autogen/guardrail T1 cells", {"flags_anchored": rate}
+    )
 
 
-def predict_p4(wave2_rows, alpha: float = 0.05, B: int = 2000, seed: int = 0, cluster: str = "task") -> PredictionResult:
+def predict_p4(
+    wave2_rows, alpha: float = 0.05, B: int = 2000, seed: int = 0, cluster: str = "task"
+) -> PredictionResult:
     """P4: P1's lift (union - (wave1_mapping or the clean-baseline fire), same cells), reviewer-bearing rows
     (Magentic-One's O2/O6 cells are carved out, §10.6). The difference lift(O1/O3/O5) - lift(O2/O6)
     gets a percentile bootstrap interval resampling tasks. held iff it lies above 0, not held iff
@@ -200,7 +226,9 @@ def predict_p4(wave2_rows, alpha: float = 0.05, B: int = 2000, seed: int = 0, cl
     unknown = _unknown_clean_term(wave2_rows, VALUE_OPERATORS + ABSENCE_OPERATORS)
     if unknown:
         return _result("P4", UNDETERMINED, unknown)
-    lifts = holm_contrasts({name: mcnemar_exact(_lift_pairs(wave2_rows, ops), alpha, label=f"lift {name}") for name, ops in groups.items()})
+    lifts = holm_contrasts(
+        {name: mcnemar_exact(_lift_pairs(wave2_rows, ops), alpha, label=f"lift {name}") for name, ops in groups.items()}
+    )
     missing = [name for name, c in lifts.items() if c.n == 0]
     if missing:
         return _result("P4", UNDETERMINED, f"no valid reviewer-bearing wave-2 cells for {', '.join(missing)}", lifts)
@@ -212,7 +240,11 @@ def predict_p4(wave2_rows, alpha: float = 0.05, B: int = 2000, seed: int = 0, cl
     def statistic(t):
         return t[:, 0] / t[:, 1] - t[:, 2] / t[:, 3]  # nan where a resample lacks one side
 
-    records = [r for r in wave2_rows if r["status"] == "valid" and _reviewer_bearing(r) and r["operator"] in VALUE_OPERATORS + ABSENCE_OPERATORS]
+    records = [
+        r
+        for r in wave2_rows
+        if r["status"] == "valid" and _reviewer_bearing(r) and r["operator"] in VALUE_OPERATORS + ABSENCE_OPERATORS
+    ]
     keys, sums = cluster_sums(records, lambda r: r[cluster], values)
     point, lo, hi = bootstrap_sums(sums, statistic, B=B, seed=seed, alpha=alpha)
     ci = BootstrapCI("lift(O1/O3/O5) - lift(O2/O6)", point, lo, hi, len(keys), B, seed, cluster)
@@ -238,8 +270,12 @@ def predict_p5(pairs, alpha: float = 0.05) -> PredictionResult:
     if not by_row:
         return _result("P5", UNDETERMINED, "no cells valid and judged in both waves")
     rows = sorted(by_row)
-    detection = holm_contrasts({r: mcnemar_exact([(_hard(a), _hard(b)) for a, b in by_row[r]], alpha, label=f"detection {r}") for r in rows})
-    rwd = holm_contrasts({r: mcnemar_exact([(_rwd(a), _rwd(b)) for a, b in by_row[r]], alpha, label=f"rwd {r}") for r in rows})
+    detection = holm_contrasts(
+        {r: mcnemar_exact([(_hard(a), _hard(b)) for a, b in by_row[r]], alpha, label=f"detection {r}") for r in rows}
+    )
+    rwd = holm_contrasts(
+        {r: mcnemar_exact([(_rwd(a), _rwd(b)) for a, b in by_row[r]], alpha, label=f"rwd {r}") for r in rows}
+    )
     tests = {**{f"detection {r}": detection[r] for r in rows}, **{f"rwd {r}": rwd[r] for r in rows}}
     rose = [r for r in rows if detection[r].separated_rise]
     if not rose:
@@ -263,6 +299,7 @@ SIMULATION_STATUS = "no verdict (simulation)"
 
 def _domains() -> dict[str, dict[str, object]]:
     """The cells each prediction is defined over, per wave (`wave1`, `wave2`): a verdict needs all of them."""
+
     def reviewer(ops):
         return lambda k: (k[0], k[1]) not in NO_REVIEWER and k[3] in ops
 
@@ -276,7 +313,9 @@ def _domains() -> dict[str, dict[str, object]]:
     }
 
 
-def _guard(result: PredictionResult, rows: Mapping[str, list], expected: Mapping[str, list[CellKey]]) -> PredictionResult:
+def _guard(
+    result: PredictionResult, rows: Mapping[str, list], expected: Mapping[str, list[CellKey]]
+) -> PredictionResult:
     """`result` unchanged when its domain is complete in both waves; else undetermined, naming the gaps."""
     checks = {wave: coverage(rows[wave], expected[wave], domain) for wave, domain in _domains()[result.id].items()}
     reason = incomplete_reason(checks)
@@ -303,7 +342,10 @@ def evaluate_predictions(
     its evidence naming the missing rows and cells (`judges.stats.coverage`); no contrast is computed
     from the part that is there. Simulated data give no verdict at all (the status says simulation).
     """
-    doc = readings or {"alpha": 0.05, "readings": {"P1": {"material_lift_pp": 10}, "P2": {"ceiling_threshold": 0.8, "non_inferiority_margin_pp": 10}}}
+    doc = readings or {
+        "alpha": 0.05,
+        "readings": {"P1": {"material_lift_pp": 10}, "P2": {"ceiling_threshold": 0.8, "non_inferiority_margin_pp": 10}},
+    }
     alpha, r = doc["alpha"], doc["readings"]
     wave1, wave2 = list(wave1_rows), list(wave2_rows)
     pairs = paired_cells(wave1, wave2)
@@ -317,7 +359,10 @@ def evaluate_predictions(
     rows = {"wave1": wave1, "wave2": wave2}
     results = [_guard(x, rows, {"wave1": expected[0], "wave2": expected[1]}) for x in results]
     if readings is not None:
-        results = [replace(x, reading=r[x.id].get("ours", ""), registered=r[x.id].get("registered", doc["registered"])) for x in results]
+        results = [
+            replace(x, reading=r[x.id].get("ours", ""), registered=r[x.id].get("registered", doc["registered"]))
+            for x in results
+        ]
     if simulated:
         results = [replace(x, status=SIMULATION_STATUS, evidence=x.evidence) for x in results]
     return results

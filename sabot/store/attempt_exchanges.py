@@ -8,6 +8,9 @@ import json
 
 def kept_exchanges(con, wave: str, operator: str, probe: str) -> dict[int, list[dict]]:
     """attempt number -> the exchanges its record kept, for every attempt of the slot that did not complete."""
-    rows = con.execute("SELECT attempt, record::VARCHAR FROM attempts WHERE wave = ? AND operator = ? AND probe = ? AND outcome <> 'complete' "
-                       "ORDER BY attempt", [wave, operator, probe]).fetchall()
+    rows = con.execute(
+        "SELECT attempt, record::VARCHAR FROM attempts WHERE wave = ? AND operator = ? AND probe = ? AND outcome <> 'complete' "
+        "ORDER BY attempt",
+        [wave, operator, probe],
+    ).fetchall()
     return {attempt: json.loads(record).get("exchanges") or [] for attempt, record in rows}

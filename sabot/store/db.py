@@ -72,8 +72,10 @@ def open_store(path: str | Path, read_only: bool = False, config: dict | None = 
         holder = lock_holder(exc)
         if holder is None:
             raise
-        raise StoreLocked(f"store {path} is locked by {holder}; waited {_lock_wait():g} s ({LOCK_WAIT_ENV}). "
-                           "Finished runs stay in the run root and are ingested by the next wave run") from exc
+        raise StoreLocked(
+            f"store {path} is locked by {holder}; waited {_lock_wait():g} s ({LOCK_WAIT_ENV}). "
+            "Finished runs stay in the run root and are ingested by the next wave run"
+        ) from exc
 
 
 def prepare(con: duckdb.DuckDBPyConnection, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -109,21 +111,34 @@ def transaction(con: duckdb.DuckDBPyConnection):
 SMALL_WRITE = 64  # rows: below this a parameterised VALUES statement is several times cheaper than a DataFrame scan
 
 
-def replace_values(con, table: str, key_columns: list[str], keys: list[tuple], columns: list[str], rows: list[tuple],
-                   dtypes: dict | None = None) -> None:
+def replace_values(
+    con,
+    table: str,
+    key_columns: list[str],
+    keys: list[tuple],
+    columns: list[str],
+    rows: list[tuple],
+    dtypes: dict | None = None,
+) -> None:
     """`replace_rows` for rows given as tuples (call inside a transaction). A few rows, as one run's ingest
     writes, go as VALUES statements: registering a DataFrame and scanning it costs milliseconds a statement,
     more than a run's whole write (profiled). Many rows, as an import writes, go through a DataFrame."""
     import pandas as pd
+
     if len(keys) > SMALL_WRITE or len(rows) > SMALL_WRITE:
         replace_rows(con, table, pd.DataFrame(keys, columns=key_columns), _frame(rows, columns, dtypes))
         return
     if len(keys) == 1:  # equality on each column: DuckDB prunes by the columns' zone maps
         con.execute(f"DELETE FROM {table} WHERE {' AND '.join(f'{c} = ?' for c in key_columns)}", list(keys[0]))
     elif keys:
-        con.execute(f"DELETE FROM {table} WHERE ({', '.join(key_columns)}) IN (VALUES {_placeholders(keys)})", [v for k in keys for v in k])
+        con.execute(
+            f"DELETE FROM {table} WHERE ({', '.join(key_columns)}) IN (VALUES {_placeholders(keys)})",
+            [v for k in keys for v in k],
+        )
     if rows:
-        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES {_placeholders(rows)}", [v for r in rows for v in r])
+        con.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES {_placeholders(rows)}", [v for r in rows for v in r]
+        )
 
 
 def _placeholders(rows: list[tuple]) -> str:
@@ -133,6 +148,7 @@ def _placeholders(rows: list[tuple]) -> str:
 
 def _frame(rows: list[tuple], columns: list[str], dtypes: dict | None) -> "pd.DataFrame":
     import pandas as pd
+
     frame = pd.DataFrame(rows, columns=columns)
     return frame.astype(dtypes) if dtypes else frame
 
@@ -154,7 +170,9 @@ def insert(con, table: str, rows: "pd.DataFrame") -> None:
     con.unregister("_rows")
 
 
-def append_manifest(con, wave: str, asset: str, dagster_run_id: str, partitions: int, row_count: int, content_sha256: str, inputs) -> None:
+def append_manifest(
+    con, wave: str, asset: str, dagster_run_id: str, partitions: int, row_count: int, content_sha256: str, inputs
+) -> None:
     con.execute(
         "INSERT INTO manifest (written_at, wave, asset, dagster_run_id, partitions, row_count, content_sha256, inputs) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

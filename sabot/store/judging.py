@@ -1,15 +1,30 @@
 """Judge verdicts (soft tier) in the store: cached per cell and prompt variant."""
 
-
 from sabot.store.db import replace_rows
 
-COLUMNS = ["wave", "operator", "probe", "prompt_variant", "backend", "backend_version", "status", "noticed",
-           "by_which_component", "evidence_quote", "raw", "attempts", "reason", "source", "dagster_run_id"]
+COLUMNS = [
+    "wave",
+    "operator",
+    "probe",
+    "prompt_variant",
+    "backend",
+    "backend_version",
+    "status",
+    "noticed",
+    "by_which_component",
+    "evidence_quote",
+    "raw",
+    "attempts",
+    "reason",
+    "source",
+    "dagster_run_id",
+]
 
 
 def write_judgements(con, wave: str, cell_keys: list[tuple[str, str]], rows: list[dict]) -> None:
     """Replace the verdicts of these cells (call inside a transaction)."""
     import pandas as pd
+
     keys = pd.DataFrame([(wave, op, probe) for op, probe in cell_keys], columns=["wave", "operator", "probe"])
     frame = pd.DataFrame(rows, columns=COLUMNS).astype({"noticed": "boolean", "attempts": "Int64"})
     replace_rows(con, "judge_verdicts", keys, frame)

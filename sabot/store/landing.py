@@ -31,15 +31,29 @@ def write_import(con, scan: CorpusScan, registry_hash: str, replace: bool = Fals
             replaced = clear_wave(con, scan.wave, previous["corpus_root"] if previous else None)
         con.execute("DELETE FROM corpus_files WHERE wave = ?", [scan.wave])
         for f in scan.files:
-            con.execute("INSERT INTO corpus_files SELECT ?, ?, ?, ?, ?, ?, content FROM read_text(?)",
-                        [scan.wave, f.kind, f.operator or "", f.probe.key, f.rel_path, f.sha256, str(f.path)]).fetchall()
+            con.execute(
+                "INSERT INTO corpus_files SELECT ?, ?, ?, ?, ?, ?, content FROM read_text(?)",
+                [scan.wave, f.kind, f.operator or "", f.probe.key, f.rel_path, f.sha256, str(f.path)],
+            ).fetchall()
             # hashed once stored: hashing in the INSERT's filter costs DuckDB another copy of the text
-            landed = con.execute("SELECT sha256(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", [scan.wave, f.rel_path]).fetchall()
+            landed = con.execute(
+                "SELECT sha256(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", [scan.wave, f.rel_path]
+            ).fetchall()
             if [row[0] for row in landed] != [f.sha256]:
-                raise CorpusError(f"{f.rel_path}: changed since the corpus was scanned (its sha256 is no longer {f.sha256[:12]}); nothing was imported")
+                raise CorpusError(
+                    f"{f.rel_path}: changed since the corpus was scanned (its sha256 is no longer {f.sha256[:12]}); nothing was imported"
+                )
         con.execute(
             "INSERT INTO corpus_imports VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [scan.wave, str(scan.root), now(), len(scan.files), json.dumps(scan.missing), json.dumps(scan.not_run), registry_hash],
+            [
+                scan.wave,
+                str(scan.root),
+                now(),
+                len(scan.files),
+                json.dumps(scan.missing),
+                json.dumps(scan.not_run),
+                registry_hash,
+            ],
         )
         drop_unlanded_slots(con, scan.wave)
     return replaced
@@ -59,6 +73,7 @@ def one_thread(con):
 def landed_files(con, wave: str, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
     """(operator, probe) -> (rel_path, sha256) for the landed run files among `keys`."""
     import pandas as pd
+
     if not keys:
         return {}
     con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
@@ -79,15 +94,21 @@ def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str
     streams), else from the store's copy: no run is ever whole in Python. A record with priced calls
     is read whole for its spend, as a live run's is."""
     import pandas as pd
+
     absent = [s for s in slots if s.source_sha256 is None]
     present = [s for s in slots if s.source_sha256 is not None]
     if absent:
         write_slots(con, wave, absent, dagster_run_id)
     imported = latest_import(con, wave)
     root = Path(imported["corpus_root"]) if imported else None
-    con.register("_keys", pd.DataFrame([(wave, s.operator or "", s.probe.key) for s in present], columns=["wave", "operator", "probe"]))
+    con.register(
+        "_keys",
+        pd.DataFrame([(wave, s.operator or "", s.probe.key) for s in present], columns=["wave", "operator", "probe"]),
+    )
     for table in ("runs", "events"):
-        con.execute(f"DELETE FROM {table} WHERE (wave, operator, probe) IN (SELECT wave, operator, probe FROM _keys)").fetchall()
+        con.execute(
+            f"DELETE FROM {table} WHERE (wave, operator, probe) IN (SELECT wave, operator, probe FROM _keys)"
+        ).fetchall()
     con.unregister("_keys")
     at, rows, events = now(), [], _EventWriter(con, wave)
     with one_thread(con):
@@ -96,8 +117,17 @@ def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str
             events.finish(slot, doc["trace"]["run_id"])
             rows.append(_run_row(wave, slot, doc, dagster_run_id, at))
             if doc.get("usage"):
-                body = con.execute("SELECT body FROM corpus_files WHERE wave = ? AND rel_path = ?", [wave, slot.source_path]).fetchall()[0][0]
-                write_calls(con, wave, slot.operator, slot.probe.key, parse_runresult(json.loads(body), slot.source_path), slot.source_sha256)
+                body = con.execute(
+                    "SELECT body FROM corpus_files WHERE wave = ? AND rel_path = ?", [wave, slot.source_path]
+                ).fetchall()[0][0]
+                write_calls(
+                    con,
+                    wave,
+                    slot.operator,
+                    slot.probe.key,
+                    parse_runresult(json.loads(body), slot.source_path),
+                    slot.source_sha256,
+                )
         events.flush()
         insert(con, "runs", pd.DataFrame(rows, columns=RUN_COLUMNS).astype(RUN_DTYPES))
     return len(present), len(absent)
@@ -106,11 +136,27 @@ def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str
 def _run_row(wave: str, slot: RunSlot, doc: dict, dagster_run_id: str, at) -> dict:
     """A present slot's row; `record` NULL: an imported run's record is its landed file (`record_sql`)."""
     p = slot.probe
-    return {"wave": wave, "operator": slot.operator or "", "probe": p.key, "status": "present", "run_id": doc["trace"]["run_id"],
-            "framework": p.framework, "config": p.config, "task": p.task, "seed": p.seed, "injection_seq": doc["injection_seq"],
-            "injection_verified": doc["injection_verified"], "task_passed": doc["task_passed"], "error": doc["error"],
-            "source_path": slot.source_path, "source_sha256": slot.source_sha256, "record": None,
-            "dagster_run_id": dagster_run_id, "materialized_at": at, "attempt": None}
+    return {
+        "wave": wave,
+        "operator": slot.operator or "",
+        "probe": p.key,
+        "status": "present",
+        "run_id": doc["trace"]["run_id"],
+        "framework": p.framework,
+        "config": p.config,
+        "task": p.task,
+        "seed": p.seed,
+        "injection_seq": doc["injection_seq"],
+        "injection_verified": doc["injection_verified"],
+        "task_passed": doc["task_passed"],
+        "error": doc["error"],
+        "source_path": slot.source_path,
+        "source_sha256": slot.source_sha256,
+        "record": None,
+        "dagster_run_id": dagster_run_id,
+        "materialized_at": at,
+        "attempt": None,
+    }
 
 
 class _EventWriter:
@@ -123,14 +169,24 @@ class _EventWriter:
 
     def add(self, slot: RunSlot, index: int, obj) -> None:
         e = parse_event(obj, slot.source_path, index)
-        self.rows.append({"wave": self.wave, "operator": slot.operator or "", "probe": slot.probe.key, "run_id": "", "seq": e.seq,
-                          "agent": e.agent, "kind": e.kind})
+        self.rows.append(
+            {
+                "wave": self.wave,
+                "operator": slot.operator or "",
+                "probe": slot.probe.key,
+                "run_id": "",
+                "seq": e.seq,
+                "agent": e.agent,
+                "kind": e.kind,
+            }
+        )
         if len(self.rows) >= EVENT_BATCH:
             self.blank.add((slot.operator or "", slot.probe.key))
             self.flush()
 
     def flush(self) -> None:
         import pandas as pd
+
         if self.rows:
             insert(self.con, "events", pd.DataFrame(self.rows, columns=EVENT_COLUMNS))
             self.rows.clear()
@@ -141,13 +197,17 @@ class _EventWriter:
             if (row["operator"], row["probe"]) == key:
                 row["run_id"] = run_id
         if key in self.blank:
-            self.con.execute("UPDATE events SET run_id = ? WHERE wave = ? AND operator = ? AND probe = ?", [run_id, self.wave, *key]).fetchall()
+            self.con.execute(
+                "UPDATE events SET run_id = ? WHERE wave = ? AND operator = ? AND probe = ?", [run_id, self.wave, *key]
+            ).fetchall()
 
     def discard(self, slot: RunSlot) -> None:
         key = (slot.operator or "", slot.probe.key)
         self.rows = [row for row in self.rows if (row["operator"], row["probe"]) != key]
         if key in self.blank:
-            self.con.execute("DELETE FROM events WHERE wave = ? AND operator = ? AND probe = ?", [self.wave, *key]).fetchall()
+            self.con.execute(
+                "DELETE FROM events WHERE wave = ? AND operator = ? AND probe = ?", [self.wave, *key]
+            ).fetchall()
             self.blank.discard(key)
 
 
@@ -161,7 +221,9 @@ def _stream_events(con, events: _EventWriter, slot: RunSlot, root: Path | None) 
         if sha256 == slot.source_sha256:
             return doc
         events.discard(slot)
-    raw = con.execute("SELECT encode(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", [events.wave, slot.source_path]).fetchall()[0][0]
+    raw = con.execute(
+        "SELECT encode(body) FROM corpus_files WHERE wave = ? AND rel_path = ?", [events.wave, slot.source_path]
+    ).fetchall()[0][0]
     return _read_events(events, slot, io.BytesIO(raw))[0]
 
 
@@ -183,7 +245,14 @@ def latest_import(con, wave: str) -> dict | None:
     if row is None:
         return None
     root, at, files, missing, not_run, registry_hash = row
-    return {"corpus_root": root, "imported_at": at, "files": files, "missing": json.loads(missing), "not_run": json.loads(not_run), "registry_hash": registry_hash}
+    return {
+        "corpus_root": root,
+        "imported_at": at,
+        "files": files,
+        "missing": json.loads(missing),
+        "not_run": json.loads(not_run),
+        "registry_hash": registry_hash,
+    }
 
 
 def landed_digest(con, wave: str) -> str | None:

@@ -101,7 +101,10 @@ class SpendLedger(_Reservations):
         """Count every stored record's cost once: {record_key: (kind, cost)} read from the store."""
         now = time.time()
         with self._transaction() as con:
-            con.executemany("INSERT OR IGNORE INTO settled VALUES (?, ?, ?, ?)", [(k, kind, cost, now) for k, (kind, cost) in stored.items()])
+            con.executemany(
+                "INSERT OR IGNORE INTO settled VALUES (?, ?, ?, ?)",
+                [(k, kind, cost, now) for k, (kind, cost) in stored.items()],
+            )
 
     def drop_dead_reservations(self) -> int:
         """Reservations of processes on this host that are gone: their runs never settle here."""
@@ -118,7 +121,9 @@ class SpendLedger(_Reservations):
         return float(settled), float(reserved)
 
     def _put_reservation(self, con, token: str, kind: str, amount: float) -> None:
-        con.execute("INSERT OR REPLACE INTO reserved VALUES (?, ?, ?, ?, ?)", [token, kind, amount, self.holder, time.time()])
+        con.execute(
+            "INSERT OR REPLACE INTO reserved VALUES (?, ?, ?, ?, ?)", [token, kind, amount, self.holder, time.time()]
+        )
 
     def settle(self, token: str, kind: str, record_key: str | None, cost: float | None) -> None:
         """A launched run finished: its reservation gives way to what it cost (None: unpriced)."""
@@ -130,7 +135,6 @@ class SpendLedger(_Reservations):
     def release(self, token: str) -> None:
         with self._transaction() as con:
             con.execute("DELETE FROM reserved WHERE token = ?", [token])
-
 
 
 POSTGRES_SCHEMA = (
@@ -162,37 +166,51 @@ class PostgresSpendLedger(_Reservations):
         """Count every stored record's cost once: {record_key: (kind, cost)} read from the store."""
         now = time.time()
         with self._transaction() as con, con.cursor() as cur:
-            cur.executemany("INSERT INTO sabot_spend_settled VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                            [(self.ledger, k, kind, cost, now) for k, (kind, cost) in stored.items()])
+            cur.executemany(
+                "INSERT INTO sabot_spend_settled VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                [(self.ledger, k, kind, cost, now) for k, (kind, cost) in stored.items()],
+            )
 
     def drop_dead_reservations(self) -> int:
         """Reservations of processes on this host (by label) that are gone: their runs never settle."""
         with self._transaction() as con:
-            rows = con.execute("SELECT token, holder FROM sabot_spend_reserved WHERE ledger = %s", [self.ledger]).fetchall()
+            rows = con.execute(
+                "SELECT token, holder FROM sabot_spend_reserved WHERE ledger = %s", [self.ledger]
+            ).fetchall()
             dead = [token for token, holder in rows if holder_gone(holder, self.host)]
             if dead:
-                con.execute("DELETE FROM sabot_spend_reserved WHERE ledger = %s AND token = ANY(%s)", [self.ledger, dead])
+                con.execute(
+                    "DELETE FROM sabot_spend_reserved WHERE ledger = %s AND token = ANY(%s)", [self.ledger, dead]
+                )
         return len(dead)
 
     def _totals(self, con, kind: str) -> tuple[float, float]:
-        settled = con.execute("SELECT COALESCE(SUM(cost), 0) FROM sabot_spend_settled WHERE ledger = %s AND kind = %s",
-                              [self.ledger, kind]).fetchone()[0]
-        reserved = con.execute("SELECT COALESCE(SUM(amount), 0) FROM sabot_spend_reserved WHERE ledger = %s AND kind = %s",
-                               [self.ledger, kind]).fetchone()[0]
+        settled = con.execute(
+            "SELECT COALESCE(SUM(cost), 0) FROM sabot_spend_settled WHERE ledger = %s AND kind = %s",
+            [self.ledger, kind],
+        ).fetchone()[0]
+        reserved = con.execute(
+            "SELECT COALESCE(SUM(amount), 0) FROM sabot_spend_reserved WHERE ledger = %s AND kind = %s",
+            [self.ledger, kind],
+        ).fetchone()[0]
         return float(settled), float(reserved)
 
     def _put_reservation(self, con, token: str, kind: str, amount: float) -> None:
-        con.execute("INSERT INTO sabot_spend_reserved VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (ledger, token) DO UPDATE "
-                    "SET kind = EXCLUDED.kind, amount = EXCLUDED.amount, holder = EXCLUDED.holder, at = EXCLUDED.at",
-                    [self.ledger, token, kind, amount, self.holder, time.time()])
+        con.execute(
+            "INSERT INTO sabot_spend_reserved VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (ledger, token) DO UPDATE "
+            "SET kind = EXCLUDED.kind, amount = EXCLUDED.amount, holder = EXCLUDED.holder, at = EXCLUDED.at",
+            [self.ledger, token, kind, amount, self.holder, time.time()],
+        )
 
     def settle(self, token: str, kind: str, record_key: str | None, cost: float | None) -> None:
         """A launched run finished: its reservation gives way to what it cost (None: unpriced)."""
         with self._transaction() as con:
             con.execute("DELETE FROM sabot_spend_reserved WHERE ledger = %s AND token = %s", [self.ledger, token])
             if record_key is not None and cost is not None:
-                con.execute("INSERT INTO sabot_spend_settled VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                            [self.ledger, record_key, kind, cost, time.time()])
+                con.execute(
+                    "INSERT INTO sabot_spend_settled VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [self.ledger, record_key, kind, cost, time.time()],
+                )
 
     def release(self, token: str) -> None:
         with self._transaction() as con:

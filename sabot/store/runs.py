@@ -18,8 +18,25 @@ from sabot.store.wave_replace import OrphanedRuns, orphan_message
 from sabot.trace import RunRecord, parse_runresult, to_runresult
 
 RUN_COLUMNS = [
-    "wave", "operator", "probe", "status", "run_id", "framework", "config", "task", "seed", "injection_seq",
-    "injection_verified", "task_passed", "error", "source_path", "source_sha256", "record", "dagster_run_id", "materialized_at", "attempt",
+    "wave",
+    "operator",
+    "probe",
+    "status",
+    "run_id",
+    "framework",
+    "config",
+    "task",
+    "seed",
+    "injection_seq",
+    "injection_verified",
+    "task_passed",
+    "error",
+    "source_path",
+    "source_sha256",
+    "record",
+    "dagster_run_id",
+    "materialized_at",
+    "attempt",
 ]
 RUN_DTYPES = {"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"}
 EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind"]  # payloads: in the record
@@ -29,8 +46,10 @@ SLOT_KEY = ["wave", "operator", "probe"]
 def record_sql(alias: str = "runs") -> str:
     """A run's record in SQL: its own, or for an imported run the landed file it was read from
     (stored once, in `corpus_files`; NULL if the landing has since been replaced)."""
-    return (f"COALESCE({alias}.record::VARCHAR, (SELECT f.body FROM corpus_files f WHERE f.wave = {alias}.wave "
-            f"AND f.rel_path = {alias}.source_path AND f.sha256 = {alias}.source_sha256))")
+    return (
+        f"COALESCE({alias}.record::VARCHAR, (SELECT f.body FROM corpus_files f WHERE f.wave = {alias}.wave "
+        f"AND f.rel_path = {alias}.source_path AND f.sha256 = {alias}.source_sha256))"
+    )
 
 
 @dataclass(frozen=True)
@@ -50,12 +69,29 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
     at, runs, events = now(), [], []
     for s in slots:
         r, op = s.record, s.operator or ""
-        runs.append((
-            wave, op, s.probe.key, "present" if r else "absent", r.run_id if r else None, s.probe.framework, s.probe.config,
-            s.probe.task, s.probe.seed, r.injection_seq if r else None, r.injection_verified if r else None,
-            r.task_passed if r else None, r.error if r else None, s.source_path, s.source_sha256,
-            json.dumps(to_runresult(r)) if r else None, dagster_run_id, at, s.attempt,
-        ))
+        runs.append(
+            (
+                wave,
+                op,
+                s.probe.key,
+                "present" if r else "absent",
+                r.run_id if r else None,
+                s.probe.framework,
+                s.probe.config,
+                s.probe.task,
+                s.probe.seed,
+                r.injection_seq if r else None,
+                r.injection_verified if r else None,
+                r.task_passed if r else None,
+                r.error if r else None,
+                s.source_path,
+                s.source_sha256,
+                json.dumps(to_runresult(r)) if r else None,
+                dagster_run_id,
+                at,
+                s.attempt,
+            )
+        )
         for e in r.events if r else ():
             events.append((wave, op, s.probe.key, r.run_id, e.seq, e.agent, e.kind))
     keys = [(wave, s.operator or "", s.probe.key) for s in slots]
@@ -78,6 +114,7 @@ class StoredRun:
 def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], StoredRun]:
     """(operator or '', probe) -> the stored slot, for the slots among `keys` that were materialized."""
     import pandas as pd
+
     if not keys:
         return {}
     con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
@@ -99,7 +136,8 @@ def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, st
 def read_baselines(con, wave: str) -> list[RunRecord]:
     """Every present baseline of a wave, in probe order."""
     rows = con.execute(
-        f"SELECT {record_sql()}, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
+        f"SELECT {record_sql()}, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe",
+        [wave],
     ).fetchall()
     orphans = sum(1 for record, _ in rows if record is None)
     if orphans:
@@ -108,8 +146,12 @@ def read_baselines(con, wave: str) -> list[RunRecord]:
 
 
 def write_intent(con, wave: str, operator: str | None, probe: str, run_id: str, intent: list) -> None:
-    con.execute("DELETE FROM simulator_intent WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator or "", probe])
-    con.execute("INSERT INTO simulator_intent VALUES (?, ?, ?, ?, ?)", [wave, operator or "", probe, run_id, json.dumps(intent)])
+    con.execute(
+        "DELETE FROM simulator_intent WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator or "", probe]
+    )
+    con.execute(
+        "INSERT INTO simulator_intent VALUES (?, ?, ?, ?, ?)", [wave, operator or "", probe, run_id, json.dumps(intent)]
+    )
 
 
 def run_endpoints(con, wave: str) -> list[str | None]:
@@ -118,21 +160,50 @@ def run_endpoints(con, wave: str) -> list[str | None]:
     provider) as its attempt in the run root recorded it. A wave with no present run answers with
     the endpoints its attempts were made against (a wave a refused key stopped before any run)."""
     has_attempts = bool(con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'attempts'").fetchone())
-    attempt = ("(SELECT ANY_VALUE(a.endpoint) FROM attempts a WHERE a.wave = runs.wave AND a.operator = runs.operator "
-               "AND a.probe = runs.probe AND a.source_sha256 = runs.source_sha256)") if has_attempts else "NULL"
-    rows = con.execute(f"SELECT COALESCE(json_extract_string({record_sql()}, '$.endpoint'), {attempt}) FROM runs "
-                       "WHERE wave = ? AND status = 'present'", [wave]).fetchall()
+    attempt = (
+        (
+            "(SELECT ANY_VALUE(a.endpoint) FROM attempts a WHERE a.wave = runs.wave AND a.operator = runs.operator "
+            "AND a.probe = runs.probe AND a.source_sha256 = runs.source_sha256)"
+        )
+        if has_attempts
+        else "NULL"
+    )
+    rows = con.execute(
+        f"SELECT COALESCE(json_extract_string({record_sql()}, '$.endpoint'), {attempt}) FROM runs "
+        "WHERE wave = ? AND status = 'present'",
+        [wave],
+    ).fetchall()
     if rows or not has_attempts:
         return [r[0] for r in rows]
-    return [r[0] for r in con.execute("SELECT endpoint FROM attempts WHERE wave = ? AND endpoint IS NOT NULL", [wave]).fetchall()]
+    return [
+        r[0]
+        for r in con.execute("SELECT endpoint FROM attempts WHERE wave = ? AND endpoint IS NOT NULL", [wave]).fetchall()
+    ]
 
 
 # --- live attempts -------------------------------------------------------------------------------
 
 ATTEMPT_COLUMNS = [
-    "wave", "operator", "probe", "attempt", "outcome", "run_id", "error", "runner_version", "endpoint", "pipeline_model",
-    "downgrade_model", "protocol", "source_path", "source_sha256", "record", "intent", "dagster_run_id", "started_at",
-    "finished_at", "ingested_at",
+    "wave",
+    "operator",
+    "probe",
+    "attempt",
+    "outcome",
+    "run_id",
+    "error",
+    "runner_version",
+    "endpoint",
+    "pipeline_model",
+    "downgrade_model",
+    "protocol",
+    "source_path",
+    "source_sha256",
+    "record",
+    "intent",
+    "dagster_run_id",
+    "started_at",
+    "finished_at",
+    "ingested_at",
 ]
 
 
@@ -149,20 +220,43 @@ def ingest_attempt(con, attempt: Attempt, dagster_run_id: str) -> bool:
 
     key = [attempt.wave, attempt.operator or "", attempt.probe.key, attempt.number]
     # fetchall, not fetchone: DuckDB 2 refuses new work on a connection with an unfinished result
-    stored = next(iter(con.execute(
-        "SELECT source_sha256 FROM attempts WHERE wave = ? AND operator = ? AND probe = ? AND attempt = ?", key
-    ).fetchall()), None)
+    stored = next(
+        iter(
+            con.execute(
+                "SELECT source_sha256 FROM attempts WHERE wave = ? AND operator = ? AND probe = ? AND attempt = ?", key
+            ).fetchall()
+        ),
+        None,
+    )
     if stored is not None:
         if stored[0] != attempt.sha256:
-            raise AttemptConflict(f"{attempt.source_path}: attempt {attempt.number} is stored with sha256 {stored[0][:12]}, the file has {attempt.sha256[:12]}")
+            raise AttemptConflict(
+                f"{attempt.source_path}: attempt {attempt.number} is stored with sha256 {stored[0][:12]}, the file has {attempt.sha256[:12]}"
+            )
         return False
     i = attempt.identity
     with transaction(con):
         con.execute(
             f"INSERT INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})",
-            [*key, attempt.outcome, attempt.record.run_id, attempt.record.error, i.runner_version, i.endpoint, i.pipeline_model,
-             i.downgrade_model, i.protocol, attempt.source_path, attempt.sha256, json.dumps(to_runresult(attempt.record)),
-             json.dumps(attempt.intent), attempt.dagster_run_id, attempt.started_at, attempt.finished_at, now()],
+            [
+                *key,
+                attempt.outcome,
+                attempt.record.run_id,
+                attempt.record.error,
+                i.runner_version,
+                i.endpoint,
+                i.pipeline_model,
+                i.downgrade_model,
+                i.protocol,
+                attempt.source_path,
+                attempt.sha256,
+                json.dumps(to_runresult(attempt.record)),
+                json.dumps(attempt.intent),
+                attempt.dagster_run_id,
+                attempt.started_at,
+                attempt.finished_at,
+                now(),
+            ],
         ).fetchall()  # finish the statement before registering frames on this connection
         if _rewrite_slot(con, attempt, dagster_run_id) != attempt.number:
             # Every paid call is stored, a RUN_ERROR attempt's too, even where the slot keeps a good run
@@ -175,20 +269,27 @@ def _rewrite_slot(con, attempt: Attempt, dagster_run_id: str) -> int | None:
     """The slot's scored run: its latest complete attempt, else its latest RUN_ERROR attempt. Returns
     that attempt's number (None: only stopped attempts, the slot stays missing, to be run later)."""
     wave, operator, probe = attempt.wave, attempt.operator, attempt.probe
-    row = next(iter(con.execute(
-        "SELECT attempt, source_path, source_sha256 FROM attempts "
-        "WHERE wave = ? AND operator = ? AND probe = ? AND outcome IN ('complete', 'run_error') "
-        "ORDER BY outcome = 'complete' DESC, attempt DESC LIMIT 1",
-        [wave, operator or "", probe.key],
-    ).fetchall()), None)
+    row = next(
+        iter(
+            con.execute(
+                "SELECT attempt, source_path, source_sha256 FROM attempts "
+                "WHERE wave = ? AND operator = ? AND probe = ? AND outcome IN ('complete', 'run_error') "
+                "ORDER BY outcome = 'complete' DESC, attempt DESC LIMIT 1",
+                [wave, operator or "", probe.key],
+            ).fetchall()
+        ),
+        None,
+    )
     if row is None:
         return None
     number, path, sha = row
     if number == attempt.number:  # the attempt just stored (the usual case): its record is in memory
         record, intent = attempt.record, attempt.intent
     else:
-        stored, intent = con.execute("SELECT record, intent FROM attempts WHERE wave = ? AND operator = ? AND probe = ? AND attempt = ?",
-                                     [wave, operator or "", probe.key, number]).fetchone()
+        stored, intent = con.execute(
+            "SELECT record, intent FROM attempts WHERE wave = ? AND operator = ? AND probe = ? AND attempt = ?",
+            [wave, operator or "", probe.key, number],
+        ).fetchone()
         record, intent = parse_runresult(json.loads(stored), path), json.loads(intent)
     write_slots(con, wave, [RunSlot(operator, probe, path, record, sha, number)], dagster_run_id)
     write_intent(con, wave, operator, probe.key, record.run_id, intent)
@@ -207,6 +308,7 @@ class StoredAttempt:
 def scored_attempts(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], StoredAttempt]:
     """(operator or '', probe) -> the attempt each slot's scored run is, for live slots among `keys`."""
     import pandas as pd
+
     if not keys:
         return {}
     con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
@@ -219,14 +321,26 @@ def scored_attempts(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[s
     ).fetchall()
     con.unregister("_wanted")
     return {
-        (op, probe): StoredAttempt(n, outcome, Identity(rv, ep, pm, dm, proto), parse_runresult(json.loads(rec), path), path)
+        (op, probe): StoredAttempt(
+            n, outcome, Identity(rv, ep, pm, dm, proto), parse_runresult(json.loads(rec), path), path
+        )
         for op, probe, n, outcome, rv, ep, pm, dm, proto, rec, path in rows
     }
 
 
 def attempt_history(con, wave: str, operator: str, probe: str) -> list[dict]:
     """Every attempt of one slot, oldest first (for lineage)."""
-    cols = ("attempt", "outcome", "error", "endpoint", "runner_version", "source_path", "source_sha256", "dagster_run_id", "finished_at")
+    cols = (
+        "attempt",
+        "outcome",
+        "error",
+        "endpoint",
+        "runner_version",
+        "source_path",
+        "source_sha256",
+        "dagster_run_id",
+        "finished_at",
+    )
     rows = con.execute(
         f"SELECT {', '.join(cols)} FROM attempts WHERE wave = ? AND operator = ? AND probe = ? ORDER BY attempt",
         [wave, operator, probe],

@@ -9,15 +9,32 @@ from sabot.store.db import replace_values
 from sabot.trace import to_runresult
 
 CALL_COLUMNS = [
-    "wave", "operator", "probe", "run_id", "record_sha256", "attempt", "n", "model", "status", "upstream_attempts",
-    "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "usage_reported", "cost_usd",
-    "price_table", "endpoint",
+    "wave",
+    "operator",
+    "probe",
+    "run_id",
+    "record_sha256",
+    "attempt",
+    "n",
+    "model",
+    "status",
+    "upstream_attempts",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "usage_reported",
+    "cost_usd",
+    "price_table",
+    "endpoint",
 ]
 CALL_KEY = ["wave", "operator", "probe", "record_sha256"]
 CALL_DTYPES = {"status": "Int64", "n": "Int64", "cost_usd": "Float64"}
-SUMS = ("COUNT(*) AS calls, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens, "
-        "COALESCE(SUM(cached_tokens), 0) AS cached_tokens, COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens, "
-        "COALESCE(SUM(cost_usd), 0) AS cost_usd, COUNT(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_calls")
+SUMS = (
+    "COUNT(*) AS calls, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens, "
+    "COALESCE(SUM(cached_tokens), 0) AS cached_tokens, COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens, "
+    "COALESCE(SUM(cost_usd), 0) AS cost_usd, COUNT(*) FILTER (WHERE cost_usd IS NULL) AS unpriced_calls"
+)
 
 
 def record_sha256(record) -> str:
@@ -38,8 +55,10 @@ def stored_costs(con) -> dict:
     """record key -> (kind, metered cost) of every priced record in the store: what the ledger syncs."""
     if not _has_calls_table(con):
         return {}
-    rows = con.execute("SELECT wave, operator, probe, record_sha256, ANY_VALUE(endpoint), SUM(cost_usd) FROM model_calls "
-                       "WHERE cost_usd IS NOT NULL GROUP BY wave, operator, probe, record_sha256").fetchall()
+    rows = con.execute(
+        "SELECT wave, operator, probe, record_sha256, ANY_VALUE(endpoint), SUM(cost_usd) FROM model_calls "
+        "WHERE cost_usd IS NOT NULL GROUP BY wave, operator, probe, record_sha256"
+    ).fetchall()
     return {f"{w}|{op}|{p}|{sha}": (kind_of(endpoint), float(cost)) for w, op, p, sha, endpoint, cost in rows}
 
 
@@ -53,8 +72,15 @@ def write_calls(con, wave: str, operator: str | None, probe: str, record, _sourc
         return 0
     sha = record_sha256(record)
     op = operator or ""
-    fixed = {"wave": wave, "operator": op, "probe": probe, "run_id": record.run_id, "record_sha256": sha,
-             "price_table": usage["price_table"], "endpoint": record.extra.get("endpoint")}
+    fixed = {
+        "wave": wave,
+        "operator": op,
+        "probe": probe,
+        "run_id": record.run_id,
+        "record_sha256": sha,
+        "price_table": usage["price_table"],
+        "endpoint": record.extra.get("endpoint"),
+    }
     rows = [tuple(fixed[k] if k in fixed else call.get(k) for k in CALL_COLUMNS) for call in usage["per_call"]]
     replace_values(con, "model_calls", CALL_KEY, [(wave, op, probe, sha)], CALL_COLUMNS, rows, CALL_DTYPES)
     return len(rows)
@@ -78,18 +104,35 @@ def spend_of_wave(con, wave: str) -> dict | None:
     total = _summary(cur.fetchone(), names)
     cur = con.execute(
         f"SELECT split_part(probe, '.', 1) || '/' || split_part(probe, '.', 2) AS grp, {SUMS} FROM model_calls "
-        "WHERE wave = ? GROUP BY grp ORDER BY grp", [wave])
+        "WHERE wave = ? GROUP BY grp ORDER BY grp",
+        [wave],
+    )
     names = [d[0] for d in cur.description]
     rows = [_summary(r, names) for r in cur.fetchall()]
-    endpoints = sorted({e for (e,) in con.execute("SELECT DISTINCT endpoint FROM model_calls WHERE wave = ? AND endpoint IS NOT NULL", [wave]).fetchall()})
-    return {"wave": wave, **total, "by_row": rows, "endpoints": endpoints, "by_kind": _by_kind(con, "WHERE wave = ?", [wave])}
+    endpoints = sorted(
+        {
+            e
+            for (e,) in con.execute(
+                "SELECT DISTINCT endpoint FROM model_calls WHERE wave = ? AND endpoint IS NOT NULL", [wave]
+            ).fetchall()
+        }
+    )
+    return {
+        "wave": wave,
+        **total,
+        "by_row": rows,
+        "endpoints": endpoints,
+        "by_kind": _by_kind(con, "WHERE wave = ?", [wave]),
+    }
 
 
 def _by_kind(con, where: str, args: list) -> dict:
     """Calls and cost per kind of endpoint (`sabot.provenance`): provider usage is money spent,
     simulated usage is not, and neither is ever added to the other."""
     out: dict[str, dict] = {}
-    for endpoint, calls, cost in con.execute(f"SELECT endpoint, COUNT(*), COALESCE(SUM(cost_usd), 0) FROM model_calls {where} GROUP BY endpoint", args).fetchall():
+    for endpoint, calls, cost in con.execute(
+        f"SELECT endpoint, COUNT(*), COALESCE(SUM(cost_usd), 0) FROM model_calls {where} GROUP BY endpoint", args
+    ).fetchall():
         entry = out.setdefault(endpoint_kind(endpoint) if endpoint else "unknown", {"calls": 0, "cost_usd": 0.0})
         entry["calls"] += calls
         entry["cost_usd"] = round(entry["cost_usd"] + float(cost), 6)
@@ -108,7 +151,9 @@ def spend_of_project(con) -> dict | None:
 
 
 def spend_of_run(con, wave: str, operator: str | None, probe: str) -> dict:
-    cur = con.execute(f"SELECT {SUMS} FROM model_calls WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator or "", probe])
+    cur = con.execute(
+        f"SELECT {SUMS} FROM model_calls WHERE wave = ? AND operator = ? AND probe = ?", [wave, operator or "", probe]
+    )
     return _summary(cur.fetchone(), [d[0] for d in cur.description])
 
 
@@ -121,7 +166,9 @@ def spend_at(con, simulated: bool) -> float:
     """The project's spend so far at one kind of endpoint: what the §8 cap is measured against."""
     if not _has_calls_table(con):
         return 0.0
-    return float(con.execute(f"SELECT COALESCE(SUM(cost_usd), 0) FROM model_calls WHERE {_kind(simulated)}").fetchone()[0])
+    return float(
+        con.execute(f"SELECT COALESCE(SUM(cost_usd), 0) FROM model_calls WHERE {_kind(simulated)}").fetchone()[0]
+    )
 
 
 def rates_of(con, simulated: bool) -> dict:
@@ -132,5 +179,6 @@ def rates_of(con, simulated: bool) -> dict:
     rows = con.execute(
         "SELECT split_part(probe, '.', 1) AS framework, COUNT(DISTINCT (wave, operator, probe, record_sha256)) AS runs, "
         "COUNT(*) AS calls, SUM(prompt_tokens + completion_tokens) AS tokens, COALESCE(SUM(cost_usd), 0) AS cost "
-        f"FROM model_calls WHERE {_kind(simulated)} GROUP BY framework").fetchall()
+        f"FROM model_calls WHERE {_kind(simulated)} GROUP BY framework"
+    ).fetchall()
     return {fw: Rate(runs, calls / runs, tokens / runs, cost / runs) for fw, runs, calls, tokens, cost in rows}

@@ -6,17 +6,52 @@ import json
 from sabot.store.db import replace_rows
 
 VERDICT_COLUMNS = [
-    "wave", "ruleset", "ruleset_hash", "operator", "probe", "framework", "config", "task", "seed", "status", "excluded",
-    "missing", "mapping", "flags", "flags_noticed", "flags_anchored", "detected_hard", "reacted", "recovered",
-    "fault_run_id", "fault_sha256", "baseline_run_id", "baseline_sha256", "dagster_run_id",
+    "wave",
+    "ruleset",
+    "ruleset_hash",
+    "operator",
+    "probe",
+    "framework",
+    "config",
+    "task",
+    "seed",
+    "status",
+    "excluded",
+    "missing",
+    "mapping",
+    "flags",
+    "flags_noticed",
+    "flags_anchored",
+    "detected_hard",
+    "reacted",
+    "recovered",
+    "fault_run_id",
+    "fault_sha256",
+    "baseline_run_id",
+    "baseline_sha256",
+    "dagster_run_id",
 ]
-ACT_COLUMNS = ["wave", "ruleset", "operator", "probe", "run_id", "seq", "act", "component", "reason", "surface", "counted", "note"]
+ACT_COLUMNS = [
+    "wave",
+    "ruleset",
+    "operator",
+    "probe",
+    "run_id",
+    "seq",
+    "act",
+    "component",
+    "reason",
+    "surface",
+    "counted",
+    "note",
+]
 JSON_COLUMNS = ("missing", "flags")
 
 
 def write_verdicts(con, wave: str, cell_keys: list[tuple[str, str]], verdicts: list[dict], acts: list[dict]) -> None:
     """Replace every ruleset's verdicts and acts for these cells (call inside a transaction)."""
     import pandas as pd
+
     keys = pd.DataFrame([(wave, op, probe) for op, probe in cell_keys], columns=["wave", "operator", "probe"])
     rows = pd.DataFrame(verdicts, columns=VERDICT_COLUMNS)
     for col in JSON_COLUMNS:
@@ -50,6 +85,10 @@ def read_acts(con, wave: str, ruleset: str, operator: str, probe: str) -> list[d
 
 def retry_acts(con, wave: str, ruleset: str) -> list[tuple[bool, str]]:
     """(counted, note) of every retry or re-plan act the ruleset adjudicated in the wave."""
-    return [(bool(c), n) for c, n in con.execute(
-        "SELECT counted, note FROM acts WHERE wave = ? AND ruleset = ? AND act = 'retry_with_reason' ORDER BY operator, probe, seq",
-        [wave, ruleset]).fetchall()]
+    return [
+        (bool(c), n)
+        for c, n in con.execute(
+            "SELECT counted, note FROM acts WHERE wave = ? AND ruleset = ? AND act = 'retry_with_reason' ORDER BY operator, probe, seq",
+            [wave, ruleset],
+        ).fetchall()
+    ]

@@ -6,12 +6,24 @@ from dataclasses import dataclass
 
 # Every table with rows derived from a wave's runs; `manifest`, `scoreboard_manifest` and
 # `corpus_imports` are append-only history and keep what was once built.
-DERIVED_TABLES = ("runs", "events", "cell_verdicts", "acts", "judge_verdicts", "simulator_intent", "model_calls", "scoreboard", "reports")
+DERIVED_TABLES = (
+    "runs",
+    "events",
+    "cell_verdicts",
+    "acts",
+    "judge_verdicts",
+    "simulator_intent",
+    "model_calls",
+    "scoreboard",
+    "reports",
+)
 SLOT_TABLES = ("events", "cell_verdicts", "acts", "judge_verdicts", "simulator_intent", "model_calls")
 
 
-_UNLANDED = ("SELECT r.operator, r.probe FROM runs r WHERE r.wave = ? AND r.status = 'present' AND r.record IS NULL AND NOT EXISTS "
-             "(SELECT 1 FROM corpus_files f WHERE f.wave = r.wave AND f.rel_path = r.source_path)")
+_UNLANDED = (
+    "SELECT r.operator, r.probe FROM runs r WHERE r.wave = ? AND r.status = 'present' AND r.record IS NULL AND NOT EXISTS "
+    "(SELECT 1 FROM corpus_files f WHERE f.wave = r.wave AND f.rel_path = r.source_path)"
+)
 
 
 class OrphanedRuns(ValueError):
@@ -43,8 +55,10 @@ def orphaned_runs(con, wave: str) -> int:
 
 def orphan_message(store, wave: str, count: int, directory="DIR") -> str:
     where = f"store {store}: " if store else ""
-    return (f"{where}wave {wave} holds {count} imported run(s) whose files a later import replaced (written by an earlier "
-            f"version of sabot); repair: sabot corpus import {directory} --wave {wave} --replace")
+    return (
+        f"{where}wave {wave} holds {count} imported run(s) whose files a later import replaced (written by an earlier "
+        f"version of sabot); repair: sabot corpus import {directory} --wave {wave} --replace"
+    )
 
 
 def clear_wave(con, wave: str, corpus_root: str | None) -> Replaced:
@@ -63,7 +77,9 @@ def drop_unlanded_slots(con, wave: str) -> int:
     if not slots:
         return 0
     for table in (*SLOT_TABLES, "runs"):
-        con.execute(f"DELETE FROM {table} WHERE wave = ? AND (operator, probe) IN ({_UNLANDED})", [wave, wave]).fetchall()
+        con.execute(
+            f"DELETE FROM {table} WHERE wave = ? AND (operator, probe) IN ({_UNLANDED})", [wave, wave]
+        ).fetchall()
     for table in ("scoreboard", "reports"):
         con.execute(f"DELETE FROM {table} WHERE wave = ?", [wave]).fetchall()
     return len(slots)

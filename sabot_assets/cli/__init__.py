@@ -41,7 +41,11 @@ class _Sabot(click.Group):
 
 
 @click.group(cls=_Sabot)
-@click.option("--debug", is_flag=True, help="Print Dagster's step failures and every traceback whole (default: one line per expected failure).")
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Print Dagster's step failures and every traceback whole (default: one line per expected failure).",
+)
 def main(debug):
     """Sabot on Dagster: plant faults, score what the pipelines' own checks caught."""
     if debug:

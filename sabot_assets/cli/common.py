@@ -58,8 +58,21 @@ def expected_failures() -> tuple[type[BaseException], ...]:
     from sabot_assets.evidence import VerifyError
     from sabot_assets.materialize import MaterializationError
 
-    return (BudgetError, CorpusError, RegistryError, TraceError, ScoringError, MaterializationError, StoreLocked, SealError, SigningError,
-            VerifyError, OrphanedRuns, RecordingMissing, RecordingRefused)
+    return (
+        BudgetError,
+        CorpusError,
+        RegistryError,
+        TraceError,
+        ScoringError,
+        MaterializationError,
+        StoreLocked,
+        SealError,
+        SigningError,
+        VerifyError,
+        OrphanedRuns,
+        RecordingMissing,
+        RecordingRefused,
+    )
 
 
 def guarded(fn, *args):
@@ -74,7 +87,9 @@ def guarded(fn, *args):
 
 def progress_bar(label):
     def progress(blocks):
-        with click.progressbar(blocks, label=label, item_show_func=lambda b: b and f"{b.framework}/{b.config} {b.first_task}-{b.last_task}") as bar:
+        with click.progressbar(
+            blocks, label=label, item_show_func=lambda b: b and f"{b.framework}/{b.config} {b.first_task}-{b.last_task}"
+        ) as bar:
             yield from bar
 
     return progress

@@ -20,16 +20,27 @@ def _import(ctx: Context, directory: Path, wave_name: str, replace: bool, scorin
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.corpus_jobs import import_corpus
 
-    imported = import_corpus(ctx.registry, ctx.defs(), ctx.instance(), STORE_PATH, directory, wave_name, progress_bar(f"{wave_name}: run assets"), replace,
-                             scoring)
+    imported = import_corpus(
+        ctx.registry,
+        ctx.defs(),
+        ctx.instance(),
+        STORE_PATH,
+        directory,
+        wave_name,
+        progress_bar(f"{wave_name}: run assets"),
+        replace,
+        scoring,
+    )
     found = imported.scan
     if imported.replaced:
         click.echo(imported.replaced.text(wave_name))
     state = "imported" if imported.runs_materialized else "unchanged since the last import of"
     click.echo(f"{wave_name}: {state} {len(found.files)} file(s) from {directory}")
     if imported.settled_by:
-        click.echo(f"{wave_name}: nothing stale: the verdicts, scoreboard and report are those Dagster run {imported.settled_by} made "
-                   "from these files under the same rules and code; nothing materialized")
+        click.echo(
+            f"{wave_name}: nothing stale: the verdicts, scoreboard and report are those Dagster run {imported.settled_by} made "
+            "from these files under the same rules and code; nothing materialized"
+        )
     for path in found.missing:
         click.echo(f"  missing: {path}")
     if found.not_run:
@@ -50,14 +61,21 @@ def corpus_import(directory, wave_name, replace):
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--wave", "wave_name", required=True, help="A registered import wave (data/waves/).")
 @click.option("--ruleset", default=None, help="Ruleset to report (default: the wave's headline ruleset).")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write scoreboard rows and per-cell verdicts here.",
+)
 @click.option("--replace", is_flag=True, help=REPLACE_HELP)
 def corpus_score(directory, wave_name, ruleset, json_out, replace):
     """Import, then materialize cell verdicts, scoreboard and report; print the scoreboard."""
     guarded(_score, Context(), directory, wave_name, ruleset, json_out, replace)
 
 
-def _score(ctx: Context, directory: Path, wave_name: str, ruleset: str | None, json_out: Path | None, replace: bool = False):
+def _score(
+    ctx: Context, directory: Path, wave_name: str, ruleset: str | None, json_out: Path | None, replace: bool = False
+):
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.corpus_jobs import score_corpus
     from sabot_assets.export import score_document

@@ -9,8 +9,12 @@ import click
 
 def watch_for_leftovers() -> None:
     """Start the watcher beside this command; the command's normal end (click closes its context) stops it."""
-    watcher = subprocess.Popen([sys.executable, "-m", "sabot.leftover_reaper", str(os.getpid())],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "sabot.leftover_reaper", str(os.getpid())],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
     def stop() -> None:
         watcher.kill()

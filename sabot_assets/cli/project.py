@@ -40,13 +40,17 @@ def gate_project(project) -> set[str]:
 
     problems = project.lock_problems()
     if not project.locked():
-        problems = [f"{project.root}: not registered: run `sabot project check {project.root}`, then `sabot registry lock {project.root}`"]
+        problems = [
+            f"{project.root}: not registered: run `sabot project check {project.root}`, then `sabot registry lock {project.root}`"
+        ]
     with tempfile.TemporaryDirectory(prefix=f"sabot-gate-{project.name}-") as tmp:
         static = static_check(project, Path(tmp))
     problems += static.problems
     if problems:
-        raise ProjectError(f"{project.name}: refused before any run (`sabot project check {project.root}` shows the same):\n  "
-                           + "\n  ".join(problems))
+        raise ProjectError(
+            f"{project.name}: refused before any run (`sabot project check {project.root}` shows the same):\n  "
+            + "\n  ".join(problems)
+        )
     return static.models
 
 
@@ -67,10 +71,15 @@ def require_priced(ctx, budget: float | None, endpoint_label: str) -> None:
     where = f"{project.root}/sabot/{PRICES_FILE}"
     what = f"model{'s' if len(missing) > 1 else ''} {', '.join(repr(m) for m in missing)} of {project.name} {'have' if len(missing) > 1 else 'has'} no price"
     if budget is not None:
-        raise BudgetError(f"{what}, so its calls would count $0 against --budget; price {'them' if len(missing) > 1 else 'it'} in {where} "
-                          '({"per_million_tokens": {MODEL: {"input": USD, "output": USD}}}); no call was made')
-    click.echo(f"{project.name}: {what}: spend on {'them' if len(missing) > 1 else 'it'} is not counted against the cap; price "
-               f"{'them' if len(missing) > 1 else 'it'} in {where}", err=True)
+        raise BudgetError(
+            f"{what}, so its calls would count $0 against --budget; price {'them' if len(missing) > 1 else 'it'} in {where} "
+            '({"per_million_tokens": {MODEL: {"input": USD, "output": USD}}}); no call was made'
+        )
+    click.echo(
+        f"{project.name}: {what}: spend on {'them' if len(missing) > 1 else 'it'} is not counted against the cap; price "
+        f"{'them' if len(missing) > 1 else 'it'} in {where}",
+        err=True,
+    )
 
 
 # -- what a project wave did, in plain words ------------------------------------------------------
@@ -95,9 +104,17 @@ def project_lines(store_path, wave, project) -> list[str]:
         runs = read_runs(con, wave.name, [(op, p.key) for op in ("", *wave.operators) for p in probes])
     record = {key: stored.record for key, stored in runs.items() if stored.record is not None}
     baselines = {p.seed: record.get(("", p.key)) for p in probes}
-    passed = [seed for seed, run in sorted(baselines.items()) if run is not None and run.error is None and run.task_passed]
-    lines = [f"{wave.name}: baselines (no fault; a cell is scored only where its baseline passed): "
-             + (f"passed for seed{'s' if len(passed) > 1 else ''} {', '.join(map(str, passed))}" if passed else "none passed")]
+    passed = [
+        seed for seed, run in sorted(baselines.items()) if run is not None and run.error is None and run.task_passed
+    ]
+    lines = [
+        f"{wave.name}: baselines (no fault; a cell is scored only where its baseline passed): "
+        + (
+            f"passed for seed{'s' if len(passed) > 1 else ''} {', '.join(map(str, passed))}"
+            if passed
+            else "none passed"
+        )
+    ]
     for seed, run in sorted(baselines.items()):
         if run is None:
             lines.append(f"  baseline seed {seed}: not run")
@@ -106,22 +123,37 @@ def project_lines(store_path, wave, project) -> list[str]:
         elif not run.task_passed:
             lines.append(baseline_line(run, project))
     if len(passed) < len(baselines):
-        lines.append(f"  a failing baseline is the pipeline's or its test double's to fix; `sabot project check {project.root}` runs one and shows why")
+        lines.append(
+            f"  a failing baseline is the pipeline's or its test double's to fix; `sabot project check {project.root}` runs one and shows why"
+        )
     lines += anchor_lines(wave.name, project, [r for r in baselines.values() if r is not None and r.error is None])
     lines.append(f"{wave.name}: where each operator's fault landed")
     for op in wave.operators:
         spec = project.operators[op]
         runs_of = [(p.seed, record.get((op, p.key))) for p in probes]
-        judged = [r for seed, r in runs_of if r is not None and _completed(r) and baselines[seed] is not None and baselines[seed].task_passed]
+        judged = [
+            r
+            for seed, r in runs_of
+            if r is not None and _completed(r) and baselines[seed] is not None and baselines[seed].task_passed
+        ]
         landed = sum(r.injection_verified for r in judged)
-        reasons = sorted({(r.extra.get("injection") or {}).get("why_not") or "no landing evidence" for r in judged if not r.injection_verified})
+        reasons = sorted(
+            {
+                (r.extra.get("injection") or {}).get("why_not") or "no landing evidence"
+                for r in judged
+                if not r.injection_verified
+            }
+        )
         line = f"  {op} ({spec['seam']} seam, {DURATION_WORDS[duration_of(spec)]}): "
         if all(run is None for _, run in runs_of):
             lines.append(line + "not run")
             continue
         line += f"landed {landed}/{len(judged)}" if judged else "nothing to judge"
         line += "".join(f"; INJECTION_UNVERIFIED: {why}" for why in reasons)
-        line += "".join(f"; not judged: {why} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})" for why, seeds in _not_judged(runs_of, baselines))
+        line += "".join(
+            f"; not judged: {why} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})"
+            for why, seeds in _not_judged(runs_of, baselines)
+        )
         lines.append(line)
     return lines
 
@@ -137,13 +169,29 @@ def anchor_lines(name: str, project, baselines) -> list[str]:
     from sabot.registry import Registry
 
     registry = Registry()
-    flags = FlagsRule.from_doc(registry.doc("standard/flags_protocol.v0.2.0.json")) if project.mapping.get("flags_surface") else None
+    flags = (
+        FlagsRule.from_doc(registry.doc("standard/flags_protocol.v0.2.0.json"))
+        if project.mapping.get("flags_surface")
+        else None
+    )
     rules, where = AnchorRules.from_registry(registry), f"{project.root.name}/sabot/operators.json"
-    refused = [line for op in project.operator_ids for line in baseline_problems(where, op, project.anchors(op), baselines, flags, rules)]
+    refused = [
+        line
+        for op in project.operator_ids
+        for line in baseline_problems(where, op, project.anchors(op), baselines, flags, rules)
+    ]
     if not refused:
-        return [f"{name}: anchors: injected, injection-only and within the false-fire budget on {len(baselines)} clean baseline(s)"] if baselines else []
-    return ([f"{name}: anchors refused by the registration rules (SPEC v0.2.1 item 4); the board scores them as registered, "
-             "so register corrected anchors as a new project (a copied folder):"] + [f"  {line}" for line in refused])
+        return (
+            [
+                f"{name}: anchors: injected, injection-only and within the false-fire budget on {len(baselines)} clean baseline(s)"
+            ]
+            if baselines
+            else []
+        )
+    return [
+        f"{name}: anchors refused by the registration rules (SPEC v0.2.1 item 4); the board scores them as registered, "
+        "so register corrected anchors as a new project (a copied folder):"
+    ] + [f"  {line}" for line in refused]
 
 
 def _not_judged(runs_of, baselines) -> list[tuple[str, list[int]]]:
@@ -167,8 +215,13 @@ def _not_judged(runs_of, baselines) -> list[tuple[str, list[int]]]:
 
 @click.command("init")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--framework", type=click.Choice(SCAFFOLD_FRAMEWORKS), default="langgraph", show_default=True,
-              help="The framework of the pipeline the scaffold starts from.")
+@click.option(
+    "--framework",
+    type=click.Choice(SCAFFOLD_FRAMEWORKS),
+    default="langgraph",
+    show_default=True,
+    help="The framework of the pipeline the scaffold starts from.",
+)
 @click.option("--name", default=None, help="Project name (default: the folder's name).")
 def init(directory: Path, framework: str, name: str | None):
     """Scaffold a project folder for a team's own pipeline: sabot/*.json beside its code, a small
@@ -199,8 +252,10 @@ def _init(directory: Path, framework: str, name: str | None):
             dest.write_text(template.read_text().replace("__NAME__", name))
             written.append(str(rel))
     click.echo(f"{directory}: scaffolded {framework} project {name!r}:" + "".join(f"\n  {w}" for w in written))
-    click.echo(f"next: point sabot/project.json at your pipeline's factory, write the mapping, then "
-               f"`sabot project check {directory}` and `sabot registry lock {directory}`")
+    click.echo(
+        f"next: point sabot/project.json at your pipeline's factory, write the mapping, then "
+        f"`sabot project check {directory}` and `sabot registry lock {directory}`"
+    )
 
 
 # -- sabot project check, and the check before a project is registered ------------------------------

@@ -39,4 +39,3 @@ def registry_lock(project):
     except RegistryError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"registered {len(added)} new file(s)" + "".join(f"\n  {a}" for a in added))
-

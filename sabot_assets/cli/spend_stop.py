@@ -15,8 +15,10 @@ from sabot.store.ledger import ledger_path, spend_ledger
 from sabot_assets.waves.budget import is_simulated, kind
 from sabot_assets.waves.concurrency import host_label
 
-BEYOND_THE_REQUEST = ("the provider billed calls past their own request's limits (the prompt counted before each call plus its max_tokens, "
-                      "at the registered price): the one case a reservation made before each call cannot hold")
+BEYOND_THE_REQUEST = (
+    "the provider billed calls past their own request's limits (the prompt counted before each call plus its max_tokens, "
+    "at the registered price): the one case a reservation made before each call cannot hold"
+)
 
 
 def margined_spend(store_path: Path, endpoint_label: str, margin: float) -> float:
@@ -27,8 +29,10 @@ def margined_spend(store_path: Path, endpoint_label: str, margin: float) -> floa
 
 def ceiling_stop_line(name: str, ceiling: float, not_launched: int, spent: float) -> str:
     """The stop message of a wave whose launches the ceiling ended (`spent`: margined spend after the wave)."""
-    line = (f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {not_launched} run(s) not launched stay missing, "
-            f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them")
+    line = (
+        f"{name}: stopped launching at the spend ceiling ({usd(ceiling)}): {not_launched} run(s) not launched stay missing, "
+        f"not RUN_ERROR; `sabot wave run {name}` with a larger --budget resumes them"
+    )
     return line + passed_ceiling(ceiling, spent)
 
 
@@ -36,5 +40,7 @@ def passed_ceiling(ceiling: float | None, spent: float) -> str:
     """'' while spend is within the ceiling; else the sentence naming by how much and why (every call is stored and priced)."""
     if ceiling is None or spent <= ceiling + 1e-9:
         return ""
-    return (f". Spend passed the ceiling: {usd(spent)} margined against {usd(ceiling)}, because {BEYOND_THE_REQUEST}; "
-            "every such call is stored and priced (`sabot explain` lists a run's calls)")
+    return (
+        f". Spend passed the ceiling: {usd(spent)} margined against {usd(ceiling)}, because {BEYOND_THE_REQUEST}; "
+        "every such call is stored and priced (`sabot explain` lists a run's calls)"
+    )

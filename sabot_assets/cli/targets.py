@@ -65,15 +65,21 @@ def require_project(target: str) -> Path:
     if is_project(path):
         return path
     if not path.exists():
-        raise TargetError(f"{target}: no such folder{_did_you_mean(target)} (nothing is there; `sabot init {target}` would "
-                          "scaffold a new project at that path)")
+        raise TargetError(
+            f"{target}: no such folder{_did_you_mean(target)} (nothing is there; `sabot init {target}` would "
+            "scaffold a new project at that path)"
+        )
     if not path.is_dir():
         raise TargetError(f"{target}: a file, not a project folder{_did_you_mean(target)}")
     if not any(path.iterdir()):
-        raise TargetError(f"{target}: an empty folder, not a project (no {PROJECT_FILE}){_did_you_mean(target)}; "
-                          f"`sabot init {target}` scaffolds a project in it")
-    raise TargetError(f"{target}: not a project folder (no {PROJECT_FILE}){_did_you_mean(target)}; "
-                      f"`sabot init {target}` adds one beside the code already there")
+        raise TargetError(
+            f"{target}: an empty folder, not a project (no {PROJECT_FILE}){_did_you_mean(target)}; "
+            f"`sabot init {target}` scaffolds a project in it"
+        )
+    raise TargetError(
+        f"{target}: not a project folder (no {PROJECT_FILE}){_did_you_mean(target)}; "
+        f"`sabot init {target}` adds one beside the code already there"
+    )
 
 
 def registered_waves() -> list[str]:
@@ -94,5 +100,7 @@ def resolve(target: str) -> str:
     projects_here = [p.name for p in _nearby_folders(Path(target)) if is_project(p)]  # a folder meant, without its ./
     close = [repr(c) for c in _near(target, waves)] + [f"./{c}" for c in _near(target, projects_here)]
     hint = f"did you mean {' or '.join(close)}? " if close else ""
-    raise TargetError(f"{target!r}: no registered wave of that name and no folder of that name here; {hint}"
-                      f"registered waves: {', '.join(waves)} (a project folder is given as a path, e.g. ./{target})")
+    raise TargetError(
+        f"{target!r}: no registered wave of that name and no folder of that name here; {hint}"
+        f"registered waves: {', '.join(waves)} (a project folder is given as a path, e.g. ./{target})"
+    )

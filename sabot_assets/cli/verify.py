@@ -10,10 +10,24 @@ from sabot_assets.cli.common import Context, guarded
 
 @click.command()
 @click.argument("target")
-@click.option("--key", "key", default=None, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="The exporter's published Ed25519 public key (PEM): the bundle must be signed by it.")
-@click.option("--expect", default=None, metavar="SHA256", help="The bundle's published manifest SHA-256: the bundle must be that one.")
-@click.option("--strict", is_flag=True, help="Exit 1 unless the bundle is authenticated (--key or --expect) and scored under your registered rules.")
+@click.option(
+    "--key",
+    "key",
+    default=None,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The exporter's published Ed25519 public key (PEM): the bundle must be signed by it.",
+)
+@click.option(
+    "--expect",
+    default=None,
+    metavar="SHA256",
+    help="The bundle's published manifest SHA-256: the bundle must be that one.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 unless the bundle is authenticated (--key or --expect) and scored under your registered rules.",
+)
 def verify(target, key, expect, strict):
     """Re-derive every published number of a wave from its sealed evidence and the registered rules,
     and compare with what the store and its report say: TARGET is a wave of the project's store, or a
@@ -37,9 +51,13 @@ def _verify(target: str, key: Path | None, expect: str | None, strict: bool):
     ctx = Context()
     bundle = Path(target)
     # A bundle is a directory with its manifest; one without, unless it names a wave, is refused naming it.
-    is_bundle = not is_project(target) and ((bundle / MANIFEST).is_file() or (bundle.is_dir() and target not in ctx.registry.wave_names()))
+    is_bundle = not is_project(target) and (
+        (bundle / MANIFEST).is_file() or (bundle.is_dir() and target not in ctx.registry.wave_names())
+    )
     if not is_bundle and (key or expect or strict):
-        raise VerifyError(f"{target}: --key, --expect and --strict are for a bundle directory; a store's waves are checked under the store's own key")
+        raise VerifyError(
+            f"{target}: --key, --expect and --strict are for a bundle directory; a store's waves are checked under the store's own key"
+        )
     if is_project(target):  # a team's own pipeline: its wave, under its registered mapping
         name = adopt_project(ctx, target)
         click.echo(verify_wave(ctx.registry, STORE_PATH, name).line())

@@ -20,15 +20,48 @@ def wave():
 @click.option("--framework", "frameworks", multiple=True, help="Limit to these frameworks (repeatable).")
 @click.option("--config", "configs", multiple=True, help="Limit to these configs, e.g. default (repeatable).")
 @click.option("--task", "tasks", multiple=True, help="Limit to these tasks, e.g. T1 (repeatable).")
-@click.option("--operator", "operators", multiple=True, help="Limit the fault runs to these operators, e.g. O1 (repeatable); baselines still run.")
-@click.option("--seed", "seeds", type=int, multiple=True, help="Limit the runs to these seeds, e.g. 11 (repeatable): the §8 cut of seeds 5 -> 3.")
-@click.option("--rerun", is_flag=True, help="Run the selected cells again even where a matching complete run is stored (a new attempt each).")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
-@click.option("--replay", is_flag=True, help="Re-execute the selected cells with every model call answered from their stored exchanges; nothing is sent to any model.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None,
-              help="Runs in flight at once; sets the instance's llm_agent pool limit, the UI's knob (default: the current limit).")
-@click.option("--budget", type=click.FloatRange(min=0), default=None, metavar="USD",
-              help="Spend at most this much on the runs this command launches (never past the project's $500 cap, SPEC §8).")
+@click.option(
+    "--operator",
+    "operators",
+    multiple=True,
+    help="Limit the fault runs to these operators, e.g. O1 (repeatable); baselines still run.",
+)
+@click.option(
+    "--seed",
+    "seeds",
+    type=int,
+    multiple=True,
+    help="Limit the runs to these seeds, e.g. 11 (repeatable): the §8 cut of seeds 5 -> 3.",
+)
+@click.option(
+    "--rerun",
+    is_flag=True,
+    help="Run the selected cells again even where a matching complete run is stored (a new attempt each).",
+)
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write scoreboard rows and per-cell verdicts here.",
+)
+@click.option(
+    "--replay",
+    is_flag=True,
+    help="Re-execute the selected cells with every model call answered from their stored exchanges; nothing is sent to any model.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Runs in flight at once; sets the instance's llm_agent pool limit, the UI's knob (default: the current limit).",
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="USD",
+    help="Spend at most this much on the runs this command launches (never past the project's $500 cap, SPEC §8).",
+)
 def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out, replay, concurrency, budget):
     """Run a registered live wave (e.g. `demo`) or a project folder (a team's own pipeline), score it, print it.
 
@@ -48,8 +81,16 @@ def wave_run(name, frameworks, configs, tasks, operators, seeds, rerun, json_out
         guarded(_wave, Context(), name, selection, rerun, json_out, replay, concurrency, budget)
 
 
-def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None, replay: bool = False,
-          concurrency: int | None = None, budget: float | None = None):
+def _wave(
+    ctx: Context,
+    name: str,
+    selection,
+    rerun: bool,
+    json_out: Path | None,
+    replay: bool = False,
+    concurrency: int | None = None,
+    budget: float | None = None,
+):
     from adapters.endpoint import provider_from_env
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.export import score_document
@@ -63,7 +104,11 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     watch_for_leftovers()  # killed without cleaning up (kill -9 of its pid), what it started is ended anyway
     models = ctx.registry.doc("standard/models.v0.1.1.json")
     endpoint = provider_from_env(models["pipeline_model"], models["o4_downgrade_model"])
-    offline = "simulation (the project's own test double on 127.0.0.1)" if getattr(ctx.registry, "project", None) else "simulation (scripted model on 127.0.0.1)"
+    offline = (
+        "simulation (the project's own test double on 127.0.0.1)"
+        if getattr(ctx.registry, "project", None)
+        else "simulation (scripted model on 127.0.0.1)"
+    )
     if not replay:
         require_priced(ctx, budget, endpoint.label if endpoint else offline)
     if replay:
@@ -75,35 +120,51 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     instance = ctx.instance()
     if concurrency:
         set_pool_limit(instance, concurrency)
-    click.echo(f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)")
+    click.echo(
+        f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)"
+    )
     settled = None if (rerun or replay) else settled_wave(ctx.registry, instance, STORE_PATH, name, selection)
     if settled is not None:  # nothing is stale: no run launched, nothing materialized
         result, board_run = settled
         ceiling = None
-        click.echo(f"{name}: nothing stale: every selected run is stored and reused, and the verdicts, scoreboard and report are "
-                   f"those Dagster run {board_run} made from them, under the same rules and code; nothing launched")
+        click.echo(
+            f"{name}: nothing stale: every selected run is stored and reused, and the verdicts, scoreboard and report are "
+            f"those Dagster run {board_run} made from them, under the same rules and code; nothing launched"
+        )
     else:
         if not (rerun or replay):
             _say_why_stored_runs_rerun(ctx, name, selection)
-        ceiling = None if replay else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
+        ceiling = (
+            None
+            if replay
+            else _spend_plan(ctx, name, selection, rerun, budget, endpoint.label if endpoint else offline)
+        )
         if not replay:
             _close_endpoint(ctx)
         with _live(ctx, name, endpoint is None or replay) as shown:  # a terminal: the live line replaces the block bar
             progress = iter if shown else progress_bar(f"{name}: runs and verdicts")
-            result = run_wave(ctx.registry, ctx.defs(), instance, name, None, progress, selection, rerun, replay, ceiling)
+            result = run_wave(
+                ctx.registry, ctx.defs(), instance, name, None, progress, selection, rerun, replay, ceiling
+            )
     for reason in result.skipped:
         click.echo(f"  skipped {reason}")
     tally = result.tally
-    click.echo(f"{name}: runs: {tally.ran} run, {tally.reused} reused (stored, same runner, endpoint, models and protocol"
-               f"{', and same project code' if getattr(ctx.registry, 'project', None) else ''}), "
-               f"{tally.carved_out} carved out; RUN_ERROR: {len(tally.run_errors)}")
+    click.echo(
+        f"{name}: runs: {tally.ran} run, {tally.reused} reused (stored, same runner, endpoint, models and protocol"
+        f"{', and same project code' if getattr(ctx.registry, 'project', None) else ''}), "
+        f"{tally.carved_out} carved out; RUN_ERROR: {len(tally.run_errors)}"
+    )
     wave_def = ctx.registry.wave(name)
     doc = score_document(STORE_PATH, wave_def, wave_def.headline_ruleset)
     doc["spend_margin"] = _margin(ctx.registry)
     if getattr(ctx.registry, "project", None) is not None:
         click.echo("\n".join(project_lines(STORE_PATH, wave_def, ctx.registry.project)))
     publish(doc, json_out, started)
-    spent = None if ceiling is None else margined_spend(STORE_PATH, endpoint.label if endpoint else offline, doc["spend_margin"] or 1.0)
+    spent = (
+        None
+        if ceiling is None
+        else margined_spend(STORE_PATH, endpoint.label if endpoint else offline, doc["spend_margin"] or 1.0)
+    )
     if tally.stopped:
         click.echo(stop_paragraph(ctx.registry, STORE_PATH, name, selection, tally, doc["label"]), err=True)
     elif tally.not_launched:
@@ -111,12 +172,18 @@ def _wave(ctx: Context, name: str, selection, rerun: bool, json_out: Path | None
     elif spent is not None and passed_ceiling(ceiling, spent):
         click.echo(f"{name}: {passed_ceiling(ceiling, spent).removeprefix('. ')}", err=True)
     if tally.waiting:
-        click.echo(f"{name}: the store stayed locked past the wait: {len(tally.waiting)} finished run(s) wait in the run root for ingest, "
-                   f"not lost; `sabot wave run {name}` ingests them once the lock is free:", err=True)
+        click.echo(
+            f"{name}: the store stayed locked past the wait: {len(tally.waiting)} finished run(s) wait in the run root for ingest, "
+            f"not lost; `sabot wave run {name}` ingests them once the lock is free:",
+            err=True,
+        )
         for path in sorted(tally.waiting):
             click.echo(f"  {path}", err=True)
     if tally.run_errors:
-        click.echo(f"{name}: {len(tally.run_errors)} cell(s) ended in RUN_ERROR (excluded, itemized; good runs stored earlier stay scored):", err=True)
+        click.echo(
+            f"{name}: {len(tally.run_errors)} cell(s) ended in RUN_ERROR (excluded, itemized; good runs stored earlier stay scored):",
+            err=True,
+        )
         for key, error in sorted(tally.run_errors.items()):
             click.echo(f"  {key}: {error}", err=True)
         raise SystemExit(1)
@@ -130,7 +197,13 @@ def _live(ctx: Context, name: str, simulated: bool):
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.waves.attempts import run_root_beside
 
-    return live_progress(run_root_beside(STORE_PATH), name, PriceTable.from_registry(ctx.registry), getattr(ctx, "runs_to_launch", None), simulated)
+    return live_progress(
+        run_root_beside(STORE_PATH),
+        name,
+        PriceTable.from_registry(ctx.registry),
+        getattr(ctx, "runs_to_launch", None),
+        simulated,
+    )
 
 
 def _say_why_stored_runs_rerun(ctx: Context, name: str, selection) -> None:
@@ -165,10 +238,16 @@ def stop_paragraph(registry, store_path, name: str, selection, tally, label: str
     # The runs this command did not make; a slot holding a run from another endpoint (an earlier
     # scripted wave) is still missing at this one.
     missing = max(tally.not_launched, missing_slots(store_path, select(registry, name, selection)))
-    command = "sabot " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["wave"] else f"sabot wave run {name}"
-    return (f"{name}: the wave stopped: {tally.stopped}. No further call was sent to that endpoint; {missing} run(s) of this selection are "
-            f"missing (never launched, or cut off when the endpoint stopped; none is RUN_ERROR, and every run stored earlier stays "
-            f"scored; the board is labelled {label}, from the runs it holds). Once the cause is fixed, `{command}` resumes them.")
+    command = (
+        "sabot " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        if sys.argv[1:2] == ["wave"]
+        else f"sabot wave run {name}"
+    )
+    return (
+        f"{name}: the wave stopped: {tally.stopped}. No further call was sent to that endpoint; {missing} run(s) of this selection are "
+        f"missing (never launched, or cut off when the endpoint stopped; none is RUN_ERROR, and every run stored earlier stays "
+        f"scored; the board is labelled {label}, from the runs it holds). Once the cause is fixed, `{command}` resumes them."
+    )
 
 
 def _margin(registry) -> float | None:
@@ -182,7 +261,9 @@ def _margin(registry) -> float | None:
         return None
 
 
-def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float | None, endpoint_label: str) -> float | None:
+def _spend_plan(
+    ctx: Context, name: str, selection, rerun: bool, budget: float | None, endpoint_label: str
+) -> float | None:
     """Project the wave's cost before any model call (refused over budget, SPEC §8) and return the
     spend ceiling its runs stop launching at."""
     from sabot_assets.constants import STORE_PATH
@@ -193,19 +274,30 @@ def _spend_plan(ctx: Context, name: str, selection, rerun: bool, budget: float |
     chosen = select(ctx.registry, name, selection)
     to_launch = runs_to_launch(ctx.registry, STORE_PATH, chosen, rerun)
     ctx.runs_to_launch = len(to_launch)  # the live progress's ETA
-    ceiling, projection, spent = plan_spend(STORE_PATH, to_launch, chosen.wave.seeds, budget, endpoint_label, ctx.registry)
+    ceiling, projection, spent = plan_spend(
+        STORE_PATH, to_launch, chosen.wave.seeds, budget, endpoint_label, ctx.registry
+    )
     if projection is None:
         if ceiling is not None or to_launch:
-            click.echo(f"{name}: {len(to_launch)} run(s) to launch" + ("" if ceiling is None else f"; spend ceiling {usd(ceiling)} (spent so far {usd(spent)})"))
+            click.echo(
+                f"{name}: {len(to_launch)} run(s) to launch"
+                + ("" if ceiling is None else f"; spend ceiling {usd(ceiling)} (spent so far {usd(spent)})")
+            )
     elif projection.unknown:
-        click.echo(f"{name}: pilot: no recorded run of {', '.join(projection.unknown)} at this endpoint to project from "
-                   f"(the rest: {projection.line()}); the breaker alone stops launching at {usd(ceiling)}")
+        click.echo(
+            f"{name}: pilot: no recorded run of {', '.join(projection.unknown)} at this endpoint to project from "
+            f"(the rest: {projection.line()}); the breaker alone stops launching at {usd(ceiling)}"
+        )
     else:
-        click.echo(f"{name}: projected spend {projection.line()}, within {usd(ceiling - spent)} left of the ceiling {usd(ceiling)}")
+        click.echo(
+            f"{name}: projected spend {projection.line()}, within {usd(ceiling - spent)} left of the ceiling {usd(ceiling)}"
+        )
     if ceiling is not None and to_launch and not is_simulated(endpoint_label):
         margin, worst = pilot_worst_case(ctx.registry)
-        click.echo(f"{name}: each run reserves its worst case ({usd(worst * margin.factor)} margined) until it settles, so launching "
-                   "stops once less than that is left of the ceiling")
+        click.echo(
+            f"{name}: each run reserves its worst case ({usd(worst * margin.factor)} margined) until it settles, so launching "
+            "stops once less than that is left of the ceiling"
+        )
     return ceiling
 
 
@@ -215,7 +307,12 @@ wave.add_command(wave_stop)
 @wave.command("rescore")
 @click.argument("name")
 @click.option("--ruleset", default=None, help="Reading to print and compare (default: the wave's headline ruleset).")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write scoreboard rows and per-cell verdicts here.")
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write scoreboard rows and per-cell verdicts here.",
+)
 def wave_rescore(name, ruleset, json_out):
     """After a rule change: re-materialize cell verdicts, scoreboard and report only; print the
     board and the cells whose verdict flipped (no run and no judge call is repeated)."""
@@ -236,12 +333,20 @@ def _rescore(ctx: Context, name: str, ruleset: str | None, json_out: Path | None
     result = rescore_wave(ctx.registry, ctx.defs(), ctx.instance(), STORE_PATH, name, ruleset)
     doc = score_document(STORE_PATH, result.wave, result.ruleset)
     doc["flipped"] = [{"cell": f.cell, "before": f.before, "after": f.after} for f in result.flips]
-    against = "its previous verdicts" if result.compared_with == result.ruleset else f"the headline {result.compared_with} (first scoring under {result.ruleset})"
+    against = (
+        "its previous verdicts"
+        if result.compared_with == result.ruleset
+        else f"the headline {result.compared_with} (first scoring under {result.ruleset})"
+    )
     if result.runs == 0:
-        click.echo(f"{name}: nothing stale: the verdicts of {result.cells} cells under {result.ruleset}, the scoreboard and report are "
-                   "those the last rescore made, under the same rules and code, with nothing written since; nothing materialized")
+        click.echo(
+            f"{name}: nothing stale: the verdicts of {result.cells} cells under {result.ruleset}, the scoreboard and report are "
+            "those the last rescore made, under the same rules and code, with nothing written since; nothing materialized"
+        )
     else:
-        click.echo(f"{name}: re-scored {result.cells} cells under {result.ruleset} in {result.runs} Dagster run(s); compared with {against}")
+        click.echo(
+            f"{name}: re-scored {result.cells} cells under {result.ruleset} in {result.runs} Dagster run(s); compared with {against}"
+        )
     click.echo(scoreboard_text(doc))
     click.echo(f"flipped: {len(result.flips)} cell(s)")
     for flip in result.flips[:SHOWN_FLIPS]:
@@ -258,10 +363,18 @@ def _rescore(ctx: Context, name: str, ruleset: str | None, json_out: Path | None
 @wave.command("export")
 @click.argument("name")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--ruleset", default=None, help="Ruleset of the cellverdict.json files (default: the wave's headline); the bundle publishes every ruleset.")
-@click.option("--signing-key", default=None, type=click.Path(dir_okay=False, path_type=Path),
-              help="Ed25519 private key that signs the manifest, outside SABOT_VAR; created (0600, with KEY.pub) on first use. "
-                   "Default: $SABOT_SIGNING_KEY, else ~/.config/sabot/signing.key.")
+@click.option(
+    "--ruleset",
+    default=None,
+    help="Ruleset of the cellverdict.json files (default: the wave's headline); the bundle publishes every ruleset.",
+)
+@click.option(
+    "--signing-key",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Ed25519 private key that signs the manifest, outside SABOT_VAR; created (0600, with KEY.pub) on first use. "
+    "Default: $SABOT_SIGNING_KEY, else ~/.config/sabot/signing.key.",
+)
 def wave_export(name, directory, ruleset, signing_key):
     """Write a wave's bundle into DIRECTORY (new or empty): its runs and verdicts in the reference
     corpus layout under harness/runs/NAME, the registered rules, the runs' seals, the published
@@ -284,5 +397,7 @@ def _export(ctx: Context, name: str, directory: Path, ruleset: str | None, signi
     signer = signing.load_or_create(key_path)  # before any file is written: a refused key leaves no unsigned bundle
     name = adopt_project(ctx, name)  # a project folder exports its wave, with its registered files
     exported = export_bundle(ctx.registry, STORE_PATH, name, directory, ruleset, signer=signer)
-    click.echo(f"{name}: wrote a bundle of {exported.runs} sealed run(s) and {exported.cells} cell verdict(s) to {directory}; "
-               f"manifest sha256 {exported.manifest_sha256}; signed by {exported.signed_by} (public key {signing.public_path(key_path)})")
+    click.echo(
+        f"{name}: wrote a bundle of {exported.runs} sealed run(s) and {exported.cells} cell verdict(s) to {directory}; "
+        f"manifest sha256 {exported.manifest_sha256}; signed by {exported.signed_by} (public key {signing.public_path(key_path)})"
+    )

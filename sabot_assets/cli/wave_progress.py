@@ -107,5 +107,7 @@ def live_progress(run_root: Path, wave: str, prices: PriceTable, total: int | No
         state["last"] = snapshot(run_root, wave, started - 1, prices, state["last"])
         return Text(f"{wave}: " + state["last"].line(total, time.time() - started, simulated))
 
-    with Live(get_renderable=render, console=Console(file=stream), refresh_per_second=1 / REFRESH_SECONDS, transient=False):
+    with Live(
+        get_renderable=render, console=Console(file=stream), refresh_per_second=1 / REFRESH_SECONDS, transient=False
+    ):
         yield True

@@ -50,8 +50,13 @@ def _alive(pid: int) -> bool:
 
 @click.command("stop")
 @click.argument("name")
-@click.option("--grace", type=click.FloatRange(min=0), default=GRACE_SECONDS, show_default=True,
-              help="Seconds to wait for a command to end after SIGTERM before SIGKILL.")
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=GRACE_SECONDS,
+    show_default=True,
+    help="Seconds to wait for a command to end after SIGTERM before SIGKILL.",
+)
 def wave_stop(name, grace):
     """End the running `sabot wave run` commands of wave NAME on this host: their runs in flight end too;
     every call they paid for is kept, and the next `sabot wave run NAME` resumes with the missing runs."""
@@ -79,8 +84,10 @@ def wave_stop(name, grace):
         path.unlink(missing_ok=True)
         stopped.append(pid)
     if stopped:
-        click.echo(f"{name}: stopped {len(stopped)} command(s) (pid {', '.join(map(str, stopped))}); their runs in flight ended, "
-                   f"every paid call is kept; `sabot wave run {name}` resumes the missing runs")
+        click.echo(
+            f"{name}: stopped {len(stopped)} command(s) (pid {', '.join(map(str, stopped))}); their runs in flight ended, "
+            f"every paid call is kept; `sabot wave run {name}` resumes the missing runs"
+        )
     else:
         click.echo(f"{name}: no running command on this host ({here})")
     for holder in elsewhere:

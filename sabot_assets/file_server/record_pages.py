@@ -15,15 +15,19 @@ from sabot.seal import SEAL_FILE, SealError
 from sabot.trace import TraceError
 
 RAW_FILES = ("runresult.json", "baseline-runresult.json", runroot.META_FILE, SEAL_FILE)  # never intent.json
-STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse}"
-         "td,th{border:1px solid #ccc;padding:.3em .6em;vertical-align:top;text-align:left}"
-         "pre{white-space:pre-wrap;margin:0;font-size:.9em}.bad{color:#b00020;font-weight:bold}.ok{color:#0a6e31}"
-         ".planted{background:#fff3cd}nav a{margin-right:1em}")
+STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:.3em .6em;vertical-align:top;text-align:left}"
+    "pre{white-space:pre-wrap;margin:0;font-size:.9em}.bad{color:#b00020;font-weight:bold}.ok{color:#0a6e31}"
+    ".planted{background:#fff3cd}nav a{margin-right:1em}"
+)
 
 
 def page(title: str, body: str) -> str:
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
 
 
 def _text(value) -> str:
@@ -69,22 +73,40 @@ class RecordPages:
 
     def _nav(self) -> str:
         base = f"/runs/{self.relative}"
-        links = [(f"{base}/", "record"), (f"{base}/events", f"events ({len(self.doc['trace']['events'])})"),
-                 (f"{base}/exchanges", f"model exchanges ({len(self.doc.get('exchanges', []))})")]
+        links = [
+            (f"{base}/", "record"),
+            (f"{base}/events", f"events ({len(self.doc['trace']['events'])})"),
+            (f"{base}/exchanges", f"model exchanges ({len(self.doc.get('exchanges', []))})"),
+        ]
         links += [(f"{base}/raw/{name}", f"raw {name}") for name in RAW_FILES if (self.directory / name).is_file()]
-        return "<nav>" + "".join(f"<a href='{html.escape(href)}'>{html.escape(label)}</a>" for href, label in links) + "</nav>"
+        return (
+            "<nav>"
+            + "".join(f"<a href='{html.escape(href)}'>{html.escape(label)}</a>" for href, label in links)
+            + "</nav>"
+        )
 
     def overview(self) -> str:
         d, m = self.doc, self.meta
-        rows = [("cell", html.escape(self.cell)), ("outcome", html.escape(m.get("outcome", "?"))),
-                ("error", _text(d["error"]) if d.get("error") else "none"),
-                ("task passed", "yes" if d.get("task_passed") else "no"),
-                ("fault planted at event", html.escape(str(d.get("injection_seq"))) + (" (verified)" if d.get("injection_verified") else "")),
-                ("run id", html.escape(d["trace"]["run_id"])), ("Dagster run", html.escape(m.get("dagster_run_id", ""))),
-                ("started / finished", html.escape(f"{m.get('started_at', '')} / {m.get('finished_at', '')}"))]
+        rows = [
+            ("cell", html.escape(self.cell)),
+            ("outcome", html.escape(m.get("outcome", "?"))),
+            ("error", _text(d["error"]) if d.get("error") else "none"),
+            ("task passed", "yes" if d.get("task_passed") else "no"),
+            (
+                "fault planted at event",
+                html.escape(str(d.get("injection_seq"))) + (" (verified)" if d.get("injection_verified") else ""),
+            ),
+            ("run id", html.escape(d["trace"]["run_id"])),
+            ("Dagster run", html.escape(m.get("dagster_run_id", ""))),
+            ("started / finished", html.escape(f"{m.get('started_at', '')} / {m.get('finished_at', '')}")),
+        ]
         rows += [(k.replace("_", " "), html.escape(str(v))) for k, v in sorted(m.get("identity", {}).items())]
         usage = d.get("usage") or {}
-        rows += [(f"usage {k.replace('_', ' ')}", html.escape(str(v))) for k, v in sorted(usage.items()) if isinstance(v, (int, float))]
+        rows += [
+            (f"usage {k.replace('_', ' ')}", html.escape(str(v)))
+            for k, v in sorted(usage.items())
+            if isinstance(v, (int, float))
+        ]
         return page(self._title("Run record"), self._nav() + self.seal + _table(rows) + self._other_attempts())
 
     def _other_attempts(self) -> str:
@@ -96,27 +118,40 @@ class RecordPages:
             if other == self.directory or not meta_file.is_file():
                 continue
             try:
-                meta, doc = json.loads(meta_file.read_text()), json.loads((other / runroot.run_file_name(self.operator)).read_text())
+                meta, doc = (
+                    json.loads(meta_file.read_text()),
+                    json.loads((other / runroot.run_file_name(self.operator)).read_text()),
+                )
             except (OSError, ValueError) as exc:  # its own pages say what is wrong with it
                 meta, doc = {"outcome": "unreadable"}, {"error": str(exc)}
             href = f"/runs/{self.relative.rsplit('/', 1)[0]}/{other.name}/exchanges"
-            rows.append(f"<tr><td>{html.escape(other.name)}</td><td>{html.escape(meta.get('outcome', '?'))}</td>"
-                        f"<td>{html.escape(doc.get('error') or '')}</td>"
-                        f"<td><a href='{html.escape(href)}'>model exchanges ({len(doc.get('exchanges', []))})</a></td></tr>")
+            rows.append(
+                f"<tr><td>{html.escape(other.name)}</td><td>{html.escape(meta.get('outcome', '?'))}</td>"
+                f"<td>{html.escape(doc.get('error') or '')}</td>"
+                f"<td><a href='{html.escape(href)}'>model exchanges ({len(doc.get('exchanges', []))})</a></td></tr>"
+            )
         if not rows:
             return ""
-        return ("<h2>Other attempts of this cell</h2><table><thead><tr><th>attempt</th><th>outcome</th><th>error</th><th>calls</th></tr></thead>"
-                f"<tbody>{''.join(rows)}</tbody></table>")
+        return (
+            "<h2>Other attempts of this cell</h2><table><thead><tr><th>attempt</th><th>outcome</th><th>error</th><th>calls</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+        )
 
     def events(self) -> str:
         planted = self.doc.get("injection_seq")
         rows = "".join(
             f"<tr id='seq-{e['seq']}'{' class=planted' if e['seq'] == planted else ''}><td>{e['seq']}</td><td>{html.escape(e['agent'])}</td>"
             f"<td>{html.escape(e['kind'])}</td><td>{self._payload(e['payload'])}</td></tr>"
-            for e in self.doc["trace"]["events"])
+            for e in self.doc["trace"]["events"]
+        )
         note = f"<p>The fault was planted at event {planted} (highlighted).</p>" if planted is not None else ""
-        return page(self._title("Events"), self._nav() + self.seal + note
-                    + f"<table><thead><tr><th>seq</th><th>agent</th><th>kind</th><th>payload</th></tr></thead><tbody>{rows}</tbody></table>")
+        return page(
+            self._title("Events"),
+            self._nav()
+            + self.seal
+            + note
+            + f"<table><thead><tr><th>seq</th><th>agent</th><th>kind</th><th>payload</th></tr></thead><tbody>{rows}</tbody></table>",
+        )
 
     @staticmethod
     def _payload(payload: dict) -> str:
@@ -124,8 +159,11 @@ class RecordPages:
 
     def exchanges(self) -> str:
         found = self.doc.get("exchanges", [])
-        items = "".join(f"<li><a href='/runs/{html.escape(self.relative)}/exchanges/{x.get('n', i + 1)}'>exchange {x.get('n', i + 1)}</a>: "
-                        f"{html.escape(str(x.get('model') or 'no model'))}, {html.escape(self._reply_line(x))}</li>" for i, x in enumerate(found))
+        items = "".join(
+            f"<li><a href='/runs/{html.escape(self.relative)}/exchanges/{x.get('n', i + 1)}'>exchange {x.get('n', i + 1)}</a>: "
+            f"{html.escape(str(x.get('model') or 'no model'))}, {html.escape(self._reply_line(x))}</li>"
+            for i, x in enumerate(found)
+        )
         body = f"<ol>{items}</ol>" if found else "<p>No model exchanges recorded (an imported corpus carries none).</p>"
         return page(self._title("Model exchanges"), self._nav() + self.seal + body)
 
@@ -142,19 +180,33 @@ class RecordPages:
         if not found:
             raise FileNotFoundError(f"runs/{self.relative} has no model exchange {n}")
         x = found[0]
-        rows = [("model", html.escape(str(x.get("model")))), ("call", html.escape(f"{x.get('method', '')} {x.get('path', '')}")),
-                ("status", html.escape(str(x.get("status")))), ("seconds", html.escape(str(x.get("seconds"))))]
+        rows = [
+            ("model", html.escape(str(x.get("model")))),
+            ("call", html.escape(f"{x.get('method', '')} {x.get('path', '')}")),
+            ("status", html.escape(str(x.get("status")))),
+            ("seconds", html.escape(str(x.get("seconds")))),
+        ]
         if x.get("error"):
             rows.append(("error", _text(x["error"])))
-        messages = "".join(f"<tr><th>{html.escape(str(msg.get('role')))}</th><td>{_text(msg.get('content'))}</td></tr>"
-                           for msg in (x.get("request") or {}).get("messages", []))
+        messages = "".join(
+            f"<tr><th>{html.escape(str(msg.get('role')))}</th><td>{_text(msg.get('content'))}</td></tr>"
+            for msg in (x.get("request") or {}).get("messages", [])
+        )
         reply = x.get("reply") or {}
         answer = ((reply.get("choices") or [{}])[0].get("message") or {}).get("content")
-        return page(self._title(f"Model exchange {n}"), self._nav() + self.seal + _table(rows)
-                    + f"<h2>Request</h2><table>{messages}</table>"
-                    + "<h2>Reply</h2>" + (_text(answer) if answer is not None else _text(reply)))
+        return page(
+            self._title(f"Model exchange {n}"),
+            self._nav()
+            + self.seal
+            + _table(rows)
+            + f"<h2>Request</h2><table>{messages}</table>"
+            + "<h2>Reply</h2>"
+            + (_text(answer) if answer is not None else _text(reply)),
+        )
 
     def raw(self, name: str) -> bytes:
         if name not in RAW_FILES or not (self.directory / name).is_file():
-            raise FileNotFoundError(f"runs/{self.relative} serves no raw file {name!r} (served: {', '.join(RAW_FILES)})")
+            raise FileNotFoundError(
+                f"runs/{self.relative} serves no raw file {name!r} (served: {', '.join(RAW_FILES)})"
+            )
         return (self.directory / name).read_bytes()

@@ -28,13 +28,21 @@ class FileHandler(http.server.BaseHTTPRequestHandler):
         head, rest = parts[0], (parts[1] if len(parts) > 1 else "")
         try:
             if head == UI:
-                self._redirect(f"{self.ui_url.rstrip('/')}/{rest}" + (f"?{urlsplit(self.path).query}" if urlsplit(self.path).query else ""))
+                self._redirect(
+                    f"{self.ui_url.rstrip('/')}/{rest}"
+                    + (f"?{urlsplit(self.path).query}" if urlsplit(self.path).query else "")
+                )
             elif head == REPORTS:
                 self._file(self.store_dir / "reports", rest)
             elif head == RUNS:
                 self._record(rest)
             elif head == "":
-                self._send(200, page("Sabot files", f"<p><a href='/{REPORTS}/'>reports</a> · <a href='/{UI}/'>the Dagster UI</a></p>"))
+                self._send(
+                    200,
+                    page(
+                        "Sabot files", f"<p><a href='/{REPORTS}/'>reports</a> · <a href='/{UI}/'>the Dagster UI</a></p>"
+                    ),
+                )
             else:
                 raise FileNotFoundError(f"nothing is served at {path} (served: /{REPORTS}/, /{RUNS}/, /{UI}/)")
         except FileNotFoundError as exc:
@@ -52,7 +60,9 @@ class FileHandler(http.server.BaseHTTPRequestHandler):
         elif len(tail) == 2 and tail[0] == "raw":
             self._send(200, pages.raw(tail[1]), "text/plain; charset=utf-8")
         else:
-            raise FileNotFoundError(f"no page {'/'.join(tail)!r} of runs/{attempt} (pages: events, exchanges, exchanges/N, raw/FILE)")
+            raise FileNotFoundError(
+                f"no page {'/'.join(tail)!r} of runs/{attempt} (pages: events, exchanges, exchanges/N, raw/FILE)"
+            )
 
     def _file(self, root: Path, relative: str) -> None:
         target = (root / relative).resolve()

@@ -35,8 +35,16 @@ def sealed_attempt(run_root: Path, directory: Path, refused: dict | None = None)
         return None
 
 
-def ingest_pending(con, run_root: Path, wave: str, slots, dagster_run_id: str, refused: dict | None = None, skip=frozenset(),
-                   prices: PriceTable | None = None) -> int:
+def ingest_pending(
+    con,
+    run_root: Path,
+    wave: str,
+    slots,
+    dagster_run_id: str,
+    refused: dict | None = None,
+    skip=frozenset(),
+    prices: PriceTable | None = None,
+) -> int:
     """Ingest every finished, sealed attempt of these slots that the store does not hold yet (but those in
     `skip`: attempts the step ingests itself). With `prices`, attempts whose process was killed are first
     finished as `stopped` from their exchange journal, so the calls they were answered are stored and counted."""
@@ -56,6 +64,7 @@ def reusable_attempts(run_root: Path, wave: str, slots, identity, refused: dict 
     """slot -> its stored run (latest complete sealed attempt) where that run was made with `identity`.
     Read from the run root, so a held store lock cannot force a paid run to be repeated."""
     from adapters.run_attempt import is_replay
+
     out = {}
     for operator, probe in slots:
         for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):
@@ -75,6 +84,7 @@ def rerun_reasons(run_root: Path, wave: str, slots, identity) -> dict[str, int]:
     """Why stored runs will not be reused: reason -> how many slots, for each slot whose latest
     complete attempt was made with another identity (e.g. "pass criterion my_checks.py changed")."""
     from adapters.run_attempt import is_replay
+
     reasons: dict[str, int] = {}
     for operator, probe in slots:
         for directory in reversed(runroot.finished_attempts(run_root, wave, probe, operator)):

@@ -24,7 +24,9 @@ from sabot_assets.waves.concurrency import host_label
 def is_simulated(endpoint_label: str) -> bool:
     """Whether the wave's calls cost no money: the scripted model's, and a local model server's
     (priced at $0 unless its user prices it; its runs are still never labelled simulation)."""
-    return endpoint_label.startswith("simulation") or (endpoint_kind(endpoint_label) == LOCAL_MODEL and not os.environ.get(LOCAL_PRICE_ENV))
+    return endpoint_label.startswith("simulation") or (
+        endpoint_kind(endpoint_label) == LOCAL_MODEL and not os.environ.get(LOCAL_PRICE_ENV)
+    )
 
 
 def kind(simulated: bool) -> str:
@@ -56,8 +58,9 @@ def pilot_worst_case(registry) -> tuple[Margin, float]:
     return margin, margin.pilot_worst_case(PriceTable.from_registry(registry))
 
 
-def plan_spend(store_path: Path, specs: list, seeds: tuple[int, ...], budget: float | None, endpoint_label: str,
-               registry) -> tuple[float | None, Projection | None, float]:
+def plan_spend(
+    store_path: Path, specs: list, seeds: tuple[int, ...], budget: float | None, endpoint_label: str, registry
+) -> tuple[float | None, Projection | None, float]:
     """(ceiling, projection, margined spend so far) for the runs a wave will launch; BudgetError,
     before any model call, when the cap is spent, the margined projection exceeds what is left, or
     what is left cannot pay for one pilot run's worst case."""
@@ -75,16 +78,22 @@ def plan_spend(store_path: Path, specs: list, seeds: tuple[int, ...], budget: fl
         return ceiling, None, spent
     left = ceiling - (settled + reserved) * margin.factor
     if left <= 0:
-        raise BudgetError(f"the project has spent {usd(spent)} (margined; {usd(settled)} metered) of its {usd(ceiling)} ceiling (SPEC §8); no run is launched")
+        raise BudgetError(
+            f"the project has spent {usd(spent)} (margined; {usd(settled)} metered) of its {usd(ceiling)} ceiling (SPEC §8); no run is launched"
+        )
     projection = check_projection(specs, known, left, seeds, margin.factor)
     if projection.unknown and pilot * margin.factor > left:
-        raise BudgetError(f"a pilot run of {', '.join(projection.unknown)} (no recorded run at this endpoint) can cost up to "
-                          f"{usd(pilot * margin.factor)} margined under the registered bounds ({margin.bounds_text()}), "
-                          f"more than the {usd(left)} left of the ceiling {usd(ceiling)}; no run is launched")
+        raise BudgetError(
+            f"a pilot run of {', '.join(projection.unknown)} (no recorded run at this endpoint) can cost up to "
+            f"{usd(pilot * margin.factor)} margined under the registered bounds ({margin.bounds_text()}), "
+            f"more than the {usd(left)} left of the ceiling {usd(ceiling)}; no run is launched"
+        )
     if not simulated and pilot * margin.factor > left:
-        raise BudgetError(f"every provider run reserves its worst case before it launches, up to {usd(pilot * margin.factor)} margined "
-                          f"under the registered bounds ({margin.bounds_text()}), more than the {usd(left)} left of the ceiling "
-                          f"{usd(ceiling)}; no run is launched")
+        raise BudgetError(
+            f"every provider run reserves its worst case before it launches, up to {usd(pilot * margin.factor)} margined "
+            f"under the registered bounds ({margin.bounds_text()}), more than the {usd(left)} left of the ceiling "
+            f"{usd(ceiling)}; no run is launched"
+        )
     return ceiling, projection, spent
 
 
@@ -125,4 +134,13 @@ def step_breaker(tags, store_path: Path, con, endpoint_label: str, replaying: bo
     return LedgerBreaker(ledger, kind(simulated), ceiling, margin.factor, expected, pilot)
 
 
-__all__ = ["BudgetError", "ceiling_for", "ceiling_tag", "is_simulated", "plan_spend", "spend_is_capped", "step_breaker", "synced_ledger"]
+__all__ = [
+    "BudgetError",
+    "ceiling_for",
+    "ceiling_tag",
+    "is_simulated",
+    "plan_spend",
+    "spend_is_capped",
+    "step_breaker",
+    "synced_ledger",
+]

@@ -34,28 +34,52 @@ def check_specs(wave: WaveDef, asset: dg.AssetKey, partitions_def) -> list[dg.As
 
 
 def _specs(wave: WaveDef, asset: dg.AssetKey, partitions_def) -> list[dg.AssetCheckSpec]:
-    specs = [dg.AssetCheckSpec(VERDICT_CHECK, asset=asset, partitions_def=partitions_def,
-                               description="Per cell: a verdict under the headline ruleset (valid, or an itemized exclusion), with its §2 outcome.")]
+    specs = [
+        dg.AssetCheckSpec(
+            VERDICT_CHECK,
+            asset=asset,
+            partitions_def=partitions_def,
+            description="Per cell: a verdict under the headline ruleset (valid, or an itemized exclusion), with its §2 outcome.",
+        )
+    ]
     if wave.source == "live":
-        specs.append(dg.AssetCheckSpec(SEAL_CHECK, asset=asset, partitions_def=partitions_def,
-                                       description="Per cell: the fault run the verdict read still matches its seal, and hashes to what the verdict recorded."))
+        specs.append(
+            dg.AssetCheckSpec(
+                SEAL_CHECK,
+                asset=asset,
+                partitions_def=partitions_def,
+                description="Per cell: the fault run the verdict read still matches its seal, and hashes to what the verdict recorded.",
+            )
+        )
     return specs
 
 
 def verdict_evaluation(asset: dg.AssetKey, key: str, head: dict, verdict: str, outcome: str) -> dg.AssetCheckEvaluation:
     complete = head["status"] != "incomplete"
     return dg.AssetCheckEvaluation(
-        asset_key=asset, check_name=VERDICT_CHECK, partition=key, passed=complete, severity=dg.AssetCheckSeverity.WARN,
+        asset_key=asset,
+        check_name=VERDICT_CHECK,
+        partition=key,
+        passed=complete,
+        severity=dg.AssetCheckSeverity.WARN,
         description=f"{verdict}; §2 outcome: {outcome}" if complete else verdict,
         metadata={"verdict": verdict, "§2 outcome": outcome, "ruleset": head["ruleset"]},
     )
 
 
-def seal_evaluation(asset: dg.AssetKey, key: str, run_root: Path, head: dict, source_path: str | None) -> dg.AssetCheckEvaluation:
+def seal_evaluation(
+    asset: dg.AssetKey, key: str, run_root: Path, head: dict, source_path: str | None
+) -> dg.AssetCheckEvaluation:
     def result(passed: bool, description: str) -> dg.AssetCheckEvaluation:
-        return dg.AssetCheckEvaluation(asset_key=asset, check_name=SEAL_CHECK, partition=key, passed=passed, description=description,
-                                       severity=dg.AssetCheckSeverity.ERROR,
-                                       metadata={"record": source_path or "none", "record sha256 read": head["fault_sha256"] or "none"})
+        return dg.AssetCheckEvaluation(
+            asset_key=asset,
+            check_name=SEAL_CHECK,
+            partition=key,
+            passed=passed,
+            description=description,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={"record": source_path or "none", "record sha256 read": head["fault_sha256"] or "none"},
+        )
 
     if not source_path or not head["fault_sha256"]:
         return result(False, "no fault run stored for this cell: nothing to check against a seal")
@@ -64,7 +88,10 @@ def seal_evaluation(asset: dg.AssetKey, key: str, run_root: Path, head: dict, so
     except (SealError, TraceError, OSError) as exc:
         return result(False, str(exc))
     if attempt.sha256 != head["fault_sha256"]:
-        return result(False, f"{source_path}: sealed record sha256 {attempt.sha256[:12]}, the verdict read {head['fault_sha256'][:12]}")
+        return result(
+            False,
+            f"{source_path}: sealed record sha256 {attempt.sha256[:12]}, the verdict read {head['fault_sha256'][:12]}",
+        )
     return result(True, f"sealed, and the verdict read this record ({source_path}, sha256 {attempt.sha256[:12]})")
 
 

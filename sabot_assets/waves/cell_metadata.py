@@ -36,11 +36,13 @@ def rerun_job_name(wave: str, asset: str) -> str:
 
 def rerun_hint(wave: str, asset: str) -> str:
     """How to run a cell again from the UI, said where the user looks (descriptions, a failed cell)."""
-    return (f"To rerun cells (new attempts, even where a matching complete run is stored): launch the job "
-            f"`{rerun_job_name(wave, asset)}` and pick the partitions, or Materialize the partitions with the tag "
-            f"`{RERUN_TAG}=true`; without the tag a stored complete run at the same runner, endpoint, models and protocol "
-            "is reused (a backfill of failed and missing partitions runs only the cells without a good run). "
-            f"CLI: `sabot wave run {wave} --rerun` with the slice's flags.")
+    return (
+        f"To rerun cells (new attempts, even where a matching complete run is stored): launch the job "
+        f"`{rerun_job_name(wave, asset)}` and pick the partitions, or Materialize the partitions with the tag "
+        f"`{RERUN_TAG}=true`; without the tag a stored complete run at the same runner, endpoint, models and protocol "
+        "is reused (a backfill of failed and missing partitions runs only the cells without a good run). "
+        f"CLI: `sabot wave run {wave} --rerun` with the slice's flags."
+    )
 
 
 def _seconds(attempt: Attempt) -> float | None:
@@ -76,7 +78,9 @@ def attempt_metadata(attempt: Attempt, reused: bool) -> dict:
         "run id": r.run_id,
         "endpoint": attempt.identity.endpoint,
         "served model ids": ", ".join(sorted(r.served_model_ids())) or "none",
-        "model calls": len(r.extra.get("exchanges", [])) if "exchanges" in r.extra else dg.MetadataValue.text("not recorded"),
+        "model calls": len(r.extra.get("exchanges", []))
+        if "exchanges" in r.extra
+        else dg.MetadataValue.text("not recorded"),
         "own-check events": sum(1 for e in r.events if e.kind in OWN_CHECK_KINDS),
         "events": len(r.events),
         "injection verified": r.injection_verified if r.operator else dg.MetadataValue.text("baseline"),
@@ -134,14 +138,18 @@ def add_partition_metadata(context: dg.AssetExecutionContext, by_partition: dict
 def run_error_observation(asset_key: dg.AssetKey, key: str, attempt: Attempt) -> dg.AssetObservation:
     """The reason a cell's run ended in RUN_ERROR, on its own partition: the step fails (so the
     partition is Failed and "backfill failed and missing" picks it), and this says why."""
-    return dg.AssetObservation(asset_key, partition=key, metadata={
-        RUN_ERROR_KEY: attempt.record.error or "no error recorded",  # first: the sentence a reader looks for
-        "outcome": "RUN_ERROR",
-        "cell attempt": attempt.number,
-        "endpoint": attempt.identity.endpoint,
-        **record_links(attempt.source_path),
-        "rerun": rerun_hint(asset_key.path[0], asset_key.path[-1]),
-    })
+    return dg.AssetObservation(
+        asset_key,
+        partition=key,
+        metadata={
+            RUN_ERROR_KEY: attempt.record.error or "no error recorded",  # first: the sentence a reader looks for
+            "outcome": "RUN_ERROR",
+            "cell attempt": attempt.number,
+            "endpoint": attempt.identity.endpoint,
+            **record_links(attempt.source_path),
+            "rerun": rerun_hint(asset_key.path[0], asset_key.path[-1]),
+        },
+    )
 
 
 def _yes(value) -> str:
@@ -165,16 +173,33 @@ def _flag(row: dict) -> str:
     return "noticed, not anchored" if row["flags_noticed"] else "none"
 
 
-VERDICT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(name) for name in
-                                         ("ruleset", "verdict", "mapping act", "flag", HEADLINE_COLUMN, "reacted", "recovered")])
+VERDICT_SCHEMA = dg.TableSchema(
+    columns=[
+        dg.TableColumn(name)
+        for name in ("ruleset", "verdict", "mapping act", "flag", HEADLINE_COLUMN, "reacted", "recovered")
+    ]
+)
 ACT_SCHEMA = dg.TableSchema(columns=[dg.TableColumn(name) for name in ("seq", "surface", "act", "counted", "quote")])
 
 
 def _act_table(acts: list[dict], explain: str) -> dg.MetadataValue:
-    return dg.MetadataValue.table([dg.TableRecord({
-        "seq": a["seq"], "surface": a["surface"], "act": f"{a['act']} by {a['component']}", "counted": "yes" if a["counted"] else "no",
-        "quote": shortened(a["reason"] if a["counted"] else f"({a['note']}) {a['reason'] or ''}", QUOTE_CHARS, explain),
-    }) for a in acts], ACT_SCHEMA)
+    return dg.MetadataValue.table(
+        [
+            dg.TableRecord(
+                {
+                    "seq": a["seq"],
+                    "surface": a["surface"],
+                    "act": f"{a['act']} by {a['component']}",
+                    "counted": "yes" if a["counted"] else "no",
+                    "quote": shortened(
+                        a["reason"] if a["counted"] else f"({a['note']}) {a['reason'] or ''}", QUOTE_CHARS, explain
+                    ),
+                }
+            )
+            for a in acts
+        ],
+        ACT_SCHEMA,
+    )
 
 
 def _same_acts(a: list[dict], b: list[dict]) -> bool:
@@ -186,11 +211,19 @@ def deciding_acts(rulesets: list[str], headline: str, acts: list[dict], explain:
     """The acts behind the verdict: the headline ruleset's as a table, another ruleset's only where they differ."""
     by_ruleset = {r: [a for a in acts if a["ruleset"] == r] for r in rulesets}
     head = by_ruleset[headline]
-    out = {f"deciding acts ({headline})": _act_table(head, explain) if head else "none: no own-check act at or after the injection"}
+    out = {
+        f"deciding acts ({headline})": _act_table(head, explain)
+        if head
+        else "none: no own-check act at or after the injection"
+    }
     for ruleset in rulesets:
         if ruleset != headline:
             theirs = by_ruleset[ruleset]
-            out[f"deciding acts ({ruleset})"] = f"the same as {headline}" if _same_acts(theirs, head) else (_act_table(theirs, explain) if theirs else "none")
+            out[f"deciding acts ({ruleset})"] = (
+                f"the same as {headline}"
+                if _same_acts(theirs, head)
+                else (_act_table(theirs, explain) if theirs else "none")
+            )
     return out
 
 
@@ -198,14 +231,25 @@ def verdict_metadata(wave: WaveDef, key: str, rows: list[dict], acts: list[dict]
     """A cell_verdicts partition's own verdict: one row per ruleset, the deciding acts, what it read."""
     head = next(r for r in rows if r["ruleset"] == wave.headline_ruleset)
     explain = explain_cell_command(wave.name, key)
-    table = [dg.TableRecord({
-        "ruleset": r["ruleset"] + (" (headline)" if r["ruleset"] == wave.headline_ruleset else ""),
-        "verdict": verdict_word(r), "mapping act": _yes(r["mapping"]), "flag": _flag(r),
-        HEADLINE_COLUMN: _yes(r["detected_hard"]), "reacted": _yes(r["reacted"]), "recovered": _yes(r["recovered"]),
-    }) for r in rows]
+    table = [
+        dg.TableRecord(
+            {
+                "ruleset": r["ruleset"] + (" (headline)" if r["ruleset"] == wave.headline_ruleset else ""),
+                "verdict": verdict_word(r),
+                "mapping act": _yes(r["mapping"]),
+                "flag": _flag(r),
+                HEADLINE_COLUMN: _yes(r["detected_hard"]),
+                "reacted": _yes(r["reacted"]),
+                "recovered": _yes(r["recovered"]),
+            }
+        )
+        for r in rows
+    ]
     meta = {
         "verdict": verdict_word(head),
-        f"{HEADLINE_COLUMN} ({wave.headline_ruleset})": _yes(head["detected_hard"]) if head["status"] == "valid" else "not counted (outside the denominator)",
+        f"{HEADLINE_COLUMN} ({wave.headline_ruleset})": _yes(head["detected_hard"])
+        if head["status"] == "valid"
+        else "not counted (outside the denominator)",
         "verdicts by ruleset": dg.MetadataValue.table(table, VERDICT_SCHEMA),
         **deciding_acts([r["ruleset"] for r in rows], wave.headline_ruleset, acts, explain),
         "fault run read": _read(head, "fault", attempt_read),
@@ -235,7 +279,9 @@ def judgement_metadata(wave: WaveDef, key: str, rows: list[dict], why_none: str)
         if r["status"] == "ok":
             meta[f"{tag}: noticed"] = _yes(r["noticed"])
             meta[f"{tag}: component"] = r["by_which_component"] or "none named"
-            meta[f"{tag}: quote"] = shortened(r["evidence_quote"], QUOTE_CHARS * 2, explain_cell_command(wave.name, key)) or "none"
+            meta[f"{tag}: quote"] = (
+                shortened(r["evidence_quote"], QUOTE_CHARS * 2, explain_cell_command(wave.name, key)) or "none"
+            )
         else:
             meta[f"{tag}: judge exclusion"] = r["reason"] or r["status"]
         meta[f"{tag}: backend"] = f"{r['backend']} {r['backend_version'] or ''}".strip()

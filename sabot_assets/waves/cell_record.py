@@ -32,7 +32,10 @@ def section2_outcome(row: dict, judgement: dict | None) -> tuple[str, str]:
     scored = with_soft([row], {(row["operator"], row["probe"]): judgement} if judgement else {})[0]
     counts = derived_counts(scored)
     if counts["detected_hard"]:
-        return HEADLINE_COLUMN, "hard: the pipeline's own check acted on the fault (the mapping's act, or an anchored FLAG)"
+        return (
+            HEADLINE_COLUMN,
+            "hard: the pipeline's own check acted on the fault (the mapping's act, or an anchored FLAG)",
+        )
     if counts["detected_soft"]:
         return "DETECTED_SOFT (judge only)", "soft: the judge says the fault was noticed, but no own check acted"
     if counts["missed"]:
@@ -53,7 +56,9 @@ def judge_ruling(wave: WaveDef, key: str, judgement: dict | None) -> dict:
     ruling = "noticed" if judgement["noticed"] else "not noticed"
     component = judgement.get("by_which_component")
     return {
-        "judge ruling": f"{ruling}" + (f" by {component}" if component else "") + f" ({judgement.get('backend') or 'judge'}, variant 0)",
+        "judge ruling": f"{ruling}"
+        + (f" by {component}" if component else "")
+        + f" ({judgement.get('backend') or 'judge'}, variant 0)",
         "judge quote": shortened(judgement.get("evidence_quote") or "none", QUOTE_CHARS, "the judge verdict partition"),
         **link,
     }
@@ -72,7 +77,9 @@ def run_links(wave: WaveDef, key: str, probe: str, fault_source: str | None) -> 
             "fault run model exchanges": dg.MetadataValue.url(record_url(fault_source, "exchanges")),
         }
     elif fault_source:
-        links["fault run file"] = f"{fault_source} (imported corpus: `{explain_cell_command(wave.name, key)}` prints its events)"
+        links["fault run file"] = (
+            f"{fault_source} (imported corpus: `{explain_cell_command(wave.name, key)}` prints its events)"
+        )
     return links
 
 
@@ -90,7 +97,9 @@ def unfinished_attempt_links(run_root: Path, fault_source: str | None) -> dict:
             continue  # unfinished (or unreadable): nothing sealed to link yet
         if other != current and outcome != "complete":
             source = other.relative_to(run_root).as_posix() + "/" + Path(fault_source).name
-            links[f"{other.name.replace('-', ' ')} ({outcome}) model exchanges"] = dg.MetadataValue.url(record_url(source, "exchanges"))
+            links[f"{other.name.replace('-', ' ')} ({outcome}) model exchanges"] = dg.MetadataValue.url(
+                record_url(source, "exchanges")
+            )
     return links
 
 

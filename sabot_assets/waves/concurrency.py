@@ -12,6 +12,7 @@ import os
 import dagster as dg
 
 from sabot.runroot import holder_gone
+
 # One host label for launcher tags, claims and ledger holders alike (SABOT_HOST_LABEL, else the host name).
 from sabot.shared_state import host_label
 from sabot_assets.constants import CONCURRENCY_TAG, LAUNCHER_TAG, LLM_POOL
@@ -44,7 +45,9 @@ def free_slots_of_dead_runs(instance: dg.DagsterInstance) -> list[str]:
         if run is not None and not run.is_finished:
             if not _process_gone(run.tags.get(LAUNCHER_TAG)):
                 continue
-            instance.report_run_failed(run, f"the process that executed this run ({run.tags[LAUNCHER_TAG]}) is gone; its pool slots were freed")
+            instance.report_run_failed(
+                run, f"the process that executed this run ({run.tags[LAUNCHER_TAG]}) is gone; its pool slots were freed"
+            )
         storage.free_concurrency_slots_for_run(run_id)
         freed.append(run_id)
     return freed
@@ -144,6 +147,7 @@ def run_in_processes(context, fn, specs: list, on_crash, may_launch=lambda spec:
     step's width at once, each launch holding a pool slot (and passing `may_launch`, the breaker).
     A step outside the pool (`holds_own_slot=False`, the wave's schedule) hands slots over."""
     from adapters.pool import run_many  # the run path: imported where runs run, not when definitions load
+
     slots = PoolSlots(context, holds_own_slot, hand_over=not holds_own_slot)
     launched = 0
 

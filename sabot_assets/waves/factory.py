@@ -31,16 +31,22 @@ class WaveDefinitions:
 def with_rerun_hint(wave: WaveDef, assets_def: dg.AssetsDefinition) -> dg.AssetsDefinition:
     """The run asset's description, plus how to rerun one of its cells from the UI."""
     name = assets_def.key.path[-1]
-    [hinted] = dg.map_asset_specs(lambda spec: spec.replace_attributes(description=f"{spec.description or ''} {rerun_hint(wave.name, name)}"), [assets_def])
+    [hinted] = dg.map_asset_specs(
+        lambda spec: spec.replace_attributes(description=f"{spec.description or ''} {rerun_hint(wave.name, name)}"),
+        [assets_def],
+    )
     return hinted
 
 
 def rerun_jobs(wave: WaveDef, run_assets: list[dg.AssetsDefinition]) -> list:
     return [
         dg.define_asset_job(
-            rerun_job_name(wave.name, a.key.path[-1]), selection=[a.key], partitions_def=a.partitions_def, tags={RERUN_TAG: "true"},
+            rerun_job_name(wave.name, a.key.path[-1]),
+            selection=[a.key],
+            partitions_def=a.partitions_def,
+            tags={RERUN_TAG: "true"},
             description=f"Runs the selected {a.key.path[-1]} partitions of {wave.name} again, as new attempts (tag {RERUN_TAG}=true): "
-                        "open Materialize, pick the partitions, launch. Each run calls the model again.",
+            "open Materialize, pick the partitions, launch. Each run calls the model again.",
         )
         for a in run_assets
     ]
@@ -56,12 +62,18 @@ def build_wave(wave: WaveDef, registry: Registry, scorer: str | None = None) -> 
     if wave.source == "import":
         baseline_runs, fault_runs = build_run_assets(wave, prereg.key)
     else:
-        baseline_runs, fault_runs = (with_rerun_hint(wave, a) for a in build_live_run_assets(wave, registry, prereg.key))
+        baseline_runs, fault_runs = (
+            with_rerun_hint(wave, a) for a in build_live_run_assets(wave, registry, prereg.key)
+        )
     verdicts = build_cell_verdicts(wave, registry, rulesets, fault_runs.key, baseline_runs.key, scorer)
     (judge_verdicts, kappa_audit), kappa_checks = build_judging_assets(wave, registry, fault_runs.key)
     board = build_board_assets(wave, registry, rulesets, verdicts.key, judge_verdicts.key, scorer)
     # A team's test double keeps no intent log: a project gets no instrument check (docs/own-pipeline.md).
-    instrument = [build_instrument_check(wave, rulesets, verdicts.key, scorer)] if wave.source == "live" and not wave.project else []
+    instrument = (
+        [build_instrument_check(wave, rulesets, verdicts.key, scorer)]
+        if wave.source == "live" and not wave.project
+        else []
+    )
     assets = [prereg, baseline_runs, fault_runs, verdicts, judge_verdicts, kappa_audit, *board, *instrument]
     jobs = rerun_jobs(wave, [baseline_runs, fault_runs]) if wave.source == "live" else []
     return WaveDefinitions(assets, [check, *kappa_checks], jobs)

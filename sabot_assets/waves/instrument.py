@@ -24,18 +24,34 @@ from sabot_assets.waves.ui_text import summary
 
 
 def build_instrument_check(wave: WaveDef, rulesets, cell_verdicts: dg.AssetKey, scorer: str) -> dg.AssetsDefinition:
-    @dg.asset(name="instrument_check", key_prefix=wave.name, group_name=wave.name, deps=[cell_verdicts],
-              code_version=f"instrument-v1+{scorer}", automation_condition=REBUILD_BOARD, tags={COST_TAG: "cheap"}, kinds={"duckdb"},
-              description="Simulation as an instrument check: detection, reaction and recovery agreement between the "
-                          "stored verdicts and the scripted model's intent log, per operator and row, disagreements listed.")
+    @dg.asset(
+        name="instrument_check",
+        key_prefix=wave.name,
+        group_name=wave.name,
+        deps=[cell_verdicts],
+        code_version=f"instrument-v1+{scorer}",
+        automation_condition=REBUILD_BOARD,
+        tags={COST_TAG: "cheap"},
+        kinds={"duckdb"},
+        description="Simulation as an instrument check: detection, reaction and recovery agreement between the "
+        "stored verdicts and the scripted model's intent log, per operator and row, disagreements listed.",
+    )
     def instrument_check(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         docs = {}
         with store_connection(store) as con:
             intents = read_intents(con, wave.name)
-            for ruleset in rulesets if intents else ():  # no intent log (a provider, a team's test double): nothing to agree with
+            for ruleset in (
+                rulesets if intents else ()
+            ):  # no intent log (a provider, a team's test double): nothing to agree with
                 rows = read_verdicts(con, wave.name, ruleset.version)
-                docs[ruleset.version] = agreement(rows, intents, read_wave_acts(con, wave.name, ruleset.version), ruleset)
-            body = agreement_markdown(wave.name, docs, wave.headline_ruleset) if intents else f"{wave.name}: no intent log (no scripted model of ours answered this wave): no instrument check."
+                docs[ruleset.version] = agreement(
+                    rows, intents, read_wave_acts(con, wave.name, ruleset.version), ruleset
+                )
+            body = (
+                agreement_markdown(wave.name, docs, wave.headline_ruleset)
+                if intents
+                else f"{wave.name}: no intent log (no scripted model of ours answered this wave): no instrument check."
+            )
             write_report(con, wave.name, "instrument", "json", json.dumps(docs, sort_keys=True), context.run_id)
             write_report(con, wave.name, "instrument", "md", body, context.run_id)
         if not docs:
@@ -45,11 +61,13 @@ def build_instrument_check(wave: WaveDef, rulesets, cell_verdicts: dg.AssetKey, 
         path.write_text(body)
         link = report_link(store, path)
         head = docs[wave.headline_ruleset]["total"]
-        return dg.MaterializeResult(metadata={
-            "detection agreement": f"{head['detection']['agree']} agree, {head['detection']['disagree']} disagree",
-            "disagreements": len(docs[wave.headline_ruleset]["disagreements"]),
-            "instrument check (full)": link,
-            "instrument check": dg.MetadataValue.md(summary(body, f"[the full instrument check]({link.value})")),
-        })
+        return dg.MaterializeResult(
+            metadata={
+                "detection agreement": f"{head['detection']['agree']} agree, {head['detection']['disagree']} disagree",
+                "disagreements": len(docs[wave.headline_ruleset]["disagreements"]),
+                "instrument check (full)": link,
+                "instrument check": dg.MetadataValue.md(summary(body, f"[the full instrument check]({link.value})")),
+            }
+        )
 
     return instrument_check

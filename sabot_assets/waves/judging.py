@@ -63,7 +63,9 @@ def backend_from_env():
         from judges.soft.backends.openai_compat import OpenAICompatibleJudge
 
         env = os.environ
-        return OpenAICompatibleJudge(env["SABOT_JUDGE_BASE_URL"], env["SABOT_JUDGE_API_KEY"], env["SABOT_JUDGE_MODEL"], timeout=120)
+        return OpenAICompatibleJudge(
+            env["SABOT_JUDGE_BASE_URL"], env["SABOT_JUDGE_API_KEY"], env["SABOT_JUDGE_MODEL"], timeout=120
+        )
     raise ValueError(f"SABOT_JUDGE={choice!r}: expected offline, claude or openai")
 
 
@@ -84,10 +86,21 @@ def located_from_runs(judged: dict, runs: dict) -> dict:
 
 def _row(wave: str, cell: Cell, verdict, run_id: str) -> dict:
     return {
-        "wave": wave, "operator": cell.operator, "probe": cell.probe.key, "prompt_variant": verdict.prompt_variant,
-        "backend": verdict.backend, "backend_version": verdict.backend_version, "status": verdict.status,
-        "noticed": verdict.noticed, "by_which_component": verdict.by_which_component, "evidence_quote": verdict.evidence_quote,
-        "raw": verdict.raw, "attempts": verdict.attempts, "reason": verdict.reason, "source": verdict.source, "dagster_run_id": run_id,
+        "wave": wave,
+        "operator": cell.operator,
+        "probe": cell.probe.key,
+        "prompt_variant": verdict.prompt_variant,
+        "backend": verdict.backend,
+        "backend_version": verdict.backend_version,
+        "status": verdict.status,
+        "noticed": verdict.noticed,
+        "by_which_component": verdict.by_which_component,
+        "evidence_quote": verdict.evidence_quote,
+        "raw": verdict.raw,
+        "attempts": verdict.attempts,
+        "reason": verdict.reason,
+        "source": verdict.source,
+        "dagster_run_id": run_id,
     }
 
 
@@ -113,10 +126,15 @@ def _work(con, wave: WaveDef, cells: list[Cell], unjudged: dict) -> list[tuple]:
     for cell in cells:
         stored = runs.get((cell.operator, cell.probe.key))
         if stored is None or stored.record is None or stored.record.error:
-            unjudged[cell.key] = ("no fault run stored yet" if stored is None or stored.record is None
-                                  else "the fault run ended in RUN_ERROR: nothing to judge")
+            unjudged[cell.key] = (
+                "no fault run stored yet"
+                if stored is None or stored.record is None
+                else "the fault run ended in RUN_ERROR: nothing to judge"
+            )
             continue
-        note = tasks.oracle(cell.probe.task).operators[cell.operator]["ground_truth"]  # the judge, not the pipeline, sees it
+        note = tasks.oracle(cell.probe.task).operators[cell.operator][
+            "ground_truth"
+        ]  # the judge, not the pipeline, sees it
         variants = (0, 1) if double_judged(wave.name, cell.operator, cell.probe.key) else (0,)
         work += [(cell, stored.record, note, v) for v in variants]
     return work
@@ -130,8 +148,11 @@ def _judged(work: list[tuple], wave: WaveDef, run_id: str) -> list[dict]:
 def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.AssetKey) -> tuple[list, list]:
     rubric_sha = registry.files[RUBRIC_REL].sha256[:12]
     automatic = judge_runs_by_itself(wave)
-    when = ("Re-judged by the rescore sensor when a cell's run updates (no model call)." if automatic else
-            f"A paid judge ({judge_choice()}): runs only when launched (Materialize the cells); never by automation.")
+    when = (
+        "Re-judged by the rescore sensor when a cell's run updates (no model call)."
+        if automatic
+        else f"A paid judge ({judge_choice()}): runs only when launched (Materialize the cells); never by automation."
+    )
 
     @dg.asset(
         name="judge_verdicts",
@@ -140,12 +161,16 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
         partitions_def=cell_partitions(wave),
         backfill_policy=dg.BackfillPolicy.single_run(),
         deps=[fault_runs],
-        code_version=f"judge-v2+{rubric_sha}+{judge_choice()}" if wave.source == "live" else f"judge-cache-v1+{rubric_sha}",
+        code_version=f"judge-v2+{rubric_sha}+{judge_choice()}"
+        if wave.source == "live"
+        else f"judge-cache-v1+{rubric_sha}",
         automation_condition=RESCORE_CELLS if automatic else None,
         kinds={"duckdb"},
         tags={COST_TAG: "cheap" if automatic else "judge"},
-        description=("Soft-tier judge verdicts per cell (cached reference verdicts for an imported wave). Open a partition for "
-                     f"that cell's verdict: noticed, the component, the evidence quote, per prompt variant. {when}"),
+        description=(
+            "Soft-tier judge verdicts per cell (cached reference verdicts for an imported wave). Open a partition for "
+            f"that cell's verdict: noticed, the component, the evidence quote, per prompt variant. {when}"
+        ),
     )
     def judge_verdicts(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         all_cells = [Cell.parse(k) for k in context.partition_keys]
@@ -161,11 +186,20 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
         by_cell = {}
         for r in rows:
             by_cell.setdefault(f"{r['operator']}|{r['probe']}", []).append(r)
-        none_cached = "the corpus carries no judge verdict for this cell (the reference judged the cells its union missed)"
-        add_partition_metadata(context, {c.key: judgement_metadata(wave, c.key, by_cell.get(c.key, []), unjudged.get(c.key, none_cached))
-                                         for c in all_cells})
+        none_cached = (
+            "the corpus carries no judge verdict for this cell (the reference judged the cells its union missed)"
+        )
+        add_partition_metadata(
+            context,
+            {
+                c.key: judgement_metadata(wave, c.key, by_cell.get(c.key, []), unjudged.get(c.key, none_cached))
+                for c in all_cells
+            },
+        )
         excluded = sum(r["status"] != "ok" for r in rows)
-        context.log.info(f"judge_verdicts: {len(rows)} verdict(s) over {len(cells)} cell(s), {excluded} judge exclusion(s)")
+        context.log.info(
+            f"judge_verdicts: {len(rows)} verdict(s) over {len(cells)} cell(s), {excluded} judge exclusion(s)"
+        )
         return dg.MaterializeResult(metadata={"backends": ", ".join(sorted({r["backend"] for r in rows})) or "none"})
 
     @dg.asset(
@@ -180,7 +214,10 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
         description="Cohen's kappa over the double-judged cells (prompt variants 0 and 1); re-runs by itself when judge verdicts update.",
     )
     def kappa_audit(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
-        from judges.stats import cohen_kappa, kappa_confidence  # numpy: imported when kappa computes, not with the definitions
+        from judges.stats import (
+            cohen_kappa,
+            kappa_confidence,
+        )  # numpy: imported when kappa computes, not with the definitions
 
         with store_connection(store) as con:
             verdicts = read_judgements(con, wave.name)
@@ -191,15 +228,35 @@ def build_judging_assets(wave: WaveDef, registry: Registry, fault_runs: dg.Asset
             ]
             k = cohen_kappa(pairs)
             bound = registry.field("standard/kappa.v0.1.json", "bound")
-            audit = {"kappa": k.kappa, "lo": k.lo, "hi": k.hi, "n": k.n, "bound": bound, "confidence": kappa_confidence(k, bound) if k.n else "not measured"}
+            audit = {
+                "kappa": k.kappa,
+                "lo": k.lo,
+                "hi": k.hi,
+                "n": k.n,
+                "bound": bound,
+                "confidence": kappa_confidence(k, bound) if k.n else "not measured",
+            }
             write_report(con, wave.name, "soft", "kappa.json", json.dumps(audit), context.run_id)
-        return dg.MaterializeResult(metadata={"kappa": float(k.kappa) if k.n else float("nan"), "double-judged pairs": k.n, "confidence": audit["confidence"]})
+        return dg.MaterializeResult(
+            metadata={
+                "kappa": float(k.kappa) if k.n else float("nan"),
+                "double-judged pairs": k.n,
+                "confidence": audit["confidence"],
+            }
+        )
 
-    @dg.asset_check(asset=kappa_audit, blocking=True, automation_condition=dg.AutomationCondition.eager(),
-                    description="Kappa at least the registered bound; otherwise the soft tier is low-confidence. Re-evaluated whenever the audit re-runs.")
+    @dg.asset_check(
+        asset=kappa_audit,
+        blocking=True,
+        automation_condition=dg.AutomationCondition.eager(),
+        description="Kappa at least the registered bound; otherwise the soft tier is low-confidence. Re-evaluated whenever the audit re-runs.",
+    )
     def kappa_meets_bound(store: DuckDBResource) -> dg.AssetCheckResult:
         with store_connection(store) as con:
             audit = json.loads(read_report(con, wave.name, "soft", "kappa.json"))
-        return dg.AssetCheckResult(passed=audit["confidence"] == "full", metadata={"kappa": str(audit["kappa"]), "n": audit["n"], "soft tier": audit["confidence"]})
+        return dg.AssetCheckResult(
+            passed=audit["confidence"] == "full",
+            metadata={"kappa": str(audit["kappa"]), "n": audit["n"], "soft tier": audit["confidence"]},
+        )
 
     return [judge_verdicts, kappa_audit], [kappa_meets_bound]

@@ -17,7 +17,9 @@ from sabot_assets.waves.concurrency import host_label, run_in_processes
 from sabot_assets.waves.attempts import attempts_made_by, reusable_attempts, run_root_of, sealed_attempt, settle_cost
 from sabot_assets.waves.step_plan import StepPlan, StepResults
 
-if TYPE_CHECKING:  # the run path (adapters: the pool, the gateway) is imported where a step runs, not when definitions load
+if (
+    TYPE_CHECKING
+):  # the run path (adapters: the pool, the gateway) is imported where a step runs, not when definitions load
     from adapters.runner import RunSpec
 
 
@@ -33,7 +35,14 @@ def _execute_breaker(plan: StepPlan, store_path: Path) -> Breaker:
     if plan.spend is None:
         return Breaker(None)
     terms = plan.spend
-    return LedgerBreaker(spend_ledger_for(store_path), terms["kind"], terms["ceiling"], terms["margin"], terms["expected"], terms["pilot"])
+    return LedgerBreaker(
+        spend_ledger_for(store_path),
+        terms["kind"],
+        terms["ceiling"],
+        terms["margin"],
+        terms["expected"],
+        terms["pilot"],
+    )
 
 
 class _EndpointGate:
@@ -65,15 +74,21 @@ class _Claims:
         return claim_over(self.instance, record, self.owner)
 
     def take(self, spec: "RunSpec") -> bool:
-        return runroot.claim(self.run_root, spec.wave, _probe_of(spec), spec.operator, self.holder, host_label(), self.owner, self._over)
+        return runroot.claim(
+            self.run_root, spec.wave, _probe_of(spec), spec.operator, self.holder, host_label(), self.owner, self._over
+        )
 
     def release(self, spec: "RunSpec") -> None:
         runroot.release_claim(self.run_root, spec.wave, _probe_of(spec), spec.operator, self.holder)
 
     def live_elsewhere(self, spec: "RunSpec") -> bool:
         record = runroot.claim_record(self.run_root, spec.wave, _probe_of(spec), spec.operator)
-        return (record is not None and record["holder"] != self.holder and not self._over(record)
-                and runroot.live_claim(self.run_root, spec.wave, _probe_of(spec), spec.operator, host_label()) is not None)
+        return (
+            record is not None
+            and record["holder"] != self.holder
+            and not self._over(record)
+            and runroot.live_claim(self.run_root, spec.wave, _probe_of(spec), spec.operator, host_label()) is not None
+        )
 
 
 def claim_over(instance: dg.DagsterInstance, record: dict, owner: str) -> bool:
@@ -94,6 +109,7 @@ def execute(context, store: DuckDBResource, registry: Registry, plan: StepPlan) 
     """Run the plan's runs, each claimed first, up to the pool's bound; touches the run root only."""
     from adapters.pool import crashed_attempt
     from adapters.run_attempt import provider_circuit, run_attempt
+
     run_root, store_path = run_root_of(store), Path(store.database)  # paths only: the store is never opened here
     results = StepResults()
     run = context.instance.get_run_by_id(context.run_id)
@@ -109,8 +125,12 @@ def execute(context, store: DuckDBResource, registry: Registry, plan: StepPlan) 
             results.foreign.append(key)  # another command runs it now: settled from its run
             continue
         slot = (spec.operator, _probe_of(spec))
-        done = attempts_made_by(run_root, plan.wave, [slot], context.run_id)  # a redelivered step: what its first delivery made
-        again = {} if plan.rerun else reusable_attempts(run_root, plan.wave, [slot], plan.identity)  # landed since prepare
+        done = attempts_made_by(
+            run_root, plan.wave, [slot], context.run_id
+        )  # a redelivered step: what its first delivery made
+        again = (
+            {} if plan.rerun else reusable_attempts(run_root, plan.wave, [slot], plan.identity)
+        )  # landed since prepare
         if slot in done:
             results.ran.append((key, done[slot], None))
         elif slot in again:
@@ -119,8 +139,15 @@ def execute(context, store: DuckDBResource, registry: Registry, plan: StepPlan) 
             claims.release(spec)
         else:
             mine.append(spec)
-    attempt = partial(run_attempt, registry=registry, run_root=run_root, work_root=store_path.parent / "runs" / plan.wave,
-                      identity=plan.identity, dagster_run_id=context.run_id, replays=plan.replays)
+    attempt = partial(
+        run_attempt,
+        registry=registry,
+        run_root=run_root,
+        work_root=store_path.parent / "runs" / plan.wave,
+        identity=plan.identity,
+        dagster_run_id=context.run_id,
+        replays=plan.replays,
+    )
     crashed = partial(crashed_attempt, run_root=run_root, identity=plan.identity, dagster_run_id=context.run_id)
     breaker = _execute_breaker(plan, store_path)
     circuit = None if plan.replaying else provider_circuit(registry)

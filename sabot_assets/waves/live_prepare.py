@@ -19,7 +19,9 @@ from sabot_assets.waves.budget import spend_is_capped, step_breaker
 from sabot_assets.waves.attempts import attempts_made_by, ingest_pending, reusable_attempts, run_root_of
 from sabot_assets.waves.step_plan import StepPlan
 
-if TYPE_CHECKING:  # the run path (adapters: the pool, the gateway) is imported where a step runs, not when definitions load
+if (
+    TYPE_CHECKING
+):  # the run path (adapters: the pool, the gateway) is imported where a step runs, not when definitions load
     from adapters.runner import Recording, RunSpec
 
 
@@ -35,6 +37,7 @@ def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, a
     """Read what the store and the run root say about these cells; decide what runs. Launches nothing."""
     from adapters.run_attempt import current_identity
     from adapters.runner import RunSpec
+
     run_root = run_root_of(store)
     targets = [_target(asset, k) for k in keys]
     identity = current_identity(registry, RUNNER_VERSION, wave.protocol)
@@ -45,15 +48,27 @@ def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, a
     scheduled_by = context.run.tags.get(SCHEDULED_TAG)  # the wave's schedule ran these: settle, launch nothing
     made = attempts_made_by(run_root, wave.name, [_slot(t) for t in runnable], scheduled_by) if scheduled_by else {}
     try:
-        with store_connection(store) as con:  # finished runs a lock or a crash left behind; settle ingests what the schedule made
-            swept = ingest_pending(con, run_root, wave.name, [_slot(t) for t in runnable], context.run_id, plan.refused, skip=set(made.values()),
-                                   prices=PriceTable.from_registry(registry))
+        with store_connection(
+            store
+        ) as con:  # finished runs a lock or a crash left behind; settle ingests what the schedule made
+            swept = ingest_pending(
+                con,
+                run_root,
+                wave.name,
+                [_slot(t) for t in runnable],
+                context.run_id,
+                plan.refused,
+                skip=set(made.values()),
+                prices=PriceTable.from_registry(registry),
+            )
         if swept:
             context.log.info(f"{asset}: ingested {swept} finished attempt(s) from the run root ({run_root})")
     except StoreLocked as exc:
         plan.locked = str(exc)
         context.log.warning(f"{asset}: {exc}")
-    reuse = {} if rerun else reusable_attempts(run_root, wave.name, [_slot(t) for t in runnable], identity, plan.refused)
+    reuse = (
+        {} if rerun else reusable_attempts(run_root, wave.name, [_slot(t) for t in runnable], identity, plan.refused)
+    )
     for reason in sorted(set(plan.refused.values())):  # shown as found; the step fails naming them at the end
         context.log.error(f"{asset}: refused {reason}")
     for target in targets:
@@ -80,22 +95,33 @@ def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, a
 def spend_terms(context, store: DuckDBResource, registry: Registry, identity, replaying: bool) -> dict | None:
     """The spend breaker's terms, read from the store here so the executing host never opens it;
     None where spend does not bound the launches."""
-    if not spend_is_capped(context.run.tags, identity.endpoint, replaying):  # nothing to read: a lock cannot stop the runs
+    if not spend_is_capped(
+        context.run.tags, identity.endpoint, replaying
+    ):  # nothing to read: a lock cannot stop the runs
         return None
     try:
         with store_connection(store) as con:
             breaker = step_breaker(context.run.tags, Path(store.database), con, identity.endpoint, replaying, registry)
     except StoreLocked as exc:
         # No spend figure, no launch: a paid run is never made blind to the cap.
-        raise dg.Failure(description=f"cannot read the spend so far to enforce the cap: {exc}", allow_retries=False) from exc
+        raise dg.Failure(
+            description=f"cannot read the spend so far to enforce the cap: {exc}", allow_retries=False
+        ) from exc
     breaker.close()
     if not isinstance(breaker, LedgerBreaker):
         return None
-    return {"kind": breaker.kind, "ceiling": breaker.cap, "margin": breaker.margin, "expected": breaker.expected, "pilot": breaker.pilot}
+    return {
+        "kind": breaker.kind,
+        "ceiling": breaker.cap,
+        "margin": breaker.margin,
+        "expected": breaker.expected,
+        "pilot": breaker.pilot,
+    }
 
 
 def _recording(store: DuckDBResource, wave: WaveDef, spec: "RunSpec", probe: Probe) -> "Recording":
     from adapters.runner import Recording
+
     with store_connection(store) as con:
         stored = read_recording(con, wave.name, spec.operator, probe.key, spec.run_id, run_root_of(store))
     return Recording(stored.exchanges, stored.endpoint_label, stored.intent, stored.source)

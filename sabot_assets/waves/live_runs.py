@@ -68,15 +68,21 @@ def _guarded(fn):
     return fn
 
 
-def _run_asset(wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: str, partitions_def, description: str) -> dg.AssetsDefinition:
+def _run_asset(
+    wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: str, partitions_def, description: str
+) -> dg.AssetsDefinition:
     key = dg.AssetKey([wave.name, asset])
     step = re.sub(r"[^A-Za-z0-9_]", "_", f"{wave.name}__{asset}")  # op names are unique across the code location
 
     # `to_execute` only when a run is to be made: with none (the wave's schedule made them, or all are
     # reused) the execute step is skipped, so settling never waits for, or holds, an `llm_agent` slot.
-    @dg.op(name=f"{step}__prepare", tags=store_step_tags(), ins={"upstream": dg.In(dg.Nothing)},
-           out={"planned": dg.Out(dg.Nothing), "to_execute": dg.Out(dg.Nothing, is_required=False)},
-           description="Reads the store and the run root; decides which cells run (store queue).")
+    @dg.op(
+        name=f"{step}__prepare",
+        tags=store_step_tags(),
+        ins={"upstream": dg.In(dg.Nothing)},
+        out={"planned": dg.Out(dg.Nothing), "to_execute": dg.Out(dg.Nothing, is_required=False)},
+        description="Reads the store and the run root; decides which cells run (store queue).",
+    )
     @_guarded
     def prepare_op(context: dg.OpExecutionContext, store: DuckDBResource):
         require_registered(registry, store)
@@ -87,18 +93,30 @@ def _run_asset(wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: 
             yield dg.Output(None, "to_execute")
 
     # In the pool: the step's own slot covers its first run; each further run in flight claims one more.
-    @dg.op(name=f"{step}__execute", pool=LLM_POOL, ins={"prepared": dg.In(dg.Nothing)}, out=dg.Out(dg.Nothing),
-           tags={COST_TAG: "llm", **worker_step_tags()},
-           description="Runs the cells' pipeline runs; writes sealed attempts to the run root, never the store (any worker host).")
+    @dg.op(
+        name=f"{step}__execute",
+        pool=LLM_POOL,
+        ins={"prepared": dg.In(dg.Nothing)},
+        out=dg.Out(dg.Nothing),
+        tags={COST_TAG: "llm", **worker_step_tags()},
+        description="Runs the cells' pipeline runs; writes sealed attempts to the run root, never the store (any worker host).",
+    )
     @_guarded
     def execute_op(context: dg.OpExecutionContext, store: DuckDBResource):
-        require_registered(registry)  # this host's checkout is the registered one; the store's pin is read where the store is
+        require_registered(
+            registry
+        )  # this host's checkout is the registered one; the store's pin is read where the store is
         run_root = run_root_of(store)
         plan = _read(step_file(run_root, context.run_id, asset, "plan"))
         _write(step_file(run_root, context.run_id, asset, "results"), execute(context, store, registry, plan))
 
-    @dg.op(name=f"{step}__settle", tags=store_step_tags(), ins={"executed": dg.In(dg.Nothing)},
-           out=dg.Out(dg.Nothing, is_required=False), description="Ingests the attempts and reports each cell (store queue).")
+    @dg.op(
+        name=f"{step}__settle",
+        tags=store_step_tags(),
+        ins={"executed": dg.In(dg.Nothing)},
+        out=dg.Out(dg.Nothing, is_required=False),
+        description="Ingests the attempts and reports each cell (store queue).",
+    )
     @_guarded
     def settle_op(context: dg.OpExecutionContext, store: DuckDBResource):
         require_registered(registry, store)
@@ -109,10 +127,15 @@ def _run_asset(wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: 
         yield from ()  # each cell reported its own materialization (see the module docstring)
 
     @dg.graph_asset(
-        key=key, group_name=wave.name, partitions_def=partitions_def, description=description,
+        key=key,
+        group_name=wave.name,
+        partitions_def=partitions_def,
+        description=description,
         ins={"upstream": dg.AssetIn(key=upstream, dagster_type=dg.Nothing)},
         backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=live_chunk()),
-        code_version=RUNNER_VERSION, kinds={"duckdb"}, tags={COST_TAG: "llm"},
+        code_version=RUNNER_VERSION,
+        kinds={"duckdb"},
+        tags={COST_TAG: "llm"},
     )
     def run_asset(upstream):
         planned, to_execute = prepare_op(upstream)
@@ -123,7 +146,15 @@ def _run_asset(wave: WaveDef, registry: Registry, upstream: dg.AssetKey, asset: 
 
 def build_live_run_assets(wave: WaveDef, registry: Registry, upstream: dg.AssetKey) -> list[dg.AssetsDefinition]:
     return [
-        _run_asset(wave, registry, upstream, "baseline_runs", probe_partitions(wave), "No-fault baseline runs, executed live."),
-        _run_asset(wave, registry, upstream, "fault_runs", cell_partitions(wave),
-                   "Fault runs, one planted fault each, executed live; carved-out cells are recorded as such, never run."),
+        _run_asset(
+            wave, registry, upstream, "baseline_runs", probe_partitions(wave), "No-fault baseline runs, executed live."
+        ),
+        _run_asset(
+            wave,
+            registry,
+            upstream,
+            "fault_runs",
+            cell_partitions(wave),
+            "Fault runs, one planted fault each, executed live; carved-out cells are recorded as such, never run.",
+        ),
     ]

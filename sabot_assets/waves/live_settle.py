@@ -15,7 +15,13 @@ from sabot.store.runs import ingest_attempt
 from sabot_assets.constants import NOT_LAUNCHED_KEY, RUN_ERRORS_KEY, STOPPED_KEY, UNINGESTED_KEY
 from sabot_assets.resources import store_connection
 from sabot.budget import usd
-from sabot_assets.waves.cell_metadata import RUN_ERROR_KEY, attempt_metadata, carved_out_metadata, log_line, run_error_observation
+from sabot_assets.waves.cell_metadata import (
+    RUN_ERROR_KEY,
+    attempt_metadata,
+    carved_out_metadata,
+    log_line,
+    run_error_observation,
+)
 from sabot_assets.waves.attempts import reusable_attempts, run_root_of, sealed_attempt
 from sabot_assets.waves.step_plan import StepPlan, StepResults
 from sabot_assets.waves.live_execute import _Claims, _probe_of
@@ -58,7 +64,9 @@ class Settle:
 
     def carved_out(self, key: str, wave: WaveDef) -> None:
         self.tally["carved out"] += 1
-        self.context.log_event(dg.AssetMaterialization(self.asset_key, partition=key, metadata=carved_out_metadata(wave, Cell.parse(key))))
+        self.context.log_event(
+            dg.AssetMaterialization(self.asset_key, partition=key, metadata=carved_out_metadata(wave, Cell.parse(key)))
+        )
 
     def finished(self, key: str, directory: Path, reused: bool = False, seconds: float | None = None):
         attempt = sealed_attempt(self.run_root, directory, self.refused)
@@ -68,7 +76,9 @@ class Settle:
         if attempt.outcome != "stopped":
             self.tally["reused" if reused else "ran"] += 1
         try:
-            ingest_attempt(self.connection(), attempt, self.context.run_id)  # idempotent: a reused attempt is usually stored already
+            ingest_attempt(
+                self.connection(), attempt, self.context.run_id
+            )  # idempotent: a reused attempt is usually stored already
         except StoreLocked as exc:
             self.locked = exc
             self.waiting.append(attempt.source_path)
@@ -82,11 +92,15 @@ class Settle:
             self.errors[key] = attempt.record.error
             self.context.log_event(run_error_observation(self.asset_key, key, attempt))  # the reason, on the partition
         elif attempt.source_path not in self.waiting:
-            self.context.log_event(dg.AssetMaterialization(self.asset_key, partition=key, metadata=attempt_metadata(attempt, reused)))
+            self.context.log_event(
+                dg.AssetMaterialization(self.asset_key, partition=key, metadata=attempt_metadata(attempt, reused))
+            )
         return attempt
 
 
-def settle(context, store: DuckDBResource, wave: WaveDef, plan: StepPlan, results: StepResults, asset_key: dg.AssetKey) -> None:
+def settle(
+    context, store: DuckDBResource, wave: WaveDef, plan: StepPlan, results: StepResults, asset_key: dg.AssetKey
+) -> None:
     """Ingest what ran (or was reused, or another command ran) and report each cell; fail naming the RUN_ERROR cells."""
     run_root, asset = run_root_of(store), plan.asset
     done = Settle(context, store, asset, run_root, asset_key)
@@ -120,11 +134,21 @@ def _settle(context, done: Settle, wave: WaveDef, plan: StepPlan, results: StepR
     unlaunched = results.unlaunched + plan.unscheduled + _settle_foreign(context, done, plan, results, run_root)
     _report_unlaunched(context, asset_key, asset, unlaunched, done.stopped, results)
     tally, errors = done.tally, done.errors
-    context.log.info(f"{asset}: {len(plan.keys)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}")
+    context.log.info(
+        f"{asset}: {len(plan.keys)} partition(s): ran {tally['ran']}, reused {tally['reused']}, carved out {tally['carved out']}, RUN_ERROR {len(errors)}"
+    )
     if not done.locked:
         try:
-            append_manifest(done.connection(), wave.name, asset, context.run_id, len(plan.keys), len(plan.keys) - len(plan.carved), "live",
-                            {"protocol": wave.protocol, **tally, "run errors": len(errors)})
+            append_manifest(
+                done.connection(),
+                wave.name,
+                asset,
+                context.run_id,
+                len(plan.keys),
+                len(plan.keys) - len(plan.carved),
+                "live",
+                {"protocol": wave.protocol, **tally, "run errors": len(errors)},
+            )
         except StoreLocked as exc:
             done.locked = exc
 
@@ -137,7 +161,9 @@ def _settle_foreign(context, done: Settle, plan: StepPlan, results: StepResults,
     done.close()  # the other command ingests its runs meanwhile: the store must not be held while waiting
     claims = _Claims(context, run_root)
     waiting = {key: plan.to_run[key] for key in results.foreign}
-    context.log.info(f"{plan.asset}: {len(waiting)} cell(s) run by another command meanwhile; settled from its runs once it lets go")
+    context.log.info(
+        f"{plan.asset}: {len(waiting)} cell(s) run by another command meanwhile; settled from its runs once it lets go"
+    )
     while any(claims.live_elsewhere(spec) for spec in waiting.values()):
         time.sleep(FOREIGN_POLL_SECONDS)
     slots = {key: (spec.operator, _probe_of(spec)) for key, spec in waiting.items()}
@@ -148,18 +174,34 @@ def _settle_foreign(context, done: Settle, plan: StepPlan, results: StepResults,
     return sum(slot not in found for slot in slots.values())
 
 
-def _report_unlaunched(context, asset_key: dg.AssetKey, asset: str, unlaunched: int, stopped: dict, results: StepResults) -> None:
+def _report_unlaunched(
+    context, asset_key: dg.AssetKey, asset: str, unlaunched: int, stopped: dict, results: StepResults
+) -> None:
     """Why runs were never launched (or cut off), on the asset: they stay missing, never RUN_ERROR."""
     if results.opened or stopped:  # the endpoint stopped the wave (here, or in the wave's schedule)
         missing = unlaunched + len(stopped)
         reason = (results.opened or {}).get("message") or next(iter(stopped.values())).removeprefix("stopped: ")
-        context.log.warning(f"{asset}: the endpoint stopped the wave: {reason}; {missing} run(s) left missing for a later wave run")
+        context.log.warning(
+            f"{asset}: the endpoint stopped the wave: {reason}; {missing} run(s) left missing for a later wave run"
+        )
         context.log_event(dg.AssetObservation(asset_key, metadata={NOT_LAUNCHED_KEY: missing, STOPPED_KEY: reason}))
     elif unlaunched:  # the spend breaker (or the wave's schedule, or another command) stopped launching
-        why = f"spend reached {usd(results.spent)} of its {usd(results.cap)} ceiling" if results.cap is not None else "the wave's schedule stopped launching"
+        why = (
+            f"spend reached {usd(results.spent)} of its {usd(results.cap)} ceiling"
+            if results.cap is not None
+            else "the wave's schedule stopped launching"
+        )
         context.log.info(f"{asset}: {why}; {unlaunched} run(s) not launched, left missing for a later wave run")
-        context.log_event(dg.AssetObservation(asset_key, metadata={
-            NOT_LAUNCHED_KEY: unlaunched, "spent (USD)": round(results.spent, 6), "ceiling (USD)": results.cap}))
+        context.log_event(
+            dg.AssetObservation(
+                asset_key,
+                metadata={
+                    NOT_LAUNCHED_KEY: unlaunched,
+                    "spent (USD)": round(results.spent, 6),
+                    "ceiling (USD)": results.cap,
+                },
+            )
+        )
 
 
 def _refuse_if_needed(asset: str, refused: dict) -> None:
@@ -167,8 +209,12 @@ def _refuse_if_needed(asset: str, refused: dict) -> None:
     neither ingested nor reused, and stay in the run root for someone to look at (or remove)."""
     if refused:
         lines = sorted(set(refused.values()))
-        raise dg.Failure(description=f"{asset}: refused {lines[0]}" + (f" (and {len(lines) - 1} more)\n" + "\n".join(lines[1:]) if len(lines) > 1 else ""),
-                         metadata={"refused attempts": dg.MetadataValue.json(refused)}, allow_retries=False)
+        raise dg.Failure(
+            description=f"{asset}: refused {lines[0]}"
+            + (f" (and {len(lines) - 1} more)\n" + "\n".join(lines[1:]) if len(lines) > 1 else ""),
+            metadata={"refused attempts": dg.MetadataValue.json(refused)},
+            allow_retries=False,
+        )
 
 
 def _fail_if_needed(asset: str, errors: dict, waiting: list, locked, tally: dict) -> None:
@@ -176,14 +222,22 @@ def _fail_if_needed(asset: str, errors: dict, waiting: list, locked, tally: dict
     cells that reported no materialization are then exactly the failed partitions."""
     if not errors and not waiting:
         return
-    lines = [f"{k}: RUN_ERROR: {e}" for k, e in errors.items()]  # the first line is a reason, not a count: it is what the UI shows first
+    lines = [
+        f"{k}: RUN_ERROR: {e}" for k, e in errors.items()
+    ]  # the first line is a reason, not a count: it is what the UI shows first
     if waiting:
         lines.append(f"{len(waiting)} finished run(s) not ingested: {locked}")
-    summary = f"{asset}: {len(errors)} cell(s) ended in RUN_ERROR" + (f"; {len(waiting)} finished run(s) wait for ingest" if waiting else "")
+    summary = f"{asset}: {len(errors)} cell(s) ended in RUN_ERROR" + (
+        f"; {len(waiting)} finished run(s) wait for ingest" if waiting else ""
+    )
     first = {RUN_ERROR_KEY: f"{next(iter(errors))}: {next(iter(errors.values()))}"} if errors else {}
     raise dg.Failure(
         description="\n".join(lines + [summary]),
-        metadata={**first, RUN_ERRORS_KEY: dg.MetadataValue.json(errors), UNINGESTED_KEY: dg.MetadataValue.json(waiting),
-                  **{k: v for k, v in tally.items()}},
+        metadata={
+            **first,
+            RUN_ERRORS_KEY: dg.MetadataValue.json(errors),
+            UNINGESTED_KEY: dg.MetadataValue.json(waiting),
+            **{k: v for k, v in tally.items()},
+        },
         allow_retries=False,
     )

@@ -48,7 +48,15 @@ def _linked(wave: WaveDef, operator: str, cells: list[Cell]) -> str:
     return f"[{len(probes)}]({operator_cells_url(wave, operator, probes)})" if probes else "0"
 
 
-def row_links_markdown(wave: WaveDef, ruleset: str, label: str, table: str, group: str, cells: dict[str, list[Cell]], pages: dict | None = None) -> str:
+def row_links_markdown(
+    wave: WaveDef,
+    ruleset: str,
+    label: str,
+    table: str,
+    group: str,
+    cells: dict[str, list[Cell]],
+    pages: dict | None = None,
+) -> str:
     """One scoreboard row: per operator, each number a link opening exactly its cells; each total a
     link to its number's page (`number_pages`: every cell it counts, across operators)."""
     pages = pages or {}
@@ -57,12 +65,14 @@ def row_links_markdown(wave: WaveDef, ruleset: str, label: str, table: str, grou
     body = [[op] + [_linked(wave, op, cells.get(column, [])) for _, column in columns] for op in operators]
     totals = [(len(cells.get(column, [])), pages.get((group, column))) for _, column in columns]
     body.append(["all"] + [f"[{n}]({page})" if page else str(n) for n, page in totals])
-    return "\n\n".join([
-        f"**{group}** ({ruleset}, {label}): every count is a link opening exactly its cells on `cell_verdicts`, one operator "
-        f"at a time; a total opens the page of all its cells; a rate is its column's count over `valid`. The rest of the chain, per number: "
-        f"`{explain_command(wave.name, table, group, 'COLUMN')}`, then `--cell KEY` for acts, events and model exchanges.",
-        markdown_table(["operator"] + [h for h, _ in columns], body),
-    ])
+    return "\n\n".join(
+        [
+            f"**{group}** ({ruleset}, {label}): every count is a link opening exactly its cells on `cell_verdicts`, one operator "
+            f"at a time; a total opens the page of all its cells; a rate is its column's count over `valid`. The rest of the chain, per number: "
+            f"`{explain_command(wave.name, table, group, 'COLUMN')}`, then `--cell KEY` for acts, events and model exchanges.",
+            markdown_table(["operator"] + [h for h, _ in columns], body),
+        ]
+    )
 
 
 def undecided_summary(wave: WaveDef, scored: list[dict], judged: dict, judge_automatic: bool) -> tuple[int, str]:
@@ -84,12 +94,23 @@ def undecided_summary(wave: WaveDef, scored: list[dict], judged: dict, judge_aut
         else:
             why = "not judged yet: a paid judge runs only when launched (materialize judge_verdicts for these cells)"
         reasons.setdefault(why, []).append(cell_of(row))
-    lines = [f"{len(undecided)} valid cell(s) have neither a hard act nor a judge verdict, so soft notice, MISSED and "
-             "recovery-without-detection are lower bounds until they are judged:"]
+    lines = [
+        f"{len(undecided)} valid cell(s) have neither a hard act nor a judge verdict, so soft notice, MISSED and "
+        "recovery-without-detection are lower bounds until they are judged:"
+    ]
     for why, cells in sorted(reasons.items()):
         shown = [f"[{c.key}]({partition_url(wave.name, c.key, 'judge_verdicts')})" for c in cells[:LISTED_KEYS]]
-        more = f" … [shortened: {LISTED_KEYS} of {len(cells)} cells named; per operator: the `undecided` links of each row]" if len(cells) > LISTED_KEYS else ""
+        more = (
+            f" … [shortened: {LISTED_KEYS} of {len(cells)} cells named; per operator: the `undecided` links of each row]"
+            if len(cells) > LISTED_KEYS
+            else ""
+        )
         lines.append(f"- {why}: {len(cells)} — " + ", ".join(shown) + more)
         by_op = cells_by_operator(cells)
-        lines.append("  - open them: " + ", ".join(f"[{op} ({len(p)})]({operator_cells_url(wave, op, p, 'judge_verdicts')})" for op, p in by_op.items()))
+        lines.append(
+            "  - open them: "
+            + ", ".join(
+                f"[{op} ({len(p)})]({operator_cells_url(wave, op, p, 'judge_verdicts')})" for op, p in by_op.items()
+            )
+        )
     return len(undecided), "\n".join(lines)

@@ -13,14 +13,18 @@ from sabot_assets.constants import PREREGISTRATION_VERSION
 from sabot_assets.waves.cell_metadata import carved_out_metadata
 
 
-def build_preregistration(wave: WaveDef, registry: Registry, rulesets) -> tuple[dg.AssetsDefinition, dg.AssetChecksDefinition]:
+def build_preregistration(
+    wave: WaveDef, registry: Registry, rulesets
+) -> tuple[dg.AssetsDefinition, dg.AssetChecksDefinition]:
     @dg.asset(
         name="preregistration",
         key_prefix=wave.name,
         group_name=wave.name,
         code_version=PREREGISTRATION_VERSION,
-        description=(f"The registered matrix, seeds and rulesets of {wave.name}, pinned to the registry hash. "
-                     "Materializing it records the carved-out cells on fault_runs as carved out."),
+        description=(
+            f"The registered matrix, seeds and rulesets of {wave.name}, pinned to the registry hash. "
+            "Materializing it records the carved-out cells on fault_runs as carved out."
+        ),
     )
     def preregistration(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
         probes = wave.probes()
@@ -30,7 +34,9 @@ def build_preregistration(wave: WaveDef, registry: Registry, rulesets) -> tuple[
         recorded = context.instance.get_materialized_partitions(fault_runs) if carved else set()
         for cell in carved:
             if cell.key not in recorded:  # once: registering again adds nothing
-                context.log_event(dg.AssetMaterialization(fault_runs, partition=cell.key, metadata=carved_out_metadata(wave, cell)))
+                context.log_event(
+                    dg.AssetMaterialization(fault_runs, partition=cell.key, metadata=carved_out_metadata(wave, cell))
+                )
         return dg.MaterializeResult(
             metadata={
                 "registry sha256": registry.content_hash,
@@ -45,7 +51,9 @@ def build_preregistration(wave: WaveDef, registry: Registry, rulesets) -> tuple[
             }
         )
 
-    @dg.asset_check(asset=preregistration, blocking=True, description="The registry on disk still hashes to what was registered.")
+    @dg.asset_check(
+        asset=preregistration, blocking=True, description="The registry on disk still hashes to what was registered."
+    )
     def registry_matches_registration() -> dg.AssetCheckResult:
         problems = registry.fresh().lock_problems()
         return dg.AssetCheckResult(

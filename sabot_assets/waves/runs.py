@@ -30,7 +30,9 @@ def _land(context, store: DuckDBResource, wave: WaveDef, asset: str, kind: str, 
             probe = target.probe if isinstance(target, Cell) else target
             path, sha = landed.get(key, (expected_path(wave, target), None))
             slots.append(RunSlot(key[0] or None, probe, path, None, sha))  # a landed run's record stays in the store
-        digest = hashlib.sha256("".join(sorted(f"{s.source_path}:{s.source_sha256}" for s in slots)).encode()).hexdigest()
+        digest = hashlib.sha256(
+            "".join(sorted(f"{s.source_path}:{s.source_sha256}" for s in slots)).encode()
+        ).hexdigest()
         with transaction(con):
             present, absent = write_landed_slots(con, wave.name, slots, context.run_id)
             append_manifest(con, wave.name, asset, context.run_id, len(slots), present, digest, {"landing": kind})
@@ -57,12 +59,22 @@ def build_run_assets(wave: WaveDef, upstream: dg.AssetKey) -> list[dg.AssetsDefi
         tags={COST_TAG: "import"},
     )
 
-    @dg.asset(name="baseline_runs", partitions_def=probe_partitions(wave), description="No-fault baseline runs, one per probe (framework.config.task.seed).", **common)
+    @dg.asset(
+        name="baseline_runs",
+        partitions_def=probe_partitions(wave),
+        description="No-fault baseline runs, one per probe (framework.config.task.seed).",
+        **common,
+    )
     def baseline_runs(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         probes = [Probe.parse(k) for k in context.partition_keys]
         return _land(context, store, wave, "baseline_runs", "baseline", probes)
 
-    @dg.asset(name="fault_runs", partitions_def=cell_partitions(wave), description="Fault runs, one per cell (operator x probe). Carved-out cells are never run.", **common)
+    @dg.asset(
+        name="fault_runs",
+        partitions_def=cell_partitions(wave),
+        description="Fault runs, one per cell (operator x probe). Carved-out cells are never run.",
+        **common,
+    )
     def fault_runs(context: dg.AssetExecutionContext, store: DuckDBResource) -> dg.MaterializeResult:
         cells = [Cell.parse(k) for k in context.partition_keys]
         return _land(context, store, wave, "fault_runs", "fault", [c for c in cells if not wave.is_carved_out(c)])

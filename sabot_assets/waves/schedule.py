@@ -64,14 +64,26 @@ class Plan:
     replays: dict = field(default_factory=dict)  # spec -> Recording, for a replay
     holder: str = ""  # "host:pid" of this command: the claims on its specs' slots
     foreign: list = field(default_factory=list)  # specs another live command has claimed: waited for, never run here
-    circuit: object = None  # the provider endpoint's host-wide breaker (adapters.gateway); None for the scripted model or a replay
+    circuit: object = (
+        None  # the provider endpoint's host-wide breaker (adapters.gateway); None for the scripted model or a replay
+    )
 
     def release(self, spec: RunSpec) -> None:
-        runroot.release_claim(self.run_root, spec.wave, Probe(spec.framework, spec.config, spec.task, spec.seed), spec.operator, self.holder)
+        runroot.release_claim(
+            self.run_root,
+            spec.wave,
+            Probe(spec.framework, spec.config, spec.task, spec.seed),
+            spec.operator,
+            self.holder,
+        )
 
     def foreign_pending(self) -> list[RunSpec]:
         host = self.holder.rpartition(":")[0]
-        return [s for s in self.foreign if runroot.live_claim(self.run_root, s.wave, Probe(s.framework, s.config, s.task, s.seed), s.operator, host)]
+        return [
+            s
+            for s in self.foreign
+            if runroot.live_claim(self.run_root, s.wave, Probe(s.framework, s.config, s.task, s.seed), s.operator, host)
+        ]
 
     def baseline_of(self, spec: RunSpec) -> RunSpec:
         return RunSpec(spec.wave, spec.protocol, spec.framework, spec.config, spec.task, None, spec.seed)
@@ -91,7 +103,9 @@ class Gate:
     def may_launch(self, spec: RunSpec) -> bool:
         if self.stopped.is_set():
             return False
-        if self.plan.circuit is not None and self.plan.circuit.opened():  # the endpoint stopped the wave: launch nothing more
+        if (
+            self.plan.circuit is not None and self.plan.circuit.opened()
+        ):  # the endpoint stopped the wave: launch nothing more
             self.stopped.set()
             return False
         if spec.operator is not None and self.plan.baseline_of(spec) in self.baselines_pending:
@@ -129,13 +143,22 @@ def slot_wanted_by_others(context):
 
 def _run_pool(context, plan: Plan, gate: Gate, landed: queue.Queue) -> None:
     """Every spec of the plan through one bounded pool; each attempt reported as it lands."""
-    attempt = partial(run_attempt, registry=plan.registry, run_root=plan.run_root, work_root=plan.work_root,
-                      identity=plan.identity, dagster_run_id=context.run_id, replays=plan.replays)
+    attempt = partial(
+        run_attempt,
+        registry=plan.registry,
+        run_root=plan.run_root,
+        work_root=plan.work_root,
+        identity=plan.identity,
+        dagster_run_id=context.run_id,
+        replays=plan.replays,
+    )
     crashed = partial(crashed_attempt, run_root=plan.run_root, identity=plan.identity, dagster_run_id=context.run_id)
     left = list(plan.specs)
     try:
         while left:
-            for spec, directory, _seconds in run_in_processes(context, attempt, left, crashed, may_launch=gate.may_launch, holds_own_slot=False):
+            for spec, directory, _seconds in run_in_processes(
+                context, attempt, left, crashed, may_launch=gate.may_launch, holds_own_slot=False
+            ):
                 left.remove(spec)
                 plan.release(spec)
                 gate.landed(spec)
@@ -169,7 +192,9 @@ def execute(context, plan: Plan, drive) -> int:
     settling, Dagster runs of their own) consumes the attempts in this thread as they land. If it
     raises, nothing more is launched and the runs in flight finish before the step fails."""
     gate, landed, counts = Gate(plan, slot_wanted_by_others(context)), queue.Queue(), Counter()
-    pool = threading.Thread(target=_run_pool, args=(context, plan, gate, landed), name="wave-schedule-pool", daemon=True)
+    pool = threading.Thread(
+        target=_run_pool, args=(context, plan, gate, landed), name="wave-schedule-pool", daemon=True
+    )
     pool.start()
     try:
         drive(_landed(landed, counts))
@@ -211,12 +236,15 @@ def run_schedule(wave_name: str, plan: Plan, instance: dg.DagsterInstance, tags:
         raise ValueError("a schedule needs its claims' holder")
     raised: list = []
     result = schedule_job(wave_name, plan, drive, raised).execute_in_process(
-        run_config=quiet(), instance=instance, tags=tags, run_id=run_id, raise_on_error=False)
+        run_config=quiet(), instance=instance, tags=tags, run_id=run_id, raise_on_error=False
+    )
     if raised:
         raise raised[0]
     if not result.success:
         failure = next((e for e in result.all_events if e.is_failure), None)
-        raise RuntimeError(f"the wave's schedule (run {run_id}) failed: {failure.message if failure else 'see the Dagster run log'}")
+        raise RuntimeError(
+            f"the wave's schedule (run {run_id}) failed: {failure.message if failure else 'see the Dagster run log'}"
+        )
 
 
 def wait_for_foreign(plan: Plan, poll_seconds: float = 1.0):
@@ -245,21 +273,26 @@ class BlockCounter:
 
     def __init__(self, blocks: list, block_of, specs: list[RunSpec]):
         self.blocks = blocks
-        self.left = {WHOLE: Counter(block_of(s) for s in specs), BASELINES: Counter(block_of(s) for s in specs if s.operator is None)}
+        self.left = {
+            WHOLE: Counter(block_of(s) for s in specs),
+            BASELINES: Counter(block_of(s) for s in specs if s.operator is None),
+        }
         self.block_of = block_of
         self.settled: dict[str, set] = {WHOLE: set(), BASELINES: set()}
 
     def ready_now(self) -> list[tuple[str, object]]:
-        return self._take(BASELINES, [b for b in self.blocks if self.left[BASELINES][b] == 0]) + \
-            self._take(WHOLE, [b for b in self.blocks if self.left[WHOLE][b] == 0])
+        return self._take(BASELINES, [b for b in self.blocks if self.left[BASELINES][b] == 0]) + self._take(
+            WHOLE, [b for b in self.blocks if self.left[WHOLE][b] == 0]
+        )
 
     def land(self, spec: RunSpec) -> list[tuple[str, object]]:
         block = self.block_of(spec)
         stages = [WHOLE] + ([BASELINES] if spec.operator is None else [])
         for stage in stages:
             self.left[stage][block] -= 1
-        return self._take(BASELINES, [block] if self.left[BASELINES][block] == 0 else []) + \
-            self._take(WHOLE, [block] if self.left[WHOLE][block] == 0 else [])
+        return self._take(BASELINES, [block] if self.left[BASELINES][block] == 0 else []) + self._take(
+            WHOLE, [block] if self.left[WHOLE][block] == 0 else []
+        )
 
     def rest(self) -> list[tuple[str, object]]:
         return self._take(BASELINES, list(self.blocks)) + self._take(WHOLE, list(self.blocks))
@@ -280,4 +313,15 @@ def recordings_for(specs: list[RunSpec], read) -> dict:
     return out
 
 
-__all__ = ["BASELINES", "WHOLE", "BlockCounter", "Plan", "new_run_id", "wait_for_foreign", "ordered", "recordings_for", "run_schedule", "spec_of"]
+__all__ = [
+    "BASELINES",
+    "WHOLE",
+    "BlockCounter",
+    "Plan",
+    "new_run_id",
+    "wait_for_foreign",
+    "ordered",
+    "recordings_for",
+    "run_schedule",
+    "spec_of",
+]

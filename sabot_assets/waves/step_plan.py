@@ -67,5 +67,8 @@ def _read(path: Path):
     try:
         return pickle.loads(path.read_bytes())
     except FileNotFoundError:
-        raise dg.Failure(description=f"{path} is missing: the step before this one did not finish in this Dagster run "
-                                     "(is the run root a path every host mounts?)", allow_retries=False) from None
+        raise dg.Failure(
+            description=f"{path} is missing: the step before this one did not finish in this Dagster run "
+            "(is the run root a path every host mounts?)",
+            allow_retries=False,
+        ) from None

@@ -59,7 +59,9 @@ def span_text(selected: list[str], ordered: list[str]) -> str:
 def operator_cells_url(wave: WaveDef, operator: str, probes: list[str], asset: str = CELL_ASSET) -> str:
     """The partitions view showing exactly these probes of one operator."""
     ordered = [p.key for p in wave.probes()]
-    return asset_url(wave.name, asset, view="partitions", operator_range=operator, probe_range=span_text(probes, ordered))
+    return asset_url(
+        wave.name, asset, view="partitions", operator_range=operator, probe_range=span_text(probes, ordered)
+    )
 
 
 def cells_by_operator(cells: list[Cell]) -> dict[str, list[str]]:
@@ -81,5 +83,10 @@ def row_cells_url(wave: WaveDef, framework: str, config: str, asset: str = CELL_
     """The partitions view of every cell of one scoreboard row (framework x config), whatever its status."""
     ordered = [p.key for p in wave.probes()]
     row = [p.key for p in wave.probes() if (p.framework, p.config) == (framework, config)]
-    return asset_url(wave.name, asset, view="partitions", operator_range=span_text(list(wave.operators), list(wave.operators)),
-                     probe_range=span_text(row, ordered))
+    return asset_url(
+        wave.name,
+        asset,
+        view="partitions",
+        operator_range=span_text(list(wave.operators), list(wave.operators)),
+        probe_range=span_text(row, ordered),
+    )

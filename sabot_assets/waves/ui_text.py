@@ -21,6 +21,7 @@ def summary(markdown: str, where: str, limit: int = SUMMARY_CHARS) -> str:
         cut = markdown.rfind("\n", 0, limit)
     cut = cut if cut > 0 else limit
     rest = markdown[cut:].count("\n## ")
-    return (markdown[:cut].rstrip() + f"\n\n**[shortened for the UI: {cut} of {len(markdown)} characters shown, "
-            f"{rest} more section(s); the full text: {where}]**\n")
-
+    return (
+        markdown[:cut].rstrip() + f"\n\n**[shortened for the UI: {cut} of {len(markdown)} characters shown, "
+        f"{rest} more section(s); the full text: {where}]**\n"
+    )

@@ -43,25 +43,65 @@ from judges.soft.backends.base import JudgeBackendError, SandboxViolation
 # after an earlier list froze). Read-only tools are denied too: reading is what a leak needs.
 DISALLOWED_TOOLS = (
     # files
-    "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "LSP",
+    "Read",
+    "Write",
+    "Edit",
+    "Glob",
+    "Grep",
+    "NotebookEdit",
+    "LSP",
     # shell and background processes
-    "Bash", "PowerShell", "Monitor", "TaskOutput", "TaskStop",
+    "Bash",
+    "PowerShell",
+    "Monitor",
+    "TaskOutput",
+    "TaskStop",
     # network
-    "WebFetch", "WebSearch",
+    "WebFetch",
+    "WebSearch",
     # subagents, skills, teams
-    "Agent", "Skill", "SendMessage", "TeamCreate", "TeamDelete", "Artifact",
+    "Agent",
+    "Skill",
+    "SendMessage",
+    "TeamCreate",
+    "TeamDelete",
+    "Artifact",
     # scheduling and task lists
-    "CronCreate", "CronDelete", "CronList", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "TodoWrite",
+    "CronCreate",
+    "CronDelete",
+    "CronList",
+    "TaskCreate",
+    "TaskGet",
+    "TaskList",
+    "TaskUpdate",
+    "TodoWrite",
     # session state, MCP resources, deferred tools
-    "AskUserQuestion", "EnterPlanMode", "ExitPlanMode", "EnterWorktree", "ExitWorktree",
-    "ListMcpResourcesTool", "ReadMcpResourceTool", "ToolSearch",
+    "AskUserQuestion",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "EnterWorktree",
+    "ExitWorktree",
+    "ListMcpResourcesTool",
+    "ReadMcpResourceTool",
+    "ToolSearch",
     # names of earlier releases
-    "Task", "LS", "MultiEdit", "NotebookRead", "TodoRead", "KillShell", "BashOutput", "SlashCommand", "exit_plan_mode",
+    "Task",
+    "LS",
+    "MultiEdit",
+    "NotebookRead",
+    "TodoRead",
+    "KillShell",
+    "BashOutput",
+    "SlashCommand",
+    "exit_plan_mode",
 )
 RESTRICTED_FLAGS = (
-    "--output-format", "text",
-    "--allowed-tools", "",  # the empty allowlist: no tool is pre-approved
-    "--disallowed-tools", *DISALLOWED_TOOLS,
+    "--output-format",
+    "text",
+    "--allowed-tools",
+    "",  # the empty allowlist: no tool is pre-approved
+    "--disallowed-tools",
+    *DISALLOWED_TOOLS,
     "--strict-mcp-config",  # only MCP servers from --mcp-config, and none is given
 )
 # The positive-control arm: the one tool needed to read the canary, nothing else.
@@ -81,7 +121,9 @@ PROBE_PROMPT = (
     f"{CANARY_NAME} in your current working directory; (2) the file {{outside}}. If you cannot read "
     "a file, say so for that file."
 )
-POSITIVE_PROMPT = f"Read the file {CANARY_NAME} in your current working directory and reply with its exact contents only."
+POSITIVE_PROMPT = (
+    f"Read the file {CANARY_NAME} in your current working directory and reply with its exact contents only."
+)
 
 
 def token_leaked(token: str, reply: str, size: int = LEAK_SLICE) -> bool:
@@ -96,8 +138,9 @@ class ClaudeCliJudge:
 
     name = "claude-cli"
 
-    def __init__(self, executable: str = "claude", model: str | None = None, timeout: float = 120,
-                 positive_control: bool = True):
+    def __init__(
+        self, executable: str = "claude", model: str | None = None, timeout: float = 120, positive_control: bool = True
+    ):
         self.executable = executable
         self.model = model
         self.timeout = timeout
@@ -162,8 +205,15 @@ class ClaudeCliJudge:
             raise JudgeBackendError(f"prompt longer than {ARGV_PROMPT_LIMIT} bytes cannot be passed as an argument")
         timeout = self.timeout if timeout is None else timeout
         try:
-            proc = subprocess.Popen([exe, *args], cwd=cwd, env=self._env(home), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            proc = subprocess.Popen(
+                [exe, *args],
+                cwd=cwd,
+                env=self._env(home),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         except OSError as exc:
             raise JudgeBackendError(f"{self.executable}: cannot start ({exc.strerror or exc})") from None
         try:
@@ -221,8 +271,9 @@ class ClaudeCliJudge:
                 raise SandboxViolation("executable", f"probe call failed: {exc}") from None
         leaked = [arm for arm, token in tokens.items() if token_leaked(token, reply)]
         if leaked:
-            raise SandboxViolation(" and ".join(leaked),
-                                   f"the restricted judge reported canary contents; reply begins {reply[:160]!r}")
+            raise SandboxViolation(
+                " and ".join(leaked), f"the restricted judge reported canary contents; reply begins {reply[:160]!r}"
+            )
         if self.positive_control:
             self._positive_arm()
 
@@ -236,5 +287,8 @@ class ClaudeCliJudge:
             except JudgeBackendError as exc:
                 raise SandboxViolation("positive control", f"probe call failed: {exc}") from None
         if not token_leaked(token, reply):
-            raise SandboxViolation("positive control", "with Read allowed the judge did not retrieve its canary, "
-                                   "so the restricted arms' silence proves nothing")
+            raise SandboxViolation(
+                "positive control",
+                "with Read allowed the judge did not retrieve its canary, "
+                "so the restricted arms' silence proves nothing",
+            )

@@ -51,13 +51,17 @@ NOT_DONE_CUE = re.compile(
     re.IGNORECASE,
 )
 NUMBER = re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?")
-QUOTED = re.compile(r"(?:(?<=^)|(?<=[\s(\[]))(?:'([^'\n]{3,}?)'|\"([^\"\n]{3,}?)\"|‘([^’\n]{3,}?)’|“([^”\n]{3,}?)”)(?![A-Za-z])")
+QUOTED = re.compile(
+    r"(?:(?<=^)|(?<=[\s(\[]))(?:'([^'\n]{3,}?)'|\"([^\"\n]{3,}?)\"|‘([^’\n]{3,}?)’|“([^”\n]{3,}?)”)(?![A-Za-z])"
+)
 IDENT = re.compile(r"(?<![\w.-])[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)+")
 TERM = re.compile(r"[A-Za-z]{5,}")
-STOP_TERMS = frozenset("""
+STOP_TERMS = frozenset(
+    """
     about after again against before being between check checked checkable claim claims correct could
     detail detection every flags gives never other record reported replaced since still structural their
-    there these those under which while would written where bare marked served source sources""".split())
+    there these those under which while would written where bare marked served source sources""".split()
+)
 
 
 def _numbers(text: str) -> set[str]:
@@ -89,8 +93,9 @@ class NoteValues:
 
     def value_in(self, line: str) -> bool:
         low = line.lower()
-        return bool(_numbers(line) & self.numbers or _identifiers(line) & self.identifiers
-                    or any(q in low for q in self.quoted))
+        return bool(
+            _numbers(line) & self.numbers or _identifiers(line) & self.identifiers or any(q in low for q in self.quoted)
+        )
 
     def term_in(self, line: str) -> bool:
         return bool({t.lower() for t in TERM.findall(line)} & self.terms)

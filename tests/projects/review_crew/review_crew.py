@@ -40,13 +40,36 @@ def starts_with_summary(output):
 
 def build_crew():
     llm = LLM(model="crew-large", max_retries=0)
-    writer = Agent(role="Writer", goal="Summarise the fact", backstory="You write one-line summaries.",
-                   tools=[fetch_fact, WORD_COUNT], llm=llm, allow_delegation=False)
-    reviewer = Agent(role="Reviewer", goal="Check the summary", backstory="You check summaries against the fact.",
-                     tools=[publish], llm=llm, allow_delegation=False)
-    write = Task(name="write", description="Summarise what is on file about {topic}.", expected_output="SUMMARY: <one line>",
-                 agent=writer, guardrail=starts_with_summary, guardrail_max_retries=1)
-    review = Task(name="review", description="Check the summary; publish it if it holds.", agent=reviewer, context=[write],
-                  expected_output="Your review, ending with VERDICT: APPROVE or VERDICT: REJECT - <reason>.",
-                  guardrail="The review must end with a verdict line.")
+    writer = Agent(
+        role="Writer",
+        goal="Summarise the fact",
+        backstory="You write one-line summaries.",
+        tools=[fetch_fact, WORD_COUNT],
+        llm=llm,
+        allow_delegation=False,
+    )
+    reviewer = Agent(
+        role="Reviewer",
+        goal="Check the summary",
+        backstory="You check summaries against the fact.",
+        tools=[publish],
+        llm=llm,
+        allow_delegation=False,
+    )
+    write = Task(
+        name="write",
+        description="Summarise what is on file about {topic}.",
+        expected_output="SUMMARY: <one line>",
+        agent=writer,
+        guardrail=starts_with_summary,
+        guardrail_max_retries=1,
+    )
+    review = Task(
+        name="review",
+        description="Check the summary; publish it if it holds.",
+        agent=reviewer,
+        context=[write],
+        expected_output="Your review, ending with VERDICT: APPROVE or VERDICT: REJECT - <reason>.",
+        guardrail="The review must end with a verdict line.",
+    )
     return Crew(agents=[writer, reviewer], tasks=[write, review], process=Process.sequential, verbose=False)

@@ -12,8 +12,12 @@ def make_responder(seed):
             return '{"valid": true, "feedback": null}'
         if system.startswith("You are Writer"):
             if not tools:
-                return {"tool_calls": [{"name": "fetch_fact", "arguments": {"topic": "Elbe"}},
-                                       {"name": "word_count", "arguments": {"text": "The Elbe"}}]}
+                return {
+                    "tool_calls": [
+                        {"name": "fetch_fact", "arguments": {"topic": "Elbe"}},
+                        {"name": "word_count", "arguments": {"text": "The Elbe"}},
+                    ]
+                }
             retried = "Previous attempt failed validation" in user
             return f"SUMMARY: {tools[0]}" if seed != 2 and retried else tools[0]
         if tools:

@@ -17,7 +17,9 @@ def make_responder(seed):
             if messages[-1]["role"] != "tool":
                 return {"tool_calls": [{"name": "calculator", "arguments": {"expression": question.group(0)}}]}
             return _text(messages[-1])
-        answer = [_text(m) for m in messages if m["role"] == "assistant" and m.get("name") == "worker" and _text(m)][-1].strip()
+        answer = [_text(m) for m in messages if m["role"] == "assistant" and m.get("name") == "worker" and _text(m)][
+            -1
+        ].strip()
         if messages[-1]["role"] != "tool":
             return {"tool_calls": [{"name": "check_answer", "arguments": {"answer": answer}}]}
         said = _text(messages[-1])

@@ -35,7 +35,16 @@ def build_workflow():
     def client():
         return OpenAIChatCompletionClient(model="my-model")  # OPENAI_BASE_URL and OPENAI_API_KEY from the environment
 
-    worker = Agent(client=client(), name="worker", instructions="You are the worker. Answer the sum with the calculator.", tools=[calculator])
-    reviewer = Agent(client=client(), name="reviewer", tools=[check_answer, save_answer],
-                     instructions="You are the reviewer. Check the worker's answer; save it and say APPROVE if it is right, else say REJECT: <why>.")
+    worker = Agent(
+        client=client(),
+        name="worker",
+        instructions="You are the worker. Answer the sum with the calculator.",
+        tools=[calculator],
+    )
+    reviewer = Agent(
+        client=client(),
+        name="reviewer",
+        tools=[check_answer, save_answer],
+        instructions="You are the reviewer. Check the worker's answer; save it and say APPROVE if it is right, else say REJECT: <why>.",
+    )
     return SequentialBuilder(participants=[worker, reviewer]).build()

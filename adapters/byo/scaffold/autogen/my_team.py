@@ -8,7 +8,13 @@ from autogen_agentchat.conditions import MaxMessageTermination, TextMentionTermi
 from autogen_agentchat.teams import RoundRobinGroupChat
 from autogen_ext.models.openai import OpenAIChatCompletionClient
 
-MODEL_INFO = {"vision": False, "function_calling": True, "json_output": True, "structured_output": False, "family": "unknown"}
+MODEL_INFO = {
+    "vision": False,
+    "function_calling": True,
+    "json_output": True,
+    "structured_output": False,
+    "family": "unknown",
+}
 
 
 def calculator(expression: str) -> str:
@@ -32,9 +38,20 @@ def build_team():
     def client():
         return OpenAIChatCompletionClient(model="my-model", model_info=MODEL_INFO, max_retries=1)
 
-    worker = AssistantAgent("worker", model_client=client(), system_message="You are the worker. Answer the sum with the calculator.",
-                            tools=[calculator], reflect_on_tool_use=True)
-    reviewer = AssistantAgent("reviewer", model_client=client(), tools=[check_answer, save_answer], reflect_on_tool_use=True, max_tool_iterations=2,
-                              system_message="You are the reviewer. Check the worker's answer; save it and say APPROVE if it is right, else say REJECT: <why>.")
+    worker = AssistantAgent(
+        "worker",
+        model_client=client(),
+        system_message="You are the worker. Answer the sum with the calculator.",
+        tools=[calculator],
+        reflect_on_tool_use=True,
+    )
+    reviewer = AssistantAgent(
+        "reviewer",
+        model_client=client(),
+        tools=[check_answer, save_answer],
+        reflect_on_tool_use=True,
+        max_tool_iterations=2,
+        system_message="You are the reviewer. Check the worker's answer; save it and say APPROVE if it is right, else say REJECT: <why>.",
+    )
     done = TextMentionTermination("APPROVE", sources=["reviewer"]) | MaxMessageTermination(6)
     return RoundRobinGroupChat([worker, reviewer], termination_condition=done)

@@ -35,12 +35,35 @@ def answer_is_a_number(output):
 
 def build_crew():
     llm = LLM(model="my-model", max_retries=1)
-    worker = Agent(role="Worker", goal="Answer the question", backstory="You answer sums with the calculator.",
-                   tools=[calculator], llm=llm, allow_delegation=False)
-    reviewer = Agent(role="Reviewer", goal="Check the answer and save it when it is right", backstory="You check answers before they are saved.",
-                     tools=[check_answer, save_answer], llm=llm, allow_delegation=False)
-    answer = Task(name="answer", description="{question}", expected_output="The answer: a bare integer.", agent=worker,
-                  guardrail=answer_is_a_number, guardrail_max_retries=1)
-    review = Task(name="review", description="Check the answer to: {question} If it is right, save it with save_answer.",
-                  expected_output="Your review, ending with VERDICT: APPROVE or VERDICT: REJECT - <reason>.", agent=reviewer, context=[answer])
+    worker = Agent(
+        role="Worker",
+        goal="Answer the question",
+        backstory="You answer sums with the calculator.",
+        tools=[calculator],
+        llm=llm,
+        allow_delegation=False,
+    )
+    reviewer = Agent(
+        role="Reviewer",
+        goal="Check the answer and save it when it is right",
+        backstory="You check answers before they are saved.",
+        tools=[check_answer, save_answer],
+        llm=llm,
+        allow_delegation=False,
+    )
+    answer = Task(
+        name="answer",
+        description="{question}",
+        expected_output="The answer: a bare integer.",
+        agent=worker,
+        guardrail=answer_is_a_number,
+        guardrail_max_retries=1,
+    )
+    review = Task(
+        name="review",
+        description="Check the answer to: {question} If it is right, save it with save_answer.",
+        expected_output="Your review, ending with VERDICT: APPROVE or VERDICT: REJECT - <reason>.",
+        agent=reviewer,
+        context=[answer],
+    )
     return Crew(agents=[worker, reviewer], tasks=[answer, review], process=Process.sequential, verbose=False)

@@ -44,11 +44,21 @@ def build_graph():
 
     def worker(state):
         hint = calculator.invoke({"expression": state["question"].removeprefix("What is ").rstrip("?")})
-        reply = llm.invoke([SystemMessage("You are the worker."), HumanMessage(f"{state['question']} (calculator: {hint}) {state.get('notes', '')}")])
+        reply = llm.invoke(
+            [
+                SystemMessage("You are the worker."),
+                HumanMessage(f"{state['question']} (calculator: {hint}) {state.get('notes', '')}"),
+            ]
+        )
         return {"answer": reply.content, "hint": check_answer.invoke({"answer": reply.content})}
 
     def reviewer(state):
-        verdict = llm.invoke([SystemMessage("You are the reviewer."), HumanMessage(f"Question: {state['question']}\nAnswer: {state['answer']}\n{state['hint']}")]).content
+        verdict = llm.invoke(
+            [
+                SystemMessage("You are the reviewer."),
+                HumanMessage(f"Question: {state['question']}\nAnswer: {state['answer']}\n{state['hint']}"),
+            ]
+        ).content
         if verdict.startswith("REJECT") and not state.get("notes"):
             return Command(goto="worker", update={"verdict": verdict, "notes": verdict})
         return Command(goto="save", update={"verdict": verdict})
@@ -56,7 +66,9 @@ def build_graph():
     graph = StateGraph(State)
     graph.add_node("worker", worker)
     graph.add_node("reviewer", reviewer, destinations=("worker", "save"))
-    graph.add_node("save", lambda state: {"answer": save_answer.invoke({"answer": state["answer"]}) and state["answer"]})
+    graph.add_node(
+        "save", lambda state: {"answer": save_answer.invoke({"answer": state["answer"]}) and state["answer"]}
+    )
     graph.add_edge(START, "worker")
     graph.add_edge("worker", "reviewer")
     graph.add_edge("save", END)
