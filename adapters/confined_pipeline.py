@@ -4,11 +4,16 @@ The harness's run process keeps the model gateway (the only holder of a provider
 scripted model, the exchange journal, the run root and the sealing; it hands this side a
 `PipelineRequest` (what to run, the gateway's loopback endpoint with a placeholder key, the
 scratch directory) and gets back a `PipelineResult` as JSON: the events the pipeline's recorder
-holds, whether the fault landed, and the pipeline's exception as text. JSON, not pickle: the
-answer comes from the scored party's process, and unpickling it would run whatever it chose.
+holds, whether the fault landed, the pipeline's exception as text, and what the frameworks logged
+(AutoGen logs a provider's 401 with a page of traceback): the harness keeps that in the attempt's
+`pipeline.log`, as it did when pipelines ran in its own process, not on the terminal. JSON, not
+pickle: the answer comes from the scored party's process, and unpickling it would run whatever it
+chose.
 """
 
+import io
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass, field
@@ -19,6 +24,7 @@ from sabot.trace import Event, EventKind
 
 SOCKETS_KEPT = 10_000
 RESULT_LIMIT_BYTES = 64 << 20  # far above any run's events; a larger answer is refused, not parsed
+LOG_KEPT_CHARS = 1 << 20  # what the frameworks logged, kept up to this much (a looping run's log is the first MB)
 
 
 class ConfinementFailed(RuntimeError):
@@ -49,6 +55,7 @@ class PipelineResult:
     sockets: list = field(
         default_factory=list
     )  # [event, host, port]: every socket the pipeline's process connected or resolved
+    log: str = ""  # what the frameworks logged (WARNING and above, as the root logger lets through)
 
     def to_json(self) -> bytes:
         events = [[e.seq, e.agent, str(e.kind), e.payload] for e in self.recorder.events]
@@ -59,6 +66,7 @@ class PipelineResult:
                 "fault_landed": self.fault_landed,
                 "error": self.error,
                 "sockets": self.sockets,
+                "log": self.log,
             },
             default=str,
         ).encode()
@@ -86,7 +94,10 @@ class PipelineResult:
                 "infrastructure": bool(error["infrastructure"]),
             }
         sockets = [[str(event), str(host), str(port)] for event, host, port in doc.get("sockets", [])[:SOCKETS_KEPT]]
-        return cls(recorder, bool(doc["fault_landed"]), error, sockets)
+        log = doc.get("log", "")
+        if not isinstance(log, str):
+            raise ValueError("the pipeline's log is not text")
+        return cls(recorder, bool(doc["fault_landed"]), error, sockets, log[:LOG_KEPT_CHARS])
 
     def audit_sockets(self) -> None:
         """Raise the pipeline's socket events here as this process's own audit events (sys.audit, PEP 578),
@@ -125,6 +136,10 @@ def run_pipeline(request: PipelineRequest) -> PipelineResult:
             sockets.append([event, str(args[0]), str(args[1])])
 
     sys.addaudithook(note_socket)
+    logged = io.StringIO()
+    handler = logging.StreamHandler(logged)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)  # with a handler on the root, logging's stderr last resort stays unused
     try:
         pipeline_class = plugins.resolve_path(request.pipeline_target, f"pipeline {request.framework!r}")
         pipeline = pipeline_class(
@@ -144,4 +159,6 @@ def run_pipeline(request: PipelineRequest) -> PipelineResult:
             "message": str(exc),
             "infrastructure": isinstance(exc, infrastructure_errors()),
         }
-    return PipelineResult(recorder, fault.landed, error, sockets)
+    finally:
+        logging.getLogger().removeHandler(handler)
+    return PipelineResult(recorder, fault.landed, error, sockets, logged.getvalue()[:LOG_KEPT_CHARS])

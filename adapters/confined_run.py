@@ -7,6 +7,7 @@ of the sandbox's own; what it wrote there (regular files and directories only: a
 is not followed) is copied to the run's working directory, where the pass criterion reads it.
 """
 
+import logging
 import os
 import shutil
 import stat
@@ -16,6 +17,8 @@ from adapters.confined_pipeline import PipelineRequest, PipelineResult
 from adapters.confined_server import run_in_sandbox, sandbox_environment
 from sabot import plugins
 from sabot.parse_rules import Protocols
+
+PIPELINE_LOGGER = logging.getLogger("sabot.pipeline")
 
 
 def pipeline_modules(frameworks) -> list[str]:
@@ -53,6 +56,8 @@ def run_confined_pipeline(spec, registry, client_endpoint, run_dir: Path) -> Pip
         shutil.rmtree(scratch, ignore_errors=True)
     result = PipelineResult.from_json(answer)
     result.audit_sockets()
+    if result.log:  # into the attempt's pipeline.log (adapters.run_attempt.pipeline_log); the terminal under --debug
+        PIPELINE_LOGGER.warning("the pipeline's frameworks logged:\n%s", result.log.rstrip("\n"))
     return result
 
 
