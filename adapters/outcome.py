@@ -14,6 +14,26 @@ class RunOutcome:
     stop: dict | None = None  # the endpoint may not be called (a ProviderFailure as a dict): the cell stays missing
 
 
+def unscored_record(spec, error: str, extra: dict) -> RunRecord:
+    """The record of a run that produced no events (it failed or was stopped): `error` says why, `extra`
+    keeps its calls and exchanges. `spec`: either runner's RunSpec (run_id, framework, config, task,
+    operator, seed)."""
+    return RunRecord(
+        spec.run_id,
+        spec.framework,
+        spec.config,
+        spec.task,
+        spec.operator,
+        spec.seed,
+        (),
+        None,
+        False,
+        False,
+        error,
+        extra=extra,
+    )
+
+
 def infrastructure_errors() -> tuple[type[BaseException], ...]:
     """The errors that mean the endpoint, not the pipeline, failed: a RUN_ERROR, never a miss.
 

@@ -23,7 +23,7 @@ from adapters.gateway import (
     ProviderTaxonomy,
     Upstream,
 )
-from adapters.outcome import RunOutcome, infrastructure_errors
+from adapters.outcome import RunOutcome, infrastructure_errors, unscored_record
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
 from adapters.scripted.latency import Latency
 from adapters.scripted.server import ScriptedModelServer
@@ -32,7 +32,7 @@ from sabot import plugins, tasks
 from sabot.model_ids import downgrade_served
 from sabot.budget import Margin, RunBound
 from sabot.pricing import PriceTable, call_rows, local_price_table, totals
-from sabot.trace import EventKind, RunRecord
+from sabot.trace import EventKind
 
 # Built-in pipelines are plug-ins registered by "module:Class", imported when a run executes: loading
 # the asset definitions (and every scoring command) never pays for importing an agent framework.
@@ -247,25 +247,9 @@ def run(
             calls += call_rows(spent, prices, attempt)  # a failed attempt's calls were paid for too
     extra = {"exchanges": failed_exchanges} if failed_exchanges else {}
     # Where it failed, in the record itself: a provider wave whose every run failed is still no simulation.
-    extra["endpoint"] = (
-        replay.endpoint_label if replay is not None else (provider.label if provider else scripted("", "", "").label)
-    )
+    extra["endpoint"] = _failed_endpoint_label(replay, provider)
     extra["usage"] = _usage(calls, prices)
-    record = RunRecord(
-        spec.run_id,
-        spec.framework,
-        spec.config,
-        spec.task,
-        spec.operator,
-        spec.seed,
-        (),
-        None,
-        False,
-        False,
-        error,
-        extra=extra,
-    )
-    return RunOutcome(record, [])
+    return RunOutcome(unscored_record(spec, error, extra), [])
 
 
 def _stopped(spec: RunSpec, exc: EndpointStopped, calls: list, prices: PriceTable, replay, provider) -> RunOutcome:
@@ -273,26 +257,14 @@ def _stopped(spec: RunSpec, exc: EndpointStopped, calls: list, prices: PriceTabl
     extra = {
         "exchanges": exc.exchanges,
         "usage": _usage(calls, prices),
-        "endpoint": replay.endpoint_label
-        if replay is not None
-        else (provider.label if provider else scripted("", "", "").label),
+        "endpoint": _failed_endpoint_label(replay, provider),
     }
-    error = f"stopped: {exc.failure.message}"
-    record = RunRecord(
-        spec.run_id,
-        spec.framework,
-        spec.config,
-        spec.task,
-        spec.operator,
-        spec.seed,
-        (),
-        None,
-        False,
-        False,
-        error,
-        extra=extra,
-    )
-    return RunOutcome(record, [], exc.failure.as_dict())
+    return RunOutcome(unscored_record(spec, f"stopped: {exc.failure.message}", extra), [], exc.failure.as_dict())
+
+
+def _failed_endpoint_label(replay, provider) -> str:
+    """Where a run that never finished was sent: the replayed recording's endpoint, the provider, or the scripted model."""
+    return replay.endpoint_label if replay is not None else (provider.label if provider else scripted("", "", "").label)
 
 
 def _usage(rows: list[dict], prices: PriceTable) -> dict:

@@ -57,7 +57,7 @@ from adapters.gateway import (
     Upstream,
 )
 from adapters.gateway.policy import POLICY_DOC
-from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome
+from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome, unscored_record
 from sabot.budget import Margin
 from sabot.model_ids import served_as
 from sabot.plugins import resolve_path
@@ -496,20 +496,7 @@ def run_project(
     extra = {"exchanges": failed_exchanges} if failed_exchanges else {}
     extra["endpoint"] = replay.endpoint_label if replay is not None else _endpoint_label()
     extra["usage"] = usage_of_calls(calls, prices)
-    record = RunRecord(
-        spec.run_id,
-        spec.framework,
-        spec.config,
-        spec.task,
-        spec.operator,
-        spec.seed,
-        (),
-        None,
-        False,
-        False,
-        error,
-        extra=extra,
-    )
+    record = unscored_record(spec, error, extra)
     return RunOutcome(record, [])
 
 
