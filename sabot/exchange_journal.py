@@ -12,6 +12,7 @@ shows its calls under the killed attempt. A finished attempt's journal is sealed
 import json
 import os
 import threading
+import time
 from pathlib import Path
 
 from sabot import runroot
@@ -22,6 +23,9 @@ from sabot.trace import RunRecord
 
 JOURNAL_FILE = "exchanges.jsonl"
 KILLED = "killed: the run's process died before it finished"
+# A run whose command died ends within seconds (it dies with its parent; the command's watcher sweeps
+# the rest), but the next command may start sooner: that long, a run of a slot no command holds is let end.
+ORPHAN_GRACE_SECONDS = 10.0
 
 
 class ExchangeJournal:
@@ -85,7 +89,10 @@ def finish_killed(root: Path, wave: str, probe, operator: str | None, prices: Pr
         return finished  # a live command holds the slot: its run may still be writing
     for directory in runroot.unfinished_attempts(root, wave, probe, operator):
         header, entries = read_journal(directory)
-        if header is None or not runroot.holder_gone(header["holder"], host):
+        if header is None:
+            _remove_if_never_begun(directory)
+            continue
+        if not _gone_within_grace(header["holder"], host):
             continue
         exchanges = [x for _, x in entries]
         rows = [row for attempt, x in entries for row in call_rows([x], prices, attempt)]
@@ -121,3 +128,24 @@ def finish_killed(root: Path, wave: str, probe, operator: str | None, prices: Pr
         )
         finished.append(directory)
     return finished
+
+
+def _gone_within_grace(holder: str, host: str) -> bool:
+    """Whether the run's process is gone, waiting up to ORPHAN_GRACE_SECONDS for one whose command died
+    (the caller holds that no live command claims the slot); another host's is never judged here."""
+    deadline = time.monotonic() + ORPHAN_GRACE_SECONDS
+    while not runroot.holder_gone(holder, host):
+        if holder.rpartition(":")[0] != host or time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _remove_if_never_begun(directory: Path) -> None:
+    """An attempt directory a kill left empty, in the instant between its creation and its journal's first
+    line, holds nothing: no call was made, no answer given. It is removed (only while empty), so the
+    slot's history lists attempts that began."""
+    try:
+        directory.rmdir()
+    except OSError:
+        pass  # not empty: something began there after all; left as it is

@@ -284,7 +284,17 @@ def holder_gone(holder: str, host: str) -> bool:
         return True
     except PermissionError:
         return False
-    return False
+    return _zombie(int(pid))
+
+
+def _zombie(pid: int) -> bool:
+    """A killed process its new parent has not reaped yet: it runs nothing any more. (Linux /proc;
+    elsewhere a live pid is taken as alive.)"""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].startswith(("Z", "X"))
 
 
 def claim_record(root: Path, wave: str, probe: Probe, operator: str | None) -> dict | None:

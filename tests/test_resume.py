@@ -45,6 +45,10 @@ def _attempt_dirs(var: Path) -> dict[str, list[tuple[str, bool]]]:
     return out
 
 
+def _began(var: Path, slot: str, attempt: str) -> bool:
+    return (var / "runroot" / slot / attempt / "exchanges.jsonl").exists()
+
+
 @pytest.fixture(scope="module")
 def var(tmp_path_factory):
     return tmp_path_factory.mktemp("resume")
@@ -77,14 +81,15 @@ def test_a_wave_killed_mid_way_resumes_without_repeating_a_finished_run(var):
     assert len(after) == SLOTS
     for slot in finished:  # zero repeated model calls: no new attempt was even started
         assert after[slot] == before[slot] and [done for _, done in after[slot]] == [True]
-    killed = {
-        slot: [name for name, done in tries if not done] for slot, tries in before.items()
-    }  # in flight at the kill
-    for (
-        slot,
-        tries,
-    ) in after.items():  # a killed attempt is finished from its journal as 'stopped'; one more run completes the slot
-        assert [done for _, done in tries].count(True) - len(killed.get(slot, [])) == 1, (slot, tries)
+    killed = {  # in flight at the kill, and begun: their journal has its first line
+        slot: [name for name, done in tries if not done and _began(var, slot, name)] for slot, tries in before.items()
+    }
+    for slot, tries in after.items():
+        # A killed attempt that began is finished from its journal as 'stopped' (one killed in the instant
+        # before its journal's first line held nothing and is gone); one more run completes the slot.
+        assert [name for name, done in tries if not done] == [], (slot, tries)
+        assert len(tries) - len(killed.get(slot, [])) == 1, (slot, tries)
+        assert all(name in dict(tries) for name in killed.get(slot, [])), (slot, tries)
 
     with connect(var / "sabot.duckdb", read_only=True) as con:
         runs = con.execute(

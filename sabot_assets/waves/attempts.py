@@ -43,21 +43,24 @@ def ingest_pending(
     dagster_run_id: str,
     refused: dict | None = None,
     skip=frozenset(),
-    prices: PriceTable | None = None,
 ) -> int:
     """Ingest every finished, sealed attempt of these slots that the store does not hold yet (but those in
-    `skip`: attempts the step ingests itself). With `prices`, attempts whose process was killed are first
-    finished as `stopped` from their exchange journal, so the calls they were answered are stored and counted."""
+    `skip`: attempts the step ingests itself)."""
     done = 0
     for operator, probe in slots:
-        if prices is not None:
-            finish_killed(run_root, wave, probe, operator, prices)
         for directory in runroot.finished_attempts(run_root, wave, probe, operator):
             if directory in skip:
                 continue
             attempt = sealed_attempt(run_root, directory, refused)
             done += ingest_attempt(con, attempt, dagster_run_id) if attempt else 0
     return done
+
+
+def finish_killed_attempts(run_root: Path, wave: str, slots, prices: PriceTable) -> int:
+    """Finish, as `stopped` from their exchange journals, the attempts of these slots whose process was
+    killed, so the calls they were answered are stored and counted. Touches the run root only, so a held
+    store lock never leaves a killed attempt unfinished while its slot runs again."""
+    return sum(len(finish_killed(run_root, wave, probe, operator, prices)) for operator, probe in slots)
 
 
 def reusable_attempts(run_root: Path, wave: str, slots, identity, refused: dict | None = None) -> dict:

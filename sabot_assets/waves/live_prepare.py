@@ -16,7 +16,13 @@ from sabot_assets.constants import REPLAY_TAG, RERUN_TAG, RUNNER_VERSION, SCHEDU
 from sabot_assets.resources import store_connection
 from sabot.budget import LedgerBreaker
 from sabot_assets.waves.budget import spend_is_capped, step_breaker
-from sabot_assets.waves.attempts import attempts_made_by, ingest_pending, reusable_attempts, run_root_of
+from sabot_assets.waves.attempts import (
+    attempts_made_by,
+    finish_killed_attempts,
+    ingest_pending,
+    reusable_attempts,
+    run_root_of,
+)
 from sabot_assets.waves.step_plan import StepPlan
 
 if (
@@ -47,6 +53,11 @@ def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, a
     plan = StepPlan(wave.name, asset, identity, keys, rerun=rerun, replaying=replaying)
     scheduled_by = context.run.tags.get(SCHEDULED_TAG)  # the wave's schedule ran these: settle, launch nothing
     made = attempts_made_by(run_root, wave.name, [_slot(t) for t in runnable], scheduled_by) if scheduled_by else {}
+    stopped = finish_killed_attempts(
+        run_root, wave.name, [_slot(t) for t in runnable], PriceTable.from_registry(registry)
+    )
+    if stopped:
+        context.log.info(f"{asset}: {stopped} attempt(s) killed in flight finished as stopped from their journals")
     try:
         with store_connection(
             store
@@ -59,7 +70,6 @@ def prepare(context, store: DuckDBResource, registry: Registry, wave: WaveDef, a
                 context.run_id,
                 plan.refused,
                 skip=set(made.values()),
-                prices=PriceTable.from_registry(registry),
             )
         if swept:
             context.log.info(f"{asset}: ingested {swept} finished attempt(s) from the run root ({run_root})")
