@@ -91,19 +91,15 @@ def test_an_answer_is_json_of_one_form_or_refused_naming_what_is_wrong():
 def test_a_runs_answer_is_checked_field_by_field():
     good = {
         "events": [[1, "drafter", "tool_call", {"tool": "x"}]],
-        "tools_seen": ["lookup"],
         "tools_wrapped": ["lookup"],
-        "fault": {"attempts": 1, "acted": 0, "evidence": [], "landed": False, "served_target": False},
         "pass": {"passed": True, "output": "ok"},
     }
     read = run_answer(good)
-    assert read["tools_seen"] == {"lookup"} and read["events"] == [(1, "drafter", "tool_call", {"tool": "x"})]
+    assert read["tools_wrapped"] == ["lookup"] and read["events"] == [(1, "drafter", "tool_call", {"tool": "x"})]
     assert run_answer({"infrastructure": "ConnectionError: refused"}) == {"infrastructure": "ConnectionError: refused"}
     for broken, named in (
         ({**good, "events": [[1, "drafter", "tool_call", "not a dict"]]}, "event 0"),
-        ({**good, "fault": {**good["fault"], "landed": "yes"}}, "fault 'landed'"),
-        ({**good, "fault": {**good["fault"], "attempts": True}}, "fault 'attempts'"),
-        ({**good, "tools_seen": "lookup"}, "'tools_seen'"),
+        ({**good, "tools_wrapped": "lookup"}, "'tools_wrapped'"),
         ({**good, "pass": {"passed": 1, "output": "ok"}}, "'pass'"),
         ({"infrastructure": 3}, "'infrastructure'"),
         ([], "not a JSON object"),

@@ -7,9 +7,6 @@ never raise something unexpected in the harness.
 """
 
 from adapters.byo.confine import AnswerRefused
-from adapters.byo.seams import SeamFault
-
-FAULT_STATE_TYPES = {"attempts": int, "acted": int, "evidence": list, "landed": bool, "served_target": bool}
 
 
 def _require(holds: bool, what: str) -> None:
@@ -27,7 +24,7 @@ def _whole(value) -> bool:
 
 def run_answer(doc) -> dict:
     """One run's answer (adapters.byo.runner._in_pipeline_process), its fields of the types the
-    record needs: events as (clock, agent, kind, payload), tools seen as a set, the verdict as
+    record needs: events as (clock, agent, kind, payload), the tools wrapped, the verdict as
     {"passed", "output"}; or {"infrastructure": text}."""
     _require(isinstance(doc, dict), "not a JSON object")
     if "infrastructure" in doc:
@@ -45,19 +42,7 @@ def run_answer(doc) -> dict:
             and isinstance(event[3], dict),
             f"event {i} is not [clock, agent, kind, payload]",
         )
-    fault = doc.get("fault")
-    _require(
-        isinstance(fault, dict) and set(SeamFault.STATE) <= set(fault),
-        f"'fault' does not hold {', '.join(SeamFault.STATE)}",
-    )
-    for name, kind in FAULT_STATE_TYPES.items():
-        _require(
-            isinstance(fault[name], kind) and (kind is bool or not isinstance(fault[name], bool)),
-            f"fault {name!r} is not {kind.__name__}",
-        )
-    _require(_texts(fault["evidence"]), "fault 'evidence' is not a list of text")
-    for name in ("tools_seen", "tools_wrapped"):
-        _require(_texts(doc.get(name)), f"{name!r} is not a list of text")
+    _require(_texts(doc.get("tools_wrapped")), "'tools_wrapped' is not a list of text")
     verdict = doc.get("pass")
     _require(
         isinstance(verdict, dict)
@@ -67,8 +52,6 @@ def run_answer(doc) -> dict:
     )
     return {
         "events": [tuple(event) for event in events],
-        "fault": {name: fault[name] for name in SeamFault.STATE},
-        "tools_seen": set(doc["tools_seen"]),
         "tools_wrapped": list(doc["tools_wrapped"]),
         "pass": {"passed": verdict["passed"], "output": verdict["output"]},
     }

@@ -1,4 +1,5 @@
-"""The model-endpoint seam: the fault layer, an OpenAI-compatible hop in front of the run's model gateway.
+"""The model-endpoint seam: the fault layer, an OpenAI-compatible hop in front of the run's model gateway,
+and the harness's end of the tool seam's channel (adapters/byo/tool_channel.py).
 
 The team's pipeline is pointed here through the OpenAI SDK's own environment (OPENAI_BASE_URL,
 OPENAI_API_KEY holding a placeholder), so no line of its code changes. Each request is attributed
@@ -23,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 
 from adapters.byo.seams import SeamFault
+from adapters.byo.tool_channel import CLAIM_PATH, RESULT_PATH, ChannelRefused, read_claim, read_result
 from adapters.http_reply import send_reply
 from sabot.recorder import Recorder
 from sabot.trace import EventKind
@@ -125,7 +127,23 @@ class _Handler(BaseHTTPRequestHandler):
                     {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}}
                 ).encode(),
             )
+        path = self.path.split("?", 1)[0]
+        if path in (CLAIM_PATH, RESULT_PATH):
+            return self._tool_channel(path, body)
         self._forward(body if isinstance(body, dict) else None)
+
+    def _tool_channel(self, path: str, body) -> None:
+        """A wrapped tool's question (adapters/byo/tool_channel.py), answered by the run's fault here."""
+        fault = self.server.owner.layer.fault
+        try:
+            if path == CLAIM_PATH:
+                replace = fault.claim(*read_claim(body))
+            else:
+                replace = fault.replacement(*read_result(body))
+        except ChannelRefused as exc:
+            error = {"error": {"message": str(exc), "type": "invalid_request_error"}}
+            return self._send(400, "application/json", json.dumps(error).encode())
+        self._send(200, "application/json", json.dumps({"replace": replace}).encode())
 
     def _forward(self, body):
         proxy = self.server.owner

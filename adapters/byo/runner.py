@@ -23,6 +23,7 @@ RUN_ERROR.
 """
 
 import contextlib
+import dataclasses
 import functools
 import io
 import json
@@ -45,6 +46,7 @@ from adapters.byo.errors import TeamCodeError, team_code_error
 from adapters.byo.proxy import AGENT_HEADER, UNATTRIBUTED, FaultLayer, FaultProxy
 from adapters.byo.seams import SeamFault
 from adapters.byo.surfaces import Acts
+from adapters.byo.tool_channel import ToolChannel
 from adapters.byo.tools import WrappedTools
 from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV, provider_from_env
 from adapters.gateway import (
@@ -234,18 +236,17 @@ def project_registry(project: Project):
     return ProjectRegistry(project)
 
 
-def _in_pipeline_process(
-    project: Project, operator: str | None, spec: dict | None, seed: int, run_dir: Path, base_url: str
-) -> dict:
+def _in_pipeline_process(project: Project, run_dir: Path, base_url: str) -> dict:
     """Everything the team's code does in one run, in the pipeline's own process (adapters.byo.confine):
-    build the factory, wrap the tools, run the pipeline against `base_url`, apply the pass criterion."""
+    build the factory, wrap the tools, run the pipeline against `base_url`, apply the pass criterion.
+    Never handed the run's fault (its operator, spec or ground truth): the wrapped tools ask the harness
+    at `base_url` (adapters/byo/tool_channel.py), as the model calls go through it."""
     recorder, where = StampedRecorder(), _Where()
-    fault = SeamFault(operator, spec, recorder)
     with contextlib.ExitStack() as stack:
         stack.enter_context(importable(project))
         stack.enter_context(pipeline_process(project, run_dir, base_url))
         pipeline, module = build(project)
-        tools = WrappedTools(pipeline, module, fault, lambda: where.node)
+        tools = WrappedTools(pipeline, module, ToolChannel(base_url), lambda: where.node)
         stack.callback(tools.restore)
         try:
             output = FRAMEWORKS[project.framework].run(
@@ -264,11 +265,14 @@ def _in_pipeline_process(
     # Handed back as JSON (adapters.byo.confine), read back by adapters.byo.answer.run_answer.
     return {
         "events": recorder.stamped(),
-        "fault": fault.state(),
-        "tools_seen": sorted(tools.seen),
         "tools_wrapped": sorted(tools.names),
         "pass": {"passed": bool(result.passed), "output": result.output},
     }
+
+
+def without_operators(project: Project) -> Project:
+    """The project as the pipeline's process gets it: no operator, so no fault spec and no ground truth."""
+    return dataclasses.replace(project, operators={})
 
 
 def _source_of(project: Project, target: str) -> str:
@@ -370,7 +374,7 @@ def execute(
         if spent is not None:
             stack.callback(lambda: spent.extend(gateway.exchanges))
         proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
-        work = functools.partial(_in_pipeline_process, project, operator, spec, seed, run_dir, proxy.base_url)
+        work = functools.partial(_in_pipeline_process, without_operators(project), run_dir, proxy.base_url)
         try:
             child = confined_result(project, work, policy, (provider.api_key,) if provider else (), run_dir)
         except TeamCodeError:
@@ -387,14 +391,12 @@ def execute(
         exchanges = [
             {**x, "agent": (x.get("headers") or {}).get(AGENT_HEADER.lower(), UNATTRIBUTED)} for x in gateway.exchanges
         ]
-    if fault.seam == "tool":  # the tool seam is in the pipeline's process: what it did comes back as data
-        fault.adopt(child["fault"])
     result = PassResult(**child["pass"])
     events = merged(recorder.stamped(), child["events"])
     events.record("emit", "verdict", task_passed=result.passed)
     injection = {
         **fault.summary(),
-        "why_not": fault.why_not(child["tools_seen"], layer.agents_seen),
+        "why_not": fault.why_not(fault.tools_seen, layer.agents_seen),
         "tools_wrapped": child["tools_wrapped"],
         "agents_seen": sorted(layer.agents_seen),
     }

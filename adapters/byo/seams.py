@@ -51,6 +51,7 @@ class SeamFault:
         self.evidence: list[str] = []
         self.landed = False
         self.served_target = False
+        self.tools_seen: set[str] = set()  # the tools called through their objects, as the harness saw them
 
     def _may_act(self) -> bool:
         return not self.landed or self.duration == "persists"
@@ -59,16 +60,6 @@ class SeamFault:
         self.landed = True
         self.acted += 1
         self.evidence.append(f"{evidence} (act {self.acted}, {self.duration})")
-
-    STATE = ("attempts", "acted", "evidence", "landed", "served_target")
-
-    def state(self) -> dict:
-        """What the fault did, as data: handed from the process that hosted its seam to the run's record."""
-        return {name: getattr(self, name) for name in self.STATE}
-
-    def adopt(self, state: dict) -> None:
-        for name in self.STATE:
-            setattr(self, name, state[name])
 
     def summary(self) -> dict:
         """The fault's part of the cell's evidence: its seam, how long it acts, what it did."""
@@ -80,50 +71,68 @@ class SeamFault:
             "evidence": list(self.evidence),
         }
 
-    # -- the tool seam -------------------------------------------------------------------------
+    # -- the tool seam (called by the proxy for the pipeline's wrapped tools, adapters/byo/tool_channel.py) --
 
-    def claims(self, name: str) -> bool:
-        """Whether this call of tool `name` is answered with the claim, the tool not run."""
-        return self.seam == "tool" and self.spec.get("tool") == name and "claim" in self.spec and self._may_act()
-
-    def call_tool(self, agent: str, name: str, args, run):
-        """A wrapped tool's call: run it (or not), perturb the result, record what the caller got."""
-        mine = self.seam == "tool" and self.spec.get("tool") == name and self._may_act()
-        if mine and "claim" in self.spec:
+    def claim(self, agent: str, name: str, args) -> str | None:
+        """A wrapped tool's call, before it runs: the claim its caller receives instead (the tool not run), or None."""
+        with self.lock:
+            self.tools_seen.add(name)
+            if not (self._targets_tool(name) and "claim" in self.spec):
+                return None
             self.attempts += 1
             reply = self.spec["claim"]
             self._acted(f"{name} was not run; its caller received the claim {reply!r}")
+        self.recorder.record(
+            agent,
+            EventKind.TOOL_CALL,
+            tool=name,
+            injected=True,
+            operator=self.operator,
+            args=jsonable(args),
+            output=reply,
+        )
+        return reply
+
+    def replacement(self, agent: str, name: str, args, text: str | None, output) -> str | None:
+        """After a wrapped tool ran (`text`: its result when that is text; `output`: the result as data):
+        the result its caller receives instead, or None for the result as it is."""
+        with self.lock:
+            self.tools_seen.add(name)
+            perturbed = None
+            if self._targets_tool(name) and text is not None:
+                self.attempts += 1
+                perturbed = self._perturb_text(text)
+                if perturbed is not None:
+                    self._acted(f"{name} returned the perturbed result to its caller")
+        if perturbed is not None:
             self.recorder.record(
                 agent,
                 EventKind.TOOL_CALL,
                 tool=name,
                 injected=True,
                 operator=self.operator,
-                args=_jsonable(args),
-                output=reply,
+                args=jsonable(args),
+                output=perturbed,
             )
-            return reply
-        result = run()
-        text = result if isinstance(result, str) else None
-        if mine and text is not None:
-            self.attempts += 1
-            perturbed = self._perturb_text(text)
-            if perturbed is not None:
-                self._acted(f"{name} returned the perturbed result to its caller")
-                self.recorder.record(
-                    agent,
-                    EventKind.TOOL_CALL,
-                    tool=name,
-                    injected=True,
-                    operator=self.operator,
-                    args=_jsonable(args),
-                    output=perturbed,
-                )
-                return perturbed
+            return perturbed
         self.recorder.record(
-            agent, EventKind.TOOL_CALL, tool=name, injected=False, args=_jsonable(args), output=_jsonable(result)
+            agent, EventKind.TOOL_CALL, tool=name, injected=False, args=jsonable(args), output=jsonable(output)
         )
-        return result
+        return None
+
+    def result(self, agent: str, name: str, args, value):
+        """The result a wrapped tool's caller receives for `value`, what the tool returned."""
+        text = value if isinstance(value, str) else None
+        replaced = self.replacement(agent, name, args, text, value)
+        return value if replaced is None else replaced
+
+    def call_tool(self, agent: str, name: str, args, run):
+        """A wrapped tool's call in one process: run it (or not), perturb the result, record what the caller got."""
+        claimed = self.claim(agent, name, args)
+        return claimed if claimed is not None else self.result(agent, name, args, run())
+
+    def _targets_tool(self, name: str) -> bool:
+        return self.seam == "tool" and self.spec.get("tool") == name and self._may_act()
 
     def _perturb_text(self, text: str) -> str | None:
         if "result" in self.spec:
@@ -226,11 +235,11 @@ def _replace_in_messages(body: dict, find: str, replace: str, everywhere: bool) 
     return altered, True
 
 
-def _jsonable(value):
+def jsonable(value):
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return str(value)

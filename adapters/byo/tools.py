@@ -63,9 +63,11 @@ def tool_objects(pipeline, module) -> list:
 
 
 class WrappedTools:
-    def __init__(self, pipeline, module, fault, who):
-        self.fault, self.who = fault, who
-        self.seen: set[str] = set()
+    """The pipeline's tool objects, each call routed through `seam`: the run's SeamFault in one process,
+    or, in a team pipeline's process, the channel to the harness that holds it (adapters/byo/tool_channel.py)."""
+
+    def __init__(self, pipeline, module, seam, who):
+        self.seam, self.who = seam, who
         self._saved: list[tuple[object, str, object]] = []
         self.names: set[str] = set()  # every tool wrapped, kept after restore() for the record
         for obj in tool_objects(pipeline, module):
@@ -80,18 +82,21 @@ class WrappedTools:
 
             @functools.wraps(real)
             async def async_wrapper(*args, **kwargs):
-                self.seen.add(name)
-                if self.fault.claims(name):
-                    return self.fault.call_tool(self.who(), name, kwargs or args, lambda: None)
-                value = await real(*args, **kwargs)
-                return self.fault.call_tool(self.who(), name, kwargs or args, lambda: value)
+                called = kwargs or args
+                claimed = self.seam.claim(self.who(), name, called)
+                if claimed is not None:
+                    return claimed
+                return self.seam.result(self.who(), name, called, await real(*args, **kwargs))
 
             return async_wrapper
 
         @functools.wraps(real)
         def wrapper(*args, **kwargs):
-            self.seen.add(name)
-            return self.fault.call_tool(self.who(), name, kwargs or args, lambda: real(*args, **kwargs))
+            called = kwargs or args
+            claimed = self.seam.claim(self.who(), name, called)
+            if claimed is not None:
+                return claimed
+            return self.seam.result(self.who(), name, called, real(*args, **kwargs))
 
         return wrapper
 
