@@ -82,15 +82,7 @@ class SeamFault:
             self.attempts += 1
             reply = self.spec["claim"]
             self._acted(f"{name} was not run; its caller received the claim {reply!r}")
-        self.recorder.record(
-            agent,
-            EventKind.TOOL_CALL,
-            tool=name,
-            injected=True,
-            operator=self.operator,
-            args=jsonable(args),
-            output=reply,
-        )
+        self._record_tool(agent, name, args, reply, injected=True)
         return reply
 
     def replacement(self, agent: str, name: str, args, text: str | None, output) -> str | None:
@@ -104,21 +96,21 @@ class SeamFault:
                 perturbed = self._perturb_text(text)
                 if perturbed is not None:
                     self._acted(f"{name} returned the perturbed result to its caller")
-        if perturbed is not None:
-            self.recorder.record(
-                agent,
-                EventKind.TOOL_CALL,
-                tool=name,
-                injected=True,
-                operator=self.operator,
-                args=jsonable(args),
-                output=perturbed,
-            )
-            return perturbed
+        self._record_tool(agent, name, args, output if perturbed is None else perturbed, injected=perturbed is not None)
+        return perturbed
+
+    def _record_tool(self, agent: str, name: str, args, output, injected: bool) -> None:
+        """The tool call as its caller met it: what it received, and whether the fault put it there."""
+        planted = {"operator": self.operator} if injected else {}
         self.recorder.record(
-            agent, EventKind.TOOL_CALL, tool=name, injected=False, args=jsonable(args), output=jsonable(output)
+            agent,
+            EventKind.TOOL_CALL,
+            tool=name,
+            injected=injected,
+            **planted,
+            args=jsonable(args),
+            output=jsonable(output),
         )
-        return None
 
     def result(self, agent: str, name: str, args, value):
         """The result a wrapped tool's caller receives for `value`, what the tool returned."""
