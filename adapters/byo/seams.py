@@ -86,8 +86,9 @@ class SeamFault:
         return reply
 
     def replacement(self, agent: str, name: str, args, text: str | None, output) -> str | None:
-        """After a wrapped tool ran (`text`: its result when that is text; `output`: the result as data):
+        """After a wrapped tool ran (`text`: its result when that is text; else `output`, the result as data):
         the result its caller receives instead, or None for the result as it is."""
+        output = text if text is not None else output
         with self.lock:
             self.tools_seen.add(name)
             perturbed = None

@@ -67,6 +67,12 @@ class ToolChannel:
         text = _text(value)
         replaced = self._ask(
             RESULT_PATH,
-            {"agent": agent, "tool": name, "args": jsonable(args), "text": text, "output": jsonable(value)},
+            {
+                "agent": agent,
+                "tool": name,
+                "args": jsonable(args),
+                "text": text,
+                "output": None if text is not None else jsonable(value),
+            },
         )
         return value if replaced is None else replaced
