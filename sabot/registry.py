@@ -179,7 +179,7 @@ class Registry:
         """Refuse to score against a store that pinned another registration of these rules
         (`open_store()`: a context manager yielding a connection). The lock lives beside the rules,
         so the store pins each registered file's sha256 when it first meets it (`pin_standard`).
-        A project adds its own pin (`sabot.projects`)."""
+        A project adds its own pin (`sabot.project_registry`)."""
         with open_store() as con:
             pin_standard(con, self.standard_hashes)
 
@@ -290,7 +290,7 @@ class Registry:
 # -- the standard's registration pinned in the store ---------------------------------------------
 # The lock lives in the code tree beside the rules it freezes: whoever can edit a rule can edit the
 # lock too, and the lock check alone then passes. The store keeps its own copy of every registered
-# file's sha256 from the first time it met that file (as it does a project's, `sabot.projects`), so
+# file's sha256 from the first time it met that file (as it does a project's, `sabot.project_registry`), so
 # runs and verdicts already stored are never scored again under a rule registered anew. New files
 # (a new dated version under a new name, the only way the standard changes) are pinned as they
 # appear; a pinned file whose registered bytes moved, or that is gone, is refused naming the lock.

@@ -4,9 +4,10 @@ failed run, never as a hurt harness or a forged pass.
 The boundary is bubblewrap (Debian's `bubblewrap`, `bwrap`), run by the harness; nothing is
 hand-rolled. Inside it the code gets:
 
-- a minimal READ-ONLY view: the interpreter, the shared libraries it and its standard-library
-  extension modules load (found with ldd), and the standard library with site-packages masked.
-  No project tree, no store, no `data/`, no harness venv, no /etc, /root, /home or /usr/bin;
+- a minimal READ-ONLY view (`sabot.sandbox_view`): the interpreter, the shared libraries it and
+  its standard-library extension modules load (found with ldd), and the standard library with
+  site-packages masked. No project tree, no store, no `data/`, no harness venv, no /etc, /root,
+  /home or /usr/bin;
 - ONE writable tmpfs, /tmp, of `TMPFS_SIZE` bytes: cwd, HOME and TMPDIR;
 - no network (a fresh network namespace with only its own loopback), its own PID, IPC and UTS
   namespaces, every process dying with the run (`--die-with-parent`, the PID namespace's init);
@@ -20,7 +21,7 @@ hand-rolled. Inside it the code gets:
 - a seccomp filter (`sabot.sandbox_seccomp`) loaded by bwrap before the interpreter starts;
 - an audit hook in the child: defence in depth only, for clear errors on ordinary mischief.
 
-Without bwrap nothing runs: `SandboxUnavailable` is raised, there is no fallback.
+Without bwrap nothing runs: `SandboxUnavailable` (`sabot.sandbox_view`) is raised, there is no fallback.
 
 `run_calls` is how a pass is decided without trusting the code: the child returns what the
 solution returned for given inputs, as data, and the caller compares against expected values that
@@ -29,8 +30,6 @@ can turn a wrong answer into a pass.
 """
 
 import base64
-import functools
-import glob
 import json
 import math
 import os
@@ -39,8 +38,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +46,7 @@ from pathlib import Path
 
 from sabot import sandbox_memory
 from sabot.sandbox_seccomp import filter_bpf
+from sabot.sandbox_view import SandboxUnavailable, read_only_view
 
 BWRAP = "bwrap"
 INSTALL_HINT = "install Debian's bubblewrap (`apt-get install bubblewrap`; scripts/setup.sh does)"
@@ -58,14 +56,9 @@ OPEN_FILES_LIMIT = 64
 PROCESS_LIMIT = 16  # for the run's own uid: enforced by the kernel because that uid is not root
 BWRAP_PROCESSES = 2  # bwrap's own, outside and as the sandbox's init: root's, so not counted above
 UID_RANGE = (200_000, 300_000)  # a fresh uid per run: concurrent runs never share a process count
-GLIBC_STUBS = ("libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1")
 CHILD = Path(__file__).with_name("sandbox_child.py")
 # bwrap exits 128 + N when the command was killed by signal N.
 SIGNAL_BASE = 128
-
-
-class SandboxUnavailable(RuntimeError):
-    """The sandbox tool is missing or unusable here: generated code is refused, never run unconfined."""
 
 
 @dataclass(frozen=True)
@@ -170,7 +163,7 @@ def _run(
     max_output: int,
 ) -> SandboxResult:
     bwrap = require_sandbox()
-    python, view = _view()
+    python, view = read_only_view()
     uid = str(secrets.randbelow(UID_RANGE[1] - UID_RANGE[0]) + UID_RANGE[0])
     with tempfile.TemporaryDirectory(prefix="sabot-sandbox-") as tmp:
         base = Path(tmp)  # the harness's side only: never bound into the sandbox
@@ -329,83 +322,6 @@ def _supervise(
         memory_bounded_by=cgroup.label if cgroup else "per-process limits",
         memory_peak=cgroup.peak() if cgroup else None,
     )
-
-
-@functools.cache
-def _view() -> tuple[str, tuple[str, ...]]:
-    """The interpreter's path and the bwrap arguments of the read-only view, computed once."""
-    python = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
-    paths = sysconfig.get_paths(
-        vars={
-            "base": sys.base_prefix,
-            "platbase": sys.base_prefix,
-            "installed_base": sys.base_prefix,
-            "installed_platbase": sys.base_prefix,
-        }
-    )
-    stdlib = {paths["stdlib"], paths["platstdlib"]}
-    masked = sorted(
-        {paths["purelib"], paths["platlib"]} & {p for p in (paths["purelib"], paths["platlib"]) if os.path.isdir(p)}
-    )
-    args: list[str] = []
-    seen: set[str] = set()
-    for path in [python, *_shared_libraries(python, stdlib)]:
-        _mirror(path, args, seen)
-    for path in sorted(stdlib):
-        _mirror(path, args, seen)
-    for path in masked:  # other packages of the machine's Python: not the solution's business
-        args += ["--tmpfs", path, "--remount-ro", path]
-    return python, tuple(args)
-
-
-def _shared_libraries(python: str, stdlib: set[str]) -> list[str]:
-    """Every shared library the interpreter and its standard-library extension modules load (ldd)."""
-    binaries = [python, *sorted(p for d in stdlib for p in glob.glob(os.path.join(d, "lib-dynload", "*.so")))]
-    ldd = shutil.which("ldd")
-    if ldd is None:
-        raise SandboxUnavailable("ldd is not on PATH: the sandbox's library view cannot be computed")
-    found = set()
-    for i in range(0, len(binaries), 40):
-        out = subprocess.run([ldd, *binaries[i : i + 40]], capture_output=True, text=True, check=False).stdout
-        for line in out.splitlines():
-            words = line.split()
-            if "=>" in words and len(words) > words.index("=>") + 1 and words[words.index("=>") + 1].startswith("/"):
-                found.add(words[words.index("=>") + 1])
-            elif words and words[0].startswith("/") and not words[0].endswith(":"):
-                found.add(words[0])  # the dynamic loader itself
-    libc_dirs = {os.path.dirname(p) for p in found if os.path.basename(p) == "libc.so.6"}
-    # The C library's compatibility stubs, which older native code still links against.
-    found |= {os.path.join(d, n) for d in libc_dirs for n in GLIBC_STUBS if os.path.exists(os.path.join(d, n))}
-    return sorted(found)
-
-
-def _mirror(path: str, args: list[str], seen: set[str]) -> None:
-    """bwrap arguments that make `path` resolve inside as it does outside: each symlink on the way
-    re-created, the file or directory at the end bound read-only."""
-    parts = Path(os.path.normpath(path)).parts
-    for i in range(2, len(parts) + 1):
-        prefix = os.path.join(*parts[:i])
-        if os.path.islink(prefix):
-            if prefix not in seen:
-                _parents(parts[:i], args, seen)
-                seen.add(prefix)
-                args += ["--symlink", os.readlink(prefix), prefix]
-            target = os.path.join(os.path.dirname(prefix), os.readlink(prefix), *parts[i:])
-            _mirror(os.path.normpath(target), args, seen)
-            return
-    if path not in seen and os.path.exists(path):
-        _parents(parts, args, seen)
-        seen.add(path)
-        args += ["--ro-bind", path, path]
-
-
-def _parents(parts: tuple[str, ...], args: list[str], seen: set[str]) -> None:
-    """Create the parent directories 0755 first: bwrap would make them 0700, unreadable after the drop."""
-    for i in range(2, len(parts)):
-        parent = os.path.join(*parts[:i])
-        if parent not in seen:
-            seen.add(parent)
-            args += ["--perms", "0755", "--dir", parent]
 
 
 def address_space_limit(memory_mb: int, cgroup: sandbox_memory.MemoryCgroup | None) -> int:

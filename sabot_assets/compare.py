@@ -39,7 +39,8 @@ class Side:
 
     @classmethod
     def of(cls, target: str, store: Path) -> "Side":
-        from sabot.projects import PROJECT_DIR, ProjectRegistry
+        from sabot.project_registry import ProjectRegistry
+        from sabot.projects import PROJECT_DIR
 
         if (Path(target) / PROJECT_DIR / "project.json").is_file():
             registry = ProjectRegistry.from_dir(target)

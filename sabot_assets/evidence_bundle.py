@@ -36,13 +36,13 @@ from sabot import runroot, seal
 from sabot.corpus_export import RUNS_DIR, cell_dir, export_wave
 from sabot.matrix import Probe
 from sabot.provenance import kinds, provenance_label
+from sabot.project_registry import ProjectRegistry
 from sabot.projects import (
     FILES as PROJECT_FILES,
     LOCK as PROJECT_LOCK,
     PROJECT_DIR,
     Project,
     ProjectError,
-    ProjectRegistry,
 )
 from sabot.registry import LOCK_NAME, Registry, RegistryError, WaveDef
 from sabot.store.db import connect

@@ -6,7 +6,7 @@ its compute function first checks that the registry, as the definitions loaded i
 disk now, is the registered one (one read and hash per data file, about a millisecond), so a run
 launched from the UI, by the `rescore` sensor or by a backfill cannot score under rules that are not
 the registered ones, and an asset added later cannot forget the check. A project's registration
-and the standard's are checked against the ones the store pinned (`sabot.projects.pin_registration`,
+and the standard's are checked against the ones the store pinned (`sabot.project_registry.pin_registration`,
 `sabot.registry.pin_standard`): an edited rule with an edited lock is refused by every asset, naming the lock.
 A pin found to hold is not looked up again by this process for the same registry and store (the
 registry check above still runs every time, so a registry edited since loading is still refused).

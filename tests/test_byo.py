@@ -22,7 +22,8 @@ from adapters.byo.runner import execute
 from judges.hard.cell import score_cell
 from judges.hard.rulesets import load_ruleset
 from sabot.matrix import Cell, Probe
-from sabot.projects import HEADLINE, LOCK, PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE, Project, ProjectError, ProjectRegistry
+from sabot.project_registry import HEADLINE, ProjectRegistry
+from sabot.projects import LOCK, PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE, Project, ProjectError
 from sabot.registry import RegistryError
 from sabot.store.db import connect
 from sabot.store.runs import read_runs

@@ -138,7 +138,7 @@ def test_an_unpriced_model_is_refused_under_a_budget_before_any_call_until_the_p
     from adapters.scripted.reply import Reply
     from adapters.scripted.server import ScriptedModelServer
     from sabot.pricing import PriceTable
-    from sabot.projects import ProjectRegistry
+    from sabot.project_registry import ProjectRegistry
 
     copy = registered_copy(tmp_path)
     with ScriptedModelServer(lambda request: Reply(content="never asked")) as provider:

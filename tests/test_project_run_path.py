@@ -26,7 +26,8 @@ from adapters.scripted.reply import Reply
 from adapters.scripted.server import ScriptedModelServer
 from sabot.plugins import resolve_path
 from sabot.pricing import PriceTable
-from sabot.projects import Project, ProjectRegistry
+from sabot.project_registry import ProjectRegistry
+from sabot.projects import Project
 from sabot.store.db import connect
 from sabot.store.runs import scored_attempts
 from sabot.store.verdicts import read_verdicts

@@ -6,7 +6,7 @@ from collections import Counter
 from judges.hard.scoreboard import median_entry
 from sabot.matrix import Probe
 from sabot.pricing import spend_text
-from sabot.projects import ProjectRegistry
+from sabot.project_registry import ProjectRegistry
 from sabot.provenance import endpoint_kind, is_simulated, kinds, provenance_label
 from sabot.store.db import connect, transaction
 from sabot.store.runs import RunSlot, write_slots

@@ -9,7 +9,7 @@ import pytest
 from judges.hard.cell import score_cell
 from judges.hard.rulesets import load_ruleset
 from sabot.matrix import Cell, Probe
-from sabot.projects import ProjectRegistry
+from sabot.project_registry import ProjectRegistry
 from sabot.trace import Event, RunRecord, parse_runresult
 from tests.conftest import PROJECT, WAVE2_DIR, require_corpus
 

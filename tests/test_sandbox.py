@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sabot import sandbox
+from sabot import sandbox, sandbox_view
 from sabot.registry import DATA_DIR
-from sabot.sandbox import SandboxUnavailable, run_calls, run_python
+from sabot.sandbox import run_calls, run_python
+from sabot.sandbox_view import SandboxUnavailable
 
 PROJECT = DATA_DIR.parent
 
@@ -214,7 +215,7 @@ def _uid(pid: int) -> int | None:
 
 def test_a_kill_from_outside_is_reported_as_a_signal():
     """What the OOM killer or the CPU limit does: SIGKILL to the interpreter, from outside the sandbox."""
-    entry, interpreter = _token(), os.fsencode(sandbox._view()[0])
+    entry, interpreter = _token(), os.fsencode(sandbox_view.read_only_view()[0])
 
     def kill_the_interpreter():
         for _ in range(500):

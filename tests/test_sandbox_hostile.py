@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import sabot.sandbox_memory
-from sabot import sandbox, tasks
+from sabot import sandbox, sandbox_view, tasks
 from sabot.registry import DATA_DIR
 from sabot.sandbox import run_calls, run_python
 
@@ -136,7 +136,7 @@ def test_cffi_writes_hit_a_read_only_view():
     stdlib_target = Path(os.path.dirname(os.__file__)) / f"sabot_escape_{uuid.uuid4().hex}.py"
     writes = "".join(
         f"print('open', c.open(b'{p}', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), c.__errno_location()[0])\n"
-        for p in (target, stdlib_target, DATA_DIR / "registry.lock.json", sandbox._view()[0])
+        for p in (target, stdlib_target, DATA_DIR / "registry.lock.json", sandbox_view.read_only_view()[0])
     )
     result = _run_with_cffi("import os, errno\n" + writes)
     assert result.stdout.count("open -1") == 4, result.stdout
@@ -239,7 +239,7 @@ def {FUNCTION}(weight_kg, zone, is_perishable):
     assert result.outcomes is not None, result.reason
     hits, readable = result.outcomes[0]["returned"]
     assert hits == []
-    view = sandbox._view()[1]
+    view = sandbox_view.read_only_view()[1]
     bound = {view[i + 2] for i, arg in enumerate(view) if arg == "--ro-bind" and os.path.isfile(view[i + 2])}
     others = [p for p in readable if p != "/tmp/solution.py"]
     resolved = {os.path.realpath(p) for p in others}  # the view mirrors the host's symlinks

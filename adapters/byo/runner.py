@@ -231,7 +231,7 @@ def merged(*logs: list[tuple[int, str, str, dict]]) -> Recorder:
 
 def project_registry(project: Project):
     """The registry a project's run reads its call policy, prices and model-id families from."""
-    from sabot.projects import ProjectRegistry
+    from sabot.project_registry import ProjectRegistry
 
     return ProjectRegistry(project)
 

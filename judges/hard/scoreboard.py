@@ -21,7 +21,8 @@ from judges.hard.strict import FloorRules, base_rates, with_strict
 from judges.hard.tables import GROUPINGS
 from judges.stats import cluster_bootstrap, replicate_bootstrap, wilson
 from judges.stats.coverage import coverage as cell_coverage
-from sabot.projects import PROJECT_BOARD_NOTE, ProjectRegistry
+from sabot.project_registry import ProjectRegistry
+from sabot.projects import PROJECT_BOARD_NOTE
 from sabot.provenance import LOCAL_MODEL, SIMULATION, is_simulated
 from sabot.trace import EventKind
 

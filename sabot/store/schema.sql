@@ -250,7 +250,7 @@ CREATE TABLE IF NOT EXISTS model_calls (
 
 -- A project's registration as this store first saw it (`sabot registry lock DIR`, else its first
 -- run): every later run and score of the project is checked against it, so a mapping edited
--- together with the lock file inside the project folder is refused (sabot.projects).
+-- together with the lock file inside the project folder is refused (sabot.project_registry).
 CREATE TABLE IF NOT EXISTS project_registrations (
     project      VARCHAR NOT NULL PRIMARY KEY,
     registration VARCHAR NOT NULL, -- sha256 over the project's registered files and their sha256

@@ -21,7 +21,7 @@ def adopt_project(ctx, target: str, gate: bool = False) -> str:
     pipeline asks for are kept on the context (`ctx.project_models`) for the budget to price."""
     if not is_project(target):
         return target
-    from sabot.projects import ProjectRegistry
+    from sabot.project_registry import ProjectRegistry
 
     ctx.registry = ProjectRegistry.from_dir(target)
     if gate:
@@ -308,7 +308,8 @@ def _check(directory):
 def lock_project(directory) -> list[str]:
     """`registry lock DIR`: refuse files edited after registration, run the project check, and
     register only when it holds (a failing check freezes nothing)."""
-    from sabot.projects import Project, ProjectError, pin_registration
+    from sabot.project_registry import pin_registration
+    from sabot.projects import Project, ProjectError
     from sabot.store.db import connect, transaction
     from sabot_assets.constants import STORE_PATH
 
