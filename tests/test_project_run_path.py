@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from adapters.byo.runner import as_reply, importable
+from adapters.byo.confined_work import importable
+from adapters.byo.runner import as_reply
 from adapters.gateway.exchange import usage_of
 from adapters.scripted.reply import Reply
 from adapters.scripted.server import ScriptedModelServer
@@ -198,7 +199,7 @@ def usage_scaled(scale: float):
         return {**usage, "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(scripted_server, "usage_for", scaled)
+        mp.setattr(scripted_wire, "usage_for", scaled)
         yield
 
 
@@ -336,7 +337,8 @@ def _probe(secret: str) -> tuple[bytes, str, int]:
 def test_the_pipeline_process_never_held_the_provider_key_in_its_memory(tmp_path, monkeypatch):
     """With a provider key the pipeline runs in a fresh interpreter, not a fork of the process holding
     the key: a scan of all its readable memory finds the placeholder key it was given, never the provider's."""
-    from adapters.byo.runner import PROXY_KEY, execute
+    from adapters.byo.confined_work import PROXY_KEY
+    from adapters.byo.runner import execute
 
     copy = tmp_path / "scanned_desk"
     shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))
