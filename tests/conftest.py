@@ -105,6 +105,7 @@ LONGEST_FIRST = (
     "test_ui_lineage.py",
     "test_resume.py",
     "test_byo.py",
+    "test_byo_project_checks.py",
     "test_compare.py",
     "test_reference_wave1.py",
     "test_export.py",

@@ -22,7 +22,6 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -34,16 +33,15 @@ from sabot.registry import Registry
 from sabot.store.db import connect
 from sabot.store.published import read_report
 from tests.spans import span_keys
+from tests.ui_browser import chromium, click, metadata_link, open_page, screenshot, scroll_to, wait_for
 
 PROJECT = Path(__file__).resolve().parents[1]
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 UI_PORT = int(os.environ.get("SABOT_UI_TEST_PORT", "3593"))
 FILES_URL = f"http://127.0.0.1:{UI_PORT + 10}"  # the file server beside the UI; the command-line wave links it too
 DEAD_ENDPOINT = "http://127.0.0.1:3594/v1"  # nothing listens here
 VERDICT_CELL = "O5|langgraph.default.T1.s11"  # detected under the scripted model's seed: it has deciding acts
 FAILED_CELL = "O1|langgraph.default.T2.s11"
 DIALOG = "//*[@role='dialog' or contains(@class, 'bp5-dialog')]"
-WAIT_S = 180  # the UI takes 15-22 s to answer a query on a busy 2-core machine
 
 
 def _env(var: Path, **extra) -> dict:
@@ -142,83 +140,8 @@ def ui(store):
 
 @pytest.fixture(scope="module")
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), (
-        "Debian's chromium and chromium-driver are needed: bash scripts/install_chromium.sh"
-    )
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    profile = tempfile.mkdtemp(prefix="sabot-chromium-")
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        "--window-size=1600,1000",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(WAIT_S)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-
-
-def _screens() -> Path | None:
-    where = os.environ.get("SABOT_UI_SCREENSHOTS")
-    if where:
-        Path(where).mkdir(parents=True, exist_ok=True)
-        return Path(where)
-    return None
-
-
-def _shot(driver, name: str) -> None:
-    if where := _screens():
-        driver.save_screenshot(str(where / name))
-
-
-def _wait(driver, xpath: str):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, WAIT_S, poll_frequency=1).until(ec.visibility_of_element_located((By.XPATH, xpath)))
-
-
-def _open(driver, url: str) -> None:
-    """Open a page; the first visit's community dialog is dismissed, as a user would."""
-    from selenium.webdriver.common.by import By
-
-    driver.get(url)
-    time.sleep(2)
-    for skip in driver.find_elements(By.XPATH, "//button[normalize-space()='Skip']"):
-        _click(driver, skip)
-
-
-def _show(driver, element) -> None:
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
-    time.sleep(0.5)
-
-
-def _click(driver, element) -> None:
-    """Click as a user would; the UI's sticky header can cover the element for a moment after a scroll."""
-    from selenium.common.exceptions import ElementClickInterceptedException
-
-    for _ in range(5):
-        _show(driver, element)
-        try:
-            element.click()
-            return
-        except ElementClickInterceptedException:
-            time.sleep(1)
-    driver.execute_script("arguments[0].click();", element)  # still covered: the click the user would make lands on it
 
 
 def _stored_verdict(store: Path, key: str) -> dict:
@@ -237,9 +160,9 @@ def _stored_verdict(store: Path, key: str) -> dict:
 
 def test_a_cell_partition_shows_its_own_verdict(ui, browser, store):
     stored = _stored_verdict(store, VERDICT_CELL)
-    _open(browser, f"{ui}/assets/demo/cell_verdicts?view=partitions&partition={VERDICT_CELL.replace('|', '%7C')}")
-    table = _wait(browser, "//td[normalize-space()='verdicts by ruleset']/following-sibling::td//table")
-    _show(browser, browser.find_element("xpath", "//td[normalize-space()='verdict']"))
+    open_page(browser, f"{ui}/assets/demo/cell_verdicts?view=partitions&partition={VERDICT_CELL.replace('|', '%7C')}")
+    table = wait_for(browser, "//td[normalize-space()='verdicts by ruleset']/following-sibling::td//table")
+    scroll_to(browser, browser.find_element("xpath", "//td[normalize-space()='verdict']"))
     rendered = [
         [c.text for c in row.find_elements("xpath", "./td")] for row in table.find_elements("xpath", ".//tbody/tr")
     ]
@@ -268,7 +191,7 @@ def test_a_cell_partition_shows_its_own_verdict(ui, browser, store):
     assert acts and [(int(r[0]), r[1], r[2].split(" by ")[0]) for r in shown] == acts
     explain = browser.find_element("xpath", "//td[normalize-space()='explain']/following-sibling::td").text
     assert explain == f"sabot explain demo --cell '{VERDICT_CELL}'"
-    _shot(browser, "cell-verdict.png")
+    screenshot(browser, "cell-verdict.png")
 
 
 def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
@@ -279,14 +202,14 @@ def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
                 "AND framework = 'langgraph' AND config = 'default' AND status = 'valid'"
             ).fetchall()
         )
-    _open(browser, f"{ui}/assets/demo/scoreboard")
-    show = _wait(
+    open_page(browser, f"{ui}/assets/demo/scoreboard")
+    show = wait_for(
         browser,
         "//td[normalize-space()='cells: langgraph/default']/following-sibling::td[last()]"
         "//*[normalize-space()='[Show Markdown]' and not(*[normalize-space()='[Show Markdown]'])]",
     )
-    _click(browser, show)
-    dialog = _wait(browser, f"{DIALOG}//table")
+    click(browser, show)
+    dialog = wait_for(browser, f"{DIALOG}//table")
     headers = [h.text for h in dialog.find_elements("xpath", ".//thead//th")]
     valid_col = headers.index("valid")
     # Every valid count of every operator is a link; it opens exactly that operator's valid cells.
@@ -301,23 +224,23 @@ def test_a_scoreboard_number_opens_exactly_its_cells(ui, browser, store):
         opened += [f"{operator}|{probe}" for probe in selected]
         assert int(link.text) == len(selected)
     assert sorted(opened) == [key for (key,) in valid]
-    _shot(browser, "number-cells-links.png")
+    screenshot(browser, "number-cells-links.png")
     # Follow one: the partitions view lists exactly those probes for that operator.
     first = dialog.find_elements("xpath", ".//tbody/tr")[0]
     operator = first.find_elements("xpath", "./td")[0].text
     link = first.find_elements("xpath", "./td")[valid_col].find_element("xpath", ".//a")
     expected = span_keys(parse_qs(urlparse(link.get_attribute("href")).query)["probe_range"][0], probes)
-    _click(browser, link)
-    _wait(browser, f"//*[normalize-space()='{operator}']")
-    probe_list = _wait(browser, f"//*[normalize-space()='{expected[0]}']")
-    _show(browser, probe_list)
+    click(browser, link)
+    wait_for(browser, f"//*[normalize-space()='{operator}']")
+    probe_list = wait_for(browser, f"//*[normalize-space()='{expected[0]}']")
+    scroll_to(browser, probe_list)
     time.sleep(3)
     assert "operator_range" in browser.current_url
     listed = [
         e.text for e in browser.find_elements("xpath", "//*[starts-with(normalize-space(), 'langgraph.') and not(*)]")
     ]
     assert sorted(set(listed) - {""}) == sorted(expected)
-    _shot(browser, "number-cells.png")
+    screenshot(browser, "number-cells.png")
 
 
 def test_a_run_error_cell_is_failed_with_its_reason(ui, browser, store):
@@ -327,40 +250,37 @@ def test_a_run_error_cell_is_failed_with_its_reason(ui, browser, store):
             "AND outcome = 'run_error'"
         ).fetchone()[0]
     assert DEAD_ENDPOINT in error
-    _open(browser, f"{ui}/assets/demo/fault_runs?view=partitions&partition={FAILED_CELL.replace('|', '%7C')}")
-    _wait(browser, "//*[contains(normalize-space(), 'failed, and did not materialize this asset')]")
-    failed_filter = _wait(
+    open_page(browser, f"{ui}/assets/demo/fault_runs?view=partitions&partition={FAILED_CELL.replace('|', '%7C')}")
+    wait_for(browser, "//*[contains(normalize-space(), 'failed, and did not materialize this asset')]")
+    failed_filter = wait_for(
         browser,
         "//*[starts-with(normalize-space(), 'Failed (') and not(*[starts-with(normalize-space(), 'Failed (')])]",
     )
     assert failed_filter.text.strip() == "Failed (1)"
-    _shot(browser, "failed-cell.png")
-    events = _wait(browser, "//button[starts-with(normalize-space(), 'View all historical events')]")
-    _click(browser, events)
-    row = _wait(browser, f"{DIALOG}//tbody/tr[1]")
-    _click(browser, row)
-    reason = _wait(browser, f"{DIALOG}//td[normalize-space()='RUN_ERROR reason']/following-sibling::td[1]")
+    screenshot(browser, "failed-cell.png")
+    events = wait_for(browser, "//button[starts-with(normalize-space(), 'View all historical events')]")
+    click(browser, events)
+    row = wait_for(browser, f"{DIALOG}//tbody/tr[1]")
+    click(browser, row)
+    reason = wait_for(browser, f"{DIALOG}//td[normalize-space()='RUN_ERROR reason']/following-sibling::td[1]")
     assert reason.text.strip() == error
     assert "Traceback" not in reason.text and "Stack Trace" not in reason.text
     first = reason.find_element("xpath", "./ancestor::table[1]//tr[1]/td[1]")
     assert first.text.strip() == "RUN_ERROR reason"  # the first line of the observation's metadata
-    _show(browser, reason)
-    _shot(browser, "failed-cell-reason.png")
+    scroll_to(browser, reason)
+    screenshot(browser, "failed-cell-reason.png")
     # The failed partition's "View logs": the step failure's first line is the reason; the stack trace stays folded.
-    _open(browser, f"{ui}/assets/demo/fault_runs?view=partitions&partition={FAILED_CELL.replace('|', '%7C')}")
-    _click(browser, _wait(browser, "//button[normalize-space()='View logs']"))
-    failure = _wait(browser, "//div[contains(@class, 'LogsRowComponents_row')][.//span[@data-tooltip='STEP_FAILURE']]")
+    open_page(browser, f"{ui}/assets/demo/fault_runs?view=partitions&partition={FAILED_CELL.replace('|', '%7C')}")
+    click(browser, wait_for(browser, "//button[normalize-space()='View logs']"))
+    failure = wait_for(
+        browser, "//div[contains(@class, 'LogsRowComponents_row')][.//span[@data-tooltip='STEP_FAILURE']]"
+    )
     lines = failure.text.splitlines()
     message = lines[lines.index("STEP_FAILURE") + 1 :]  # after the time, step and event type columns
     assert message[0] == f"dagster._core.definitions.events.Failure: {FAILED_CELL}: RUN_ERROR: {error}"
     assert "Stack Trace:" not in failure.text and 'File "' not in failure.text
-    _show(browser, failure)
-    _shot(browser, "failed-cell-logs.png")
-
-
-def _href(driver, label: str) -> str:
-    """The link of a metadata row of the open partition."""
-    return _wait(driver, f"//td[normalize-space()='{label}']/following-sibling::td//a").get_attribute("href")
+    scroll_to(browser, failure)
+    screenshot(browser, "failed-cell-logs.png")
 
 
 def _missed_cells(store: Path) -> list[str]:
@@ -382,56 +302,56 @@ def test_a_published_rate_opens_its_cells_and_a_missed_cell_its_whole_record(ui,
         ).fetchone()[0]
     assert missed, "the scripted model's demo slice has MISSED cells"
     # The published MISSED rate on the scoreboard is one link, to the page of exactly its cells.
-    _open(browser, f"{ui}/assets/demo/scoreboard")
-    _click(
+    open_page(browser, f"{ui}/assets/demo/scoreboard")
+    click(
         browser,
-        _wait(
+        wait_for(
             browser,
             "//td[normalize-space()='scoreboard']/following-sibling::td[last()]"
             "//*[normalize-space()='[Show Markdown]' and not(*[normalize-space()='[Show Markdown]'])]",
         ),
     )
-    rate = _wait(browser, f"{DIALOG}//a[contains(@href, '/reports/demo/cells/langgraph_default/missed.html')]")
+    rate = wait_for(browser, f"{DIALOG}//a[contains(@href, '/reports/demo/cells/langgraph_default/missed.html')]")
     assert rate.text == f"{100 * len(missed) / valid:.1f}% ({len(missed)}/{valid}, simulation)"
     assert rate.get_attribute("href").startswith(f"{FILES_URL}/reports/")
-    _show(browser, rate)
-    _shot(browser, "rate-link.png")
+    scroll_to(browser, rate)
+    screenshot(browser, "rate-link.png")
     browser.get(rate.get_attribute("href"))
     listed = [a.text for a in browser.find_elements("xpath", "//li/a")]
     assert sorted(listed) == missed
-    _shot(browser, "rate-cells.png")
+    screenshot(browser, "rate-cells.png")
     # One MISSED cell: its partition says MISSED, decided by both tiers, with the judge's ruling.
     cell = missed[0]
-    _click(browser, browser.find_element("xpath", f"//li/a[normalize-space()='{cell}']"))
-    outcome = _wait(browser, "//td[normalize-space()='§2 outcome (v0.2.0)']/following-sibling::td")
+    click(browser, browser.find_element("xpath", f"//li/a[normalize-space()='{cell}']"))
+    outcome = wait_for(browser, "//td[normalize-space()='§2 outcome (v0.2.0)']/following-sibling::td")
     assert browser.current_url.startswith(ui) and outcome.text == "MISSED"
     assert browser.find_element(
         "xpath", "//td[normalize-space()='judge ruling']/following-sibling::td"
     ).text.startswith("not noticed")
-    _show(browser, outcome)
-    _shot(browser, "missed-cell.png")
+    scroll_to(browser, outcome)
+    screenshot(browser, "missed-cell.png")
     judge, baseline, events, exchanges = (
-        _href(browser, label)
+        metadata_link(browser, label)
         for label in ("judge verdict partition", "baseline partition", "fault run events", "fault run model exchanges")
     )
     # Its judge verdict, on the judge's own partition.
-    _open(browser, judge)
-    noticed = _wait(browser, "//td[normalize-space()='variant 0: noticed']/following-sibling::td")
+    open_page(browser, judge)
+    noticed = wait_for(browser, "//td[normalize-space()='variant 0: noticed']/following-sibling::td")
     assert (
         noticed.text == "no"
         and "/judge_verdicts" in browser.current_url
         and browser.find_elements("xpath", f"//*[normalize-space()='{cell}']")
     )
-    _shot(browser, "missed-cell-judge.png")
+    screenshot(browser, "missed-cell-judge.png")
     # Its baseline, on the baseline's partition (the probe), as the store holds it.
     with connect(store / "sabot.duckdb", read_only=True) as con:
         passed = con.execute(
             "SELECT task_passed FROM runs WHERE wave = 'demo' AND operator = '' AND probe = ?", [cell.split("|")[1]]
         ).fetchone()[0]
-    _open(browser, baseline)
-    shown = _wait(browser, "//td[normalize-space()='outcome']/following-sibling::td")
+    open_page(browser, baseline)
+    shown = wait_for(browser, "//td[normalize-space()='outcome']/following-sibling::td")
     assert shown.text == ("task passed" if passed else "task not passed")
-    _shot(browser, "missed-cell-baseline.png")
+    screenshot(browser, "missed-cell-baseline.png")
     # Its events and one model exchange, from the sealed record, on the file server.
     operator, probe = cell.split("|")
     framework, config, task, seed = probe.split(".")
@@ -453,28 +373,28 @@ def test_a_published_rate_opens_its_cells_and_a_missed_cell_its_whole_record(ui,
     assert browser.find_element("tag name", "h1").text == f"Events: demo {cell}, attempt 1"
     assert "Sealed: every file below matches its seal" in browser.page_source
     assert len(browser.find_elements("xpath", "//tbody/tr[starts-with(@id, 'seq-')]")) == len(record["trace"]["events"])
-    _shot(browser, "missed-cell-events.png")
+    screenshot(browser, "missed-cell-events.png")
     browser.get(exchanges)
-    _click(browser, browser.find_element("xpath", "//li/a[normalize-space()='exchange 1']"))
+    click(browser, browser.find_element("xpath", "//li/a[normalize-space()='exchange 1']"))
     assert browser.find_element("tag name", "h1").text == f"Model exchange 1: demo {cell}, attempt 1"
     first = record["exchanges"][0]
     shown = [p.text for p in browser.find_elements("xpath", "//h2[.='Request']/following-sibling::table[1]//pre")]
     assert shown == [m["content"].strip() for m in first["request"]["messages"]]
     reply = browser.find_element("xpath", "//h2[.='Reply']/following-sibling::pre[1]").text
     assert reply == first["reply"]["choices"][0]["message"]["content"].strip()
-    _shot(browser, "missed-cell-exchange.png")
+    screenshot(browser, "missed-cell-exchange.png")
 
 
 def test_a_report_link_is_an_http_page_that_loads(ui, browser, store):
     with connect(store / "sabot.duckdb", read_only=True) as con:
         html = read_report(con, "demo", "v0.2.0", "html")
-    _open(browser, f"{ui}/assets/demo/report")
-    link = _wait(browser, f"//a[starts-with(@href, '{FILES_URL}/reports/demo/index.html')]")
+    open_page(browser, f"{ui}/assets/demo/report")
+    link = wait_for(browser, f"//a[starts-with(@href, '{FILES_URL}/reports/demo/index.html')]")
     assert not browser.find_elements("xpath", "//a[starts-with(@href, 'file:') or starts-with(@href, 'javascript:')]")
-    _show(browser, link)
-    _shot(browser, "report-link.png")
+    scroll_to(browser, link)
+    screenshot(browser, "report-link.png")
     with urllib.request.urlopen(link.get_attribute("href"), timeout=30) as reply:
         assert reply.status == 200 and reply.read().decode() == html  # the report the store holds, whole
     browser.get(link.get_attribute("href"))
     assert browser.find_element("tag name", "h1").text.strip()
-    _shot(browser, "report-page.png")
+    screenshot(browser, "report-page.png")
