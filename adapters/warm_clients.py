@@ -11,7 +11,7 @@ from openai._utils import maybe_transform
 from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_create_params
 
 from adapters.scripted.reply import Reply, ToolCall
-from adapters.scripted.server import completion_body, stream_chunks  # the replies' shapes, not the model
+from adapters.scripted.wire import completion_body, stream_chunks  # the replies' shapes, not the model
 
 # The client modules a run's process would otherwise import itself (~0.8 s a run, measured with cProfile).
 CLIENT_MODULES = ("openai.resources", "httpcore", "anyio._backends._asyncio")

@@ -30,7 +30,7 @@ import socket
 import threading
 import time
 
-import adapters.scripted.server as scripted_server
+import adapters.scripted.wire as scripted_wire
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.reply import Reply
 from adapters.scripted.server import ScriptedModelServer
@@ -165,10 +165,8 @@ class FaultProvider:
             threading.Thread(target=self._accept_forever, daemon=True).start()
         else:
             if self.mode in ("large-usage", "max-usage"):
-                self._usage_for = scripted_server.usage_for
-                scripted_server.usage_for = (
-                    self._scaled_usage if self.mode == "large-usage" else self._most_allowed_usage
-                )
+                self._usage_for = scripted_wire.usage_for
+                scripted_wire.usage_for = self._scaled_usage if self.mode == "large-usage" else self._most_allowed_usage
             self._server = ScriptedModelServer(_Responder(self)).start()
             self._port = self._server.port
         return self
@@ -198,7 +196,7 @@ class FaultProvider:
         if self._server is not None:
             self._server.stop()
         if self._usage_for is not None:
-            scripted_server.usage_for, self._usage_for = self._usage_for, None
+            scripted_wire.usage_for, self._usage_for = self._usage_for, None
         if self._socket is not None:
             self._socket.close()
         for conn in self._open:

@@ -2,7 +2,8 @@
 it is called with and a call policy quick enough for tests: shared by the tests of the project's waves
 and the tests of the pipeline's own process."""
 
-from adapters.byo.runner import as_reply, importable
+from adapters.byo.confined_work import importable
+from adapters.byo.runner import as_reply
 from adapters.scripted.reply import Reply
 from adapters.scripted.server import ScriptedModelServer
 from sabot.plugins import resolve_path

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from adapters.byo.check import check
-from adapters.byo.runner import as_reply, execute, importable, run_project
+from adapters.byo.confined_work import importable
+from adapters.byo.runner import as_reply, execute, run_project
 from adapters.gateway import CallPolicy
 from adapters.runner import RunSpec
 from adapters.scripted.reply import Reply

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from adapters.byo.runner import as_reply, execute, importable
+from adapters.byo.confined_work import importable
+from adapters.byo.runner import as_reply, execute
 from adapters.byo.seams import SeamFault
 from adapters.scripted.server import ScriptedModelServer
 from sabot.plugins import resolve_path

@@ -53,7 +53,8 @@ def _probe(secret: str) -> tuple[bytes, str, int]:
 def test_the_pipeline_process_never_held_the_provider_key_in_its_memory(tmp_path, monkeypatch):
     """With a provider key the pipeline runs in a fresh interpreter, not a fork of the process holding
     the key: a scan of all its readable memory finds the placeholder key it was given, never the provider's."""
-    from adapters.byo.runner import PROXY_KEY, execute
+    from adapters.byo.confined_work import PROXY_KEY
+    from adapters.byo.runner import execute
 
     copy = tmp_path / "scanned_desk"
     shutil.copytree(ROOT / "examples" / "refund_desk", copy, ignore=shutil.ignore_patterns("__pycache__"))

@@ -153,9 +153,9 @@ def waves(request, tmp_path_factory):
 @contextlib.contextmanager
 def usage_scaled(scale: float):
     """The provider bills every call at `scale` times the usage the scripted server would report."""
-    from adapters.scripted import server as scripted_server
+    from adapters.scripted import wire as scripted_wire
 
-    reported = scripted_server.usage_for
+    reported = scripted_wire.usage_for
 
     def scaled(request: dict, reply: Reply) -> dict:
         usage = reported(request, reply)
@@ -163,7 +163,7 @@ def usage_scaled(scale: float):
         return {**usage, "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(scripted_server, "usage_for", scaled)
+        mp.setattr(scripted_wire, "usage_for", scaled)
         yield
 
 

@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from adapters.byo.proxy import FaultLayer, FaultProxy
-from adapters.byo.runner import StampedRecorder, run_project
+from adapters.byo.confined_work import StampedRecorder
+from adapters.byo.runner import run_project
 from adapters.byo.seams import SeamFault
 from adapters.byo.tool_channel import RESULT_PATH, ToolChannel
 from adapters.runner import RunSpec

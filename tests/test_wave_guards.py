@@ -20,7 +20,7 @@ import dagster as dg
 import pytest
 from dagster_duckdb import DuckDBResource
 
-import adapters.scripted.server as scripted_server
+import adapters.scripted.wire as scripted_wire
 from adapters.scripted.policy import ScriptedPolicy
 from adapters.scripted.server import ScriptedModelServer
 from sabot.store.db import connect
@@ -92,7 +92,7 @@ def _at_bounds(monkeypatch, registry) -> None:
         "prompt_tokens_details": {"cached_tokens": 0},
         "completion_tokens_details": {"reasoning_tokens": 0},
     }
-    monkeypatch.setattr(scripted_server, "usage_for", lambda request, reply: dict(usage))
+    monkeypatch.setattr(scripted_wire, "usage_for", lambda request, reply: dict(usage))
 
 
 def test_a_pilot_budget_below_one_runs_worst_case_is_refused_before_any_call(tmp_path, provider, quick_policy):

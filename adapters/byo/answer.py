@@ -23,7 +23,7 @@ def _whole(value) -> bool:
 
 
 def run_answer(doc) -> dict:
-    """One run's answer (adapters.byo.runner._in_pipeline_process), its fields of the types the
+    """One run's answer (adapters.byo.confined_work.in_pipeline_process), its fields of the types the
     record needs: events as (clock, agent, kind, payload), the tools wrapped, the verdict as
     {"passed", "output"}; or {"infrastructure": text}."""
     _require(isinstance(doc, dict), "not a JSON object")

@@ -20,15 +20,8 @@ from typing import NamedTuple
 from adapters.byo.answer import built_answer
 from adapters.byo.errors import TeamCodeError
 from adapters.byo.models import requested_models
-from adapters.byo.runner import (
-    FRAMEWORKS,
-    build,
-    confined_result,
-    execute,
-    importable,
-    pipeline_process,
-    project_registry,
-)
+from adapters.byo.confined_work import FRAMEWORKS, build, importable, pipeline_process
+from adapters.byo.runner import confined_result, execute, project_registry
 from adapters.gateway import CallPolicy
 from adapters.byo.tools import tool_objects
 from adapters.outcome import INFRASTRUCTURE_ERRORS

@@ -8,8 +8,8 @@ SABOT_MODEL_API_KEY. An O4 swap lands when the endpoint reports serving the targ
 (the id or a dated snapshot of it, data/standard/model_ids.v1.json).
 
 The team's code (factory, pipeline, tools, pass criterion) runs in a confined process of its own
-(adapters/byo/confine.py, adapters/confinement.py): a bubblewrap sandbox seeing its project folder
-read-only and a fresh working directory (its cwd and HOME) read-write, never the store, the run
+(adapters/byo/confine.py, adapters/confinement.py; what it does there: adapters/byo/confined_work.py):
+a bubblewrap sandbox seeing its project folder read-only and a fresh working directory (its cwd and HOME) read-write, never the store, the run
 root or the seal key; no provider key or URL in its environment, the OpenAI SDK pointed at the fault
 layer with a placeholder key, and the call policy's run wall limit. The tool objects are wrapped by name there. The pipeline never learns it
 is under test; the pass criterion runs after it returned, on its output.
@@ -25,30 +25,19 @@ RUN_ERROR.
 import contextlib
 import dataclasses
 import functools
-import io
-import json
-import os
 import shutil
-import subprocess
-import sys
-import threading
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.byo import agent_framework_run, autogen_run, crewai_run, langgraph_run
 from adapters.byo.answer import run_answer
+from adapters.byo.confined_work import PassResult, StampedRecorder, in_pipeline_process
 from adapters.byo.double import ConfinedDouble
 from adapters.byo.double import as_reply as as_reply  # where the tests and older callers import it from
 from adapters.confinement import ConfinementUnavailable
 from adapters.byo.confine import ChildDied, ChildFailed, WallLimitExceeded, run_confined
-from adapters.byo.errors import TeamCodeError, team_code_error
+from adapters.byo.errors import TeamCodeError
 from adapters.byo.proxy import AGENT_HEADER, UNATTRIBUTED, FaultLayer, FaultProxy
 from adapters.byo.seams import SeamFault
-from adapters.byo.surfaces import Acts
-from adapters.byo.tool_channel import ToolChannel
-from adapters.byo.tools import WrappedTools
-from adapters.endpoint import API_KEY_ENV, BASE_URL_ENV, provider_from_env
+from adapters.endpoint import provider_from_env
 from adapters.gateway import (
     GATEWAY_KEY,
     CallPolicy,
@@ -62,156 +51,13 @@ from adapters.gateway.policy import POLICY_DOC
 from adapters.outcome import INFRASTRUCTURE_ERRORS, RunOutcome, unscored_record
 from sabot.budget import Margin
 from sabot.model_ids import served_as
-from sabot.plugins import resolve_path
 from sabot.pricing import PriceTable, call_rows, totals
 from sabot.projects import Project, ProjectError
 from sabot.recorder import Recorder
-from sabot.trace import EventKind, RunRecord
+from sabot.trace import RunRecord
 
-FRAMEWORKS = {
-    "langgraph": langgraph_run,
-    "crewai": crewai_run,
-    "autogen": autogen_run,
-    "agent_framework": agent_framework_run,
-}  # each: run(), parts()
-PROXY_KEY = "sk-sabot-fault-proxy"  # what the pipeline holds; a provider key never leaves the gateway
 DOUBLE_KEY = "sk-test-double"
 SIMULATION = "simulation (the project's own test double on 127.0.0.1)"
-PASS_TIMEOUT = 60
-# What every framework's OpenAI client imports lazily on its first call (~0.8 s; adapters.pool preloads the same).
-SHOWN_OUTPUT = 2000  # characters of a pass criterion's output kept in the record
-
-
-class _Where:
-    """The component currently running (tool calls are attributed to it)."""
-
-    node = "pipeline"
-
-
-@contextlib.contextmanager
-def importable(project: Project):
-    """The project's folder on sys.path for the run (its pipeline, test double and checks are modules
-    there), imported afresh: a module of that name imported before (an earlier run in this process,
-    another project's module of the same name) is dropped first, so the code on disk is what runs."""
-    root = str(project.root)
-    tops = {p.stem for p in project.root.glob("*.py")} | {p.parent.name for p in project.root.glob("*/__init__.py")}
-    for name in [n for n in sys.modules if n.partition(".")[0] in tops]:
-        del sys.modules[name]
-    sys.path.insert(0, root)
-    try:
-        yield
-    finally:
-        if root in sys.path:
-            sys.path.remove(root)
-
-
-@contextlib.contextmanager
-def pipeline_env(project: Project, run_dir: Path, base_url: str):
-    """The process state a run needs: cwd and HOME in the run's directory, the OpenAI SDK pointed at
-    the fault layer, and the provider's settings out of sight (`project check` builds the factory in
-    its own process). Everything is restored afterwards."""
-    saved_env = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "HOME", API_KEY_ENV, BASE_URL_ENV)}
-    saved_cwd = os.getcwd()
-    (run_dir / "home").mkdir(parents=True, exist_ok=True)
-    for hidden in (API_KEY_ENV, BASE_URL_ENV):
-        os.environ.pop(hidden, None)
-    os.environ.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": PROXY_KEY, "HOME": str(run_dir / "home")})
-    os.chdir(run_dir)
-    try:
-        yield
-    finally:
-        os.chdir(saved_cwd)
-        for k, v in saved_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
-@dataclass(frozen=True)
-class PassResult:
-    """The pass criterion's verdict on one run, and what it said (shown when a baseline fails)."""
-
-    passed: bool
-    output: str
-
-
-def apply_pass_criterion(project: Project, output, run_dir: Path) -> PassResult:
-    """The project's pass criterion: `module:function(output, workdir)` returning a bool (or
-    `(bool, message)`), or a command that reads the output as JSON on stdin in the run's directory
-    and exits 0 on a pass. What it returned, printed or wrote is its output."""
-    check = project.doc["task"]["pass"]
-    if isinstance(check, str):
-        return _apply_function(project, check, output, run_dir)
-    argv = check["command"]
-    try:
-        done = subprocess.run(
-            argv,
-            cwd=run_dir,
-            input=json.dumps(output, default=str),
-            text=True,
-            capture_output=True,
-            timeout=PASS_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired:
-        raise TeamCodeError(f"pass criterion command {argv} ran past {PASS_TIMEOUT} s") from None
-    except OSError as exc:
-        raise TeamCodeError(f"pass criterion command {argv} could not start: {exc}") from None
-    said = "\n".join(x.strip() for x in (done.stdout, done.stderr) if x.strip())
-    return PassResult(
-        done.returncode == 0, f"exit status {done.returncode}" + (f": {said[-SHOWN_OUTPUT:]}" if said else "")
-    )
-
-
-def _apply_function(project: Project, check: str, output, run_dir: Path) -> PassResult:
-    what = f"pass criterion {check}"
-    printed = io.StringIO()
-    try:
-        fn = resolve_path(check, f"{project.name}: task.pass")
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            value = fn(output, run_dir)
-    except Exception as exc:
-        raise team_code_error(what, exc, project.root) from None
-    passed, message = (value[0], str(value[1])) if isinstance(value, tuple) and len(value) == 2 else (value, "")
-    said = "\n".join(x for x in (message, printed.getvalue().strip()) if x)
-    return PassResult(bool(passed), (said or f"returned {value!r}")[-SHOWN_OUTPUT:])
-
-
-def build(project: Project):
-    """(pipeline, factory module): the team's factory called as the run calls it."""
-    what = f"pipeline factory {project.doc['pipeline']}"
-    try:
-        factory = resolve_path(project.doc["pipeline"], f"{project.name}: pipeline")
-        return factory(), sys.modules.get(factory.__module__)
-    except Exception as exc:
-        raise team_code_error(what, exc, project.root) from None
-
-
-@contextlib.contextmanager
-def pipeline_process(project: Project, run_dir: Path, base_url: str):
-    """What the team's code sees while it is built and run (its folder made importable apart): the
-    run's cwd and HOME, the model endpoint at `base_url`, and its framework's own settings."""
-    environment = getattr(FRAMEWORKS[project.framework], "environment", None)
-    with pipeline_env(project, run_dir, base_url), environment() if environment else contextlib.nullcontext():
-        yield
-
-
-class StampedRecorder(Recorder):
-    """A recorder whose events carry the monotonic clock (one clock for every process on the host),
-    so the events of the pipeline's process and of the fault layer's merge in the order they happened."""
-
-    def __init__(self):
-        super().__init__()
-        self.stamps: list[int] = []
-        self._lock = threading.Lock()
-
-    def record(self, agent: str, kind: str, **payload) -> int:
-        with self._lock:
-            self.stamps.append(time.monotonic_ns())
-            return super().record(agent, kind, **payload)
-
-    def stamped(self) -> list[tuple[int, str, str, dict]]:
-        return [(t, e.agent, e.kind, e.payload) for t, e in zip(self.stamps, self.events)]
 
 
 def merged(*logs: list[tuple[int, str, str, dict]]) -> Recorder:
@@ -234,40 +80,6 @@ def project_registry(project: Project):
     from sabot.project_registry import ProjectRegistry
 
     return ProjectRegistry(project)
-
-
-def _in_pipeline_process(project: Project, run_dir: Path, base_url: str) -> dict:
-    """Everything the team's code does in one run, in the pipeline's own process (adapters.byo.confine):
-    build the factory, wrap the tools, run the pipeline against `base_url`, apply the pass criterion.
-    Never handed the run's fault (its operator, spec or ground truth): the wrapped tools ask the harness
-    at `base_url` (adapters/byo/tool_channel.py), as the model calls go through it."""
-    recorder, where = StampedRecorder(), _Where()
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(importable(project))
-        stack.enter_context(pipeline_process(project, run_dir, base_url))
-        pipeline, module = build(project)
-        tools = WrappedTools(pipeline, module, ToolChannel(base_url), lambda: where.node)
-        stack.callback(tools.restore)
-        try:
-            output = FRAMEWORKS[project.framework].run(
-                pipeline, project.doc["task"]["inputs"], Acts(project.mapping["surfaces"], recorder), where
-            )
-        except INFRASTRUCTURE_ERRORS as exc:  # the endpoint's failure: the gateway in the parent knows its cause
-            return {"infrastructure": f"{type(exc).__name__}: {exc}"}
-        except Exception as exc:  # the team's pipeline crashed: a failed run, not an act (no mapping names it)
-            recorder.record(
-                where.node,
-                EventKind.PIPELINE_ERROR,
-                error=str(team_code_error("the pipeline", exc, project.root))[:2000],
-            )
-            output = {"error": f"{type(exc).__name__}: {exc}"}
-        result = apply_pass_criterion(project, output, run_dir)
-    # Handed back as JSON (adapters.byo.confine), read back by adapters.byo.answer.run_answer.
-    return {
-        "events": recorder.stamped(),
-        "tools_wrapped": sorted(tools.names),
-        "pass": {"passed": bool(result.passed), "output": result.output},
-    }
 
 
 def without_operators(project: Project) -> Project:
@@ -374,7 +186,7 @@ def execute(
         if spent is not None:
             stack.callback(lambda: spent.extend(gateway.exchanges))
         proxy = stack.enter_context(FaultProxy(gateway.base_url, GATEWAY_KEY, layer, timeout=policy.client_timeout))
-        work = functools.partial(_in_pipeline_process, without_operators(project), run_dir, proxy.base_url)
+        work = functools.partial(in_pipeline_process, without_operators(project), run_dir, proxy.base_url)
         try:
             child = confined_result(project, work, policy, (provider.api_key,) if provider else (), run_dir)
         except TeamCodeError:

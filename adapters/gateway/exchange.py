@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from adapters.scripted.server import redact_headers, route_of
+from adapters.scripted.wire import redact_headers, route_of
 
 __all__ = [
     "request_key",

@@ -32,7 +32,8 @@ decoded reply and in the provider's message where a failure is built from it, so
 downstream (store, run root, breaker state, logs, terminal) can restore it.
 
 This module holds the run's gateway (its lifecycle, forwarding and the HTTP server); beside it:
-admission.py (may a call be sent: breaker, wall limit, the run's bound, rate limit), recording.py
+admission.py (may a call be sent: breaker, wall limit, the run's bound, rate limit), sending.py
+(sending it: retries with backoff, call slots, one attempt judged), recording.py
 (the exchange record, the answer a client gets, replay), provider_errors.py (an error answer by the
 taxonomy, the scrubbed reply) and failures.py (what a run raises and the error body).
 """
@@ -51,9 +52,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
-import tenacity
 
-from adapters.gateway.admission import admit, budget_spent, wait_for_endpoint
+from adapters.gateway.admission import admit
 from adapters.gateway.exchange import estimate_tokens, redact_headers, request_key, route_of, with_completion_limit
 
 # Defined here before the split, so still importable from here (adapters.gateway re-exports the failures).
@@ -76,9 +76,10 @@ from adapters.gateway.limiter import (
     limiter_dir,
 )
 from adapters.gateway.policy import CallPolicy
-from adapters.gateway.provider_errors import infrastructure_failed, judge_error, reply_of, retry_after_seconds  # noqa: F401
+from adapters.gateway.provider_errors import reply_of, retry_after_seconds  # noqa: F401
 from adapters.gateway.recording import asking_for_usage, deliver, give_up, record, replay, stopped
-from adapters.gateway.transfer import CappedSender, CallSlots, NoSlot, TotalTimeout, fetch
+from adapters.gateway.sending import send
+from adapters.gateway.transfer import CappedSender, CallSlots
 from adapters.gateway.taxonomy import ProviderFailure, ProviderTaxonomy, Scrubber
 from adapters.http_reply import send_reply
 
@@ -293,7 +294,7 @@ class ModelGateway:
             return refused
         response, sending = None, time.monotonic()
         try:
-            response = self._send(method, url, where, model, sent, exchange["attempts"], budget)
+            response = send(self, method, url, where, model, sent, exchange["attempts"], budget)
         except _Stop as stop:
             if stop.response is not None:
                 exchange["upstream_reply"] = reply_of(self.scrub, stop.response)[0]
@@ -320,126 +321,6 @@ class ModelGateway:
                     response is not None and response.status_code < 400,
                     tokens,
                 )
-
-    def _send(
-        self, method: str, url: str, where: str, model: str | None, sent: Any, attempts: list, budget: float
-    ) -> httpx.Response:
-        """The call under the policy: retried with backoff within its budget (Retry-After pauses not counted)."""
-        call_started = time.monotonic()
-        content = json.dumps(sent).encode() if not isinstance(sent, str) else sent.encode()
-        send_headers = {
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {self.upstream.api_key}",
-            "Accept": "application/json, text/event-stream",
-        }
-        paused = [0.0]  # seconds spent sitting out Retry-After pauses: the provider's ask, not this call's budget
-
-        def attempt() -> httpx.Response:
-            paused[0] += wait_for_endpoint(self, where, model)  # another process may have opened or paused it meanwhile
-            slot, waited = self._take_slot(where)
-            paused[0] += waited  # waiting for the server to be free is not this call's budget either
-            timeout = self.policy.http_timeout(call_started + budget + paused[0] - time.monotonic())
-            try:
-                return self._attempt(method, url, content, send_headers, timeout, attempts, where, model, slot)
-            except _Retryable as exc:
-                paused[0] += exc.retry_after or 0.0  # the wait tenacity makes for it is not this call's budget either
-                raise
-
-        return tenacity.Retrying(
-            retry=tenacity.retry_if_exception(lambda exc: isinstance(exc, _Retryable) and not exc.final),
-            wait=self._wait,
-            stop=tenacity.stop_after_attempt(self.policy.max_attempts)
-            | (lambda state: budget_spent(state, budget + paused[0])),
-            sleep=time.sleep,
-            reraise=True,
-        )(attempt)
-
-    def _take_slot(self, where: str):
-        """(a held call slot of a capped endpoint, seconds waited for it); (None, 0) when uncapped."""
-        if self._capped is None:
-            return None, 0.0
-        t0 = time.monotonic()
-        try:
-            return self._capped.slots.acquire(self._deadline - t0), time.monotonic() - t0
-        except NoSlot as exc:
-            raise _Retryable(f"{where}: {exc} (the run's wall limit)", final=True) from exc
-
-    def _attempt(
-        self,
-        method: str,
-        url: str,
-        content: bytes,
-        headers: dict,
-        timeout,
-        attempts: list,
-        where: str,
-        model: str | None,
-        slot=None,
-    ) -> httpx.Response:
-        """One upstream request: its answer, or _Retryable/_Stop as the taxonomy decides."""
-        t0 = time.monotonic()
-        body = content if method != "GET" else None
-        total = min(self.policy.attempt_seconds, timeout.write)  # timeout.write: what is left of the call's budget
-        try:
-            if slot is not None:
-                response = self._capped.send(
-                    slot, method, url, body, headers, min(timeout.read, total), total, timeout.connect
-                )
-            else:
-                response = fetch(self._client, method, url, body, headers, timeout, total)
-        except httpx.TimeoutException as exc:
-            phase, limit = _timeout_phase(exc, timeout, total)
-            detail = f"timed out after {limit:.1f} s {phase} ({type(exc).__name__})"
-            attempts.append(
-                {
-                    "status": None,
-                    "error": f"timeout after {limit:.1f} s {phase}",
-                    "seconds": round(time.monotonic() - t0, 3),
-                }
-            )
-            infrastructure_failed(self, where, model, None, detail)
-            if not self.policy.retry_timeouts:
-                detail += "; not sent again: the server may still be answering it (call policy retry_timeouts)"
-            raise _Retryable(detail, final=not self.policy.retry_timeouts) from exc
-        except httpx.TransportError as exc:
-            detail = self.scrub.text(f"connection failed ({type(exc).__name__}: {exc})")
-            attempts.append(
-                {
-                    "status": None,
-                    "error": self.scrub.text(f"{type(exc).__name__}: {exc}"),
-                    "seconds": round(time.monotonic() - t0, 3),
-                }
-            )
-            infrastructure_failed(self, where, model, None, detail)
-            raise _Retryable(detail) from exc
-        entry = {"status": response.status_code, "error": None, "seconds": round(time.monotonic() - t0, 3)}
-        attempts.append(entry)
-        if response.status_code < 400:
-            if self.circuit is not None:
-                self.circuit.succeeded()
-            return response
-        return judge_error(self, response, entry, where, model)
-
-    def _wait(self, retry_state: tenacity.RetryCallState) -> float:
-        """Exponential backoff with jitter; never shorter than the server's Retry-After."""
-        policy = self.policy
-        backoff = tenacity.wait_exponential_jitter(
-            initial=policy.initial_backoff_seconds, max=policy.max_backoff_seconds, jitter=policy.jitter_seconds
-        )(retry_state)
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        retry_after = getattr(exc, "retry_after", None)
-        return max(backoff, retry_after) if retry_after is not None else backoff
-
-
-def _timeout_phase(exc: httpx.TimeoutException, timeout: httpx.Timeout, total: float) -> tuple[str, float]:
-    """Where an attempt timed out, and after how long."""
-    if isinstance(exc, TotalTimeout):
-        return "before the answer ended", total
-    if isinstance(exc, httpx.ConnectTimeout):
-        return "connecting", timeout.connect
-    if isinstance(exc, httpx.ReadTimeout):
-        return "waiting for the first byte", timeout.read
-    return "sending", timeout.write
 
 
 class _Handler(BaseHTTPRequestHandler):
