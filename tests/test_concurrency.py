@@ -1,6 +1,7 @@
 """Concurrent live runs: each in its own process, nothing leaks between them, the pool bounds them."""
 
 import functools
+import multiprocessing
 import os
 import time
 import types
@@ -14,8 +15,12 @@ from sabot_assets.constants import LLM_POOL
 from sabot_assets.waves.concurrency import PoolSlots, pool_limit, set_pool_limit
 
 
-def timed_run(spec, registry, work_root):
-    """A run, with when it ran and in which process (CLOCK_MONOTONIC is system-wide on Linux)."""
+def timed_run(spec, registry, work_root, together=None):
+    """A run, with when it ran and in which process (CLOCK_MONOTONIC is system-wide on Linux). With
+    `together` (a barrier of the runs), it starts only once every run's process is there: a pool that
+    ran them one after another would never get past it."""
+    if together is not None:
+        together.wait()
     started = time.monotonic()
     outcome = run_spec(spec, registry, work_root)
     return outcome, started, time.monotonic(), os.getpid()
@@ -28,8 +33,10 @@ CELLS = [RunSpec("t", 2, "crewai", "guardrail", "T1", "O1", 11), RunSpec("t", 2,
 
 def test_two_cells_run_concurrently_and_each_record_holds_only_its_own_events(registry, tmp_path):
     alone = {spec: run(spec, registry, tmp_path / "alone") for spec in CELLS}  # one after another, in this process
-    fn = functools.partial(timed_run, registry=registry, work_root=str(tmp_path / "together"))
-    together = {spec: result for spec, result, _ in run_many(fn, CELLS, concurrency=2)}
+    with multiprocessing.Manager() as manager:  # a pool process starting late must not read as no overlap
+        barrier = manager.Barrier(len(CELLS), timeout=120)
+        fn = functools.partial(timed_run, registry=registry, work_root=str(tmp_path / "together"), together=barrier)
+        together = {spec: result for spec, result, _ in run_many(fn, CELLS, concurrency=2)}
 
     (_, start_a, end_a, pid_a), (_, start_b, end_b, pid_b) = together[CELLS[0]], together[CELLS[1]]
     assert pid_a != pid_b and os.getpid() not in (pid_a, pid_b)
