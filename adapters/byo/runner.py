@@ -54,7 +54,6 @@ from sabot.model_ids import served_as
 from sabot.pricing import PriceTable, call_rows, totals
 from sabot.projects import Project, ProjectError
 from sabot.recorder import Recorder
-from sabot.trace import RunRecord
 
 DOUBLE_KEY = "sk-test-double"
 SIMULATION = "simulation (the project's own test double on 127.0.0.1)"
@@ -284,20 +283,7 @@ def run_project(
                 "usage": usage_of_calls(calls, prices),
                 "endpoint": replay.endpoint_label if replay is not None else _endpoint_label(),
             }
-            record = RunRecord(
-                spec.run_id,
-                spec.framework,
-                spec.config,
-                spec.task,
-                spec.operator,
-                spec.seed,
-                (),
-                None,
-                False,
-                False,
-                f"stopped: {exc.failure.message}",
-                extra=extra,
-            )
+            record = unscored_record(spec, f"stopped: {exc.failure.message}", extra)
             return RunOutcome(record, [], exc.failure.as_dict())
         except CellFailed as exc:  # the same request would be refused again: no retry-once
             error, failed_exchanges = f"attempt {attempt}: {exc.failure.message}", exc.exchanges
