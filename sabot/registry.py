@@ -50,9 +50,15 @@ class WaveDef:
         tuple[str, str, frozenset[str]], ...
     ]  # (framework, config, operators) of each registered carve-out
     headline_ruleset: str
-    readings: tuple[str, ...]
+    readings: tuple[str, ...]  # the registered readings, then the later ones
     label: str
     project: bool = False  # a team's own pipeline (`sabot.projects`): no instrument check, no cross-framework reading
+    later_readings: tuple[str, ...] = ()  # rulesets added after registration that name the wave in `rescores`
+
+    @property
+    def registered_readings(self) -> tuple[str, ...]:
+        """The readings the wave registered: fixed for its life, so each cell partition carries them."""
+        return tuple(v for v in self.readings if v not in self.later_readings)
 
     def probes(self) -> list[Probe]:
         return probes(self.frameworks, self.configs, self.tasks, self.seeds)
@@ -223,12 +229,14 @@ class Registry:
     def readings(self, wave: str, registered: list[str]) -> tuple[str, ...]:
         """A wave's registered readings, then every later ruleset that names the wave in `rescores`:
         a new rule is a new ruleset file, and a registered wave is never edited to add it."""
-        later = [
+        return tuple(registered) + self.later_readings(wave, registered)
+
+    def later_readings(self, wave: str, registered: list[str]) -> tuple[str, ...]:
+        return tuple(
             v
             for v in self.ruleset_names()
             if v not in registered and wave in self.files[f"rulesets/{v}.json"].doc.get("rescores", ())
-        ]
-        return tuple(registered) + tuple(later)
+        )
 
     def wave_names(self) -> list[str]:
         return sorted(r.removeprefix("waves/").removesuffix(".json") for r in self.files if r.startswith("waves/"))
@@ -284,6 +292,7 @@ class Registry:
             readings=self.readings(doc["name"], doc["readings"]),
             label=doc["label"],
             project=bool(doc.get("project", False)),
+            later_readings=self.later_readings(doc["name"], doc["readings"]),
         )
 
 

@@ -248,8 +248,14 @@ class WaveRunner:
             self._fail(result, ["kappa_audit"], None)
         return not failed
 
-    def board(self) -> dg.ExecuteInProcessResult:
-        return self.run(
-            ["scoreboard", "report"]
-            + (["instrument_check"] if self.wave.source == "live" and not self.wave.project else [])
+    def board(self, readings: tuple[str, str] | None = None, instrument: bool = True) -> dg.ExecuteInProcessResult:
+        """The scoreboard and report (and the instrument check), after the wave's later readings
+        (`readings`: a range of them; default all) in the same run: a later reading is one partition
+        over every settled cell."""
+        names = ["scoreboard", "report"] + (
+            ["instrument_check"] if instrument and self.wave.source == "live" and not self.wave.project else []
         )
+        later = self.wave.later_readings
+        if not later:
+            return self.run(names)
+        return self.run(["later_readings", *names], readings or (later[0], later[-1]))

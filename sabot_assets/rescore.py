@@ -1,9 +1,11 @@
-"""Re-scoring a wave after a rule change: cell verdicts, scoreboard and report, nothing else.
+"""Re-scoring a wave after a rule change: the hard tier, scoreboard and report, nothing else.
 
 A rule change (a new ruleset file, or a change to the scorer's code) touches only the hard tier:
-run assets are never re-run and judge verdicts are not downstream of hard-tier rules. The cells
-are re-materialized through the asset graph, one run per scoreboard row's stored cells, then the
-scoreboard and report; the verdicts before and after are compared.
+run assets are never re-run and judge verdicts are not downstream of hard-tier rules. Under a
+ruleset the wave registered, the cells are re-materialized through the asset graph, one run per
+scoreboard row's stored cells, then the later readings, scoreboard and report. Under a later
+ruleset (a new file naming the wave in `rescores`), only its partition of `later_readings`, the
+scoreboard and the report, in one run. The verdicts before and after are compared.
 """
 
 from dataclasses import dataclass
@@ -18,7 +20,6 @@ from sabot_assets.materialize import WaveRunner, blocks
 from sabot_assets.settled import fingerprint, mark_settled, settled_by
 
 VERDICT_FIELDS = ("status", "excluded", "detected_hard", "reacted", "recovered")
-RESCORED = ("cell_verdicts", "scoreboard", "report")
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,16 @@ def rescore_wave(
         return Rescore(wave, ruleset, ruleset, len(before), 0, [])
     compared_with = ruleset if before else wave.headline_ruleset
     before = before or _verdicts(store_path, wave.name, wave.headline_ruleset)
-    spans = _stored_cell_ranges(store_path, wave)
     runner = WaveRunner(defs, wave, instance, tags={"sabot/rescore": ruleset})
-    for span in spans:
-        runner.run(["cell_verdicts"], span)
-    board = runner.run(["scoreboard", "report"])
+    if ruleset in wave.later_readings:  # its own partition: no cell partition is touched
+        spans = []
+        _stored_cell_ranges(store_path, wave)  # the same refusal when nothing is stored
+        board = runner.board(readings=(ruleset, ruleset), instrument=False)
+    else:
+        spans = _stored_cell_ranges(store_path, wave)
+        for span in spans:
+            runner.run(["cell_verdicts"], span)
+        board = runner.board(instrument=False)
     mark_settled(instance, board.run_id, fingerprint(registry, defs.assets, store_path, wave, {"rescore": ruleset}, {}))
     after = _verdicts(store_path, wave.name, ruleset)
     flips = [

@@ -31,16 +31,22 @@ _BLOCK_ROWS = {
 }
 
 
-def _stored_rows(con, wave: str, probes: list[str]) -> dict[str, str]:
+def _stored_rows(con, wave, probes: list[str]) -> dict[str, str]:
+    """The block's rows per table. Cell verdicts under a later reading are left out: the board's run
+    writes them for every cell of the wave (`later_readings`), not the block's."""
     marks = ", ".join("?" for _ in probes)
-    return {
-        table: con.execute(
+    out = {}
+    for table, columns in _BLOCK_ROWS.items():
+        later = table == "cell_verdicts" and wave.later_readings
+        where = f"wave = ? AND probe IN ({marks})" + (
+            f" AND ruleset NOT IN ({', '.join('?' for _ in wave.later_readings)})" if later else ""
+        )
+        out[table] = con.execute(
             f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}, dagster_run_id), ',' "
-            f"ORDER BY concat_ws('|', {columns}, dagster_run_id))), '') FROM {table} WHERE wave = ? AND probe IN ({marks})",
-            [wave, *probes],
+            f"ORDER BY concat_ws('|', {columns}, dagster_run_id))), '') FROM {table} WHERE {where}",
+            [wave.name, *probes, *(wave.later_readings if later else ())],
         ).fetchone()[0]
-        for table, columns in _BLOCK_ROWS.items()
-    }
+    return out
 
 
 def block_fingerprints(registry: Registry, assets, store_path: Path, wave, slots_by_block: dict, identity) -> dict:
@@ -71,7 +77,7 @@ def block_fingerprints(registry: Registry, assets, store_path: Path, wave, slots
                 "code": code,
                 "identity": repr(identity),
                 "slots": sorted(f"{op or ''}|{probe.key}|{answers[(op, probe)].sha256}" for op, probe in slots),
-                "stored": _stored_rows(con, wave.name, sorted({probe.key for _, probe in slots})),
+                "stored": _stored_rows(con, wave, sorted({probe.key for _, probe in slots})),
             }
             out[block] = hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
     return out

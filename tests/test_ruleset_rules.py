@@ -19,6 +19,7 @@ ASSETS = (
     "baseline_runs",
     "fault_runs",
     "cell_verdicts",
+    "later_readings",
     "judge_verdicts",
     "kappa_audit",
     "scoreboard",
@@ -26,6 +27,11 @@ ASSETS = (
 )
 
 VERDICT = ("status", "excluded", "mapping", "flags_anchored", "detected_hard", "reacted", "recovered", "flags_noticed")
+
+
+def newest_partition(instance, name) -> str:
+    [record] = instance.fetch_materializations(dg.AssetKey([WAVE, name]), limit=1).records
+    return record.partition_key
 
 
 def verdicts(store_path, ruleset) -> dict:
@@ -84,9 +90,11 @@ def test_one_changed_anchor_flips_exactly_its_cells_and_only_under_its_ruleset(r
         after = {r: verdicts(store_path, r) for r in ("v0.1.3", "v0.2.0", "v0.2.1", NEW_RULESET)}
         ran = {n: materializations(instance, n) - counts[n] for n in ASSETS}
 
-    # Exactly cell verdicts (every stored cell), scoreboard and report; no run, no judge verdict.
-    assert ran == {n: {"cell_verdicts": 30, "scoreboard": 1, "report": 1}.get(n, 0) for n in ASSETS}
-    assert (result.cells, result.runs, result.compared_with) == (30, 2, "v0.2.0")
+    # Exactly the new ruleset's partition of later_readings (every stored cell in it), scoreboard and report,
+    # in one Dagster run: no cell partition, no run, no judge verdict, no other reading.
+    assert ran == {n: {"later_readings": 1, "scoreboard": 1, "report": 1}.get(n, 0) for n in ASSETS}
+    assert newest_partition(instance, "later_readings") == NEW_RULESET
+    assert (result.cells, result.runs, result.compared_with) == (30, 1, "v0.2.0")
 
     for ruleset in ("v0.1.3", "v0.2.0", "v0.2.1"):
         assert after[ruleset] == before[ruleset], f"{ruleset} moved although none of its files did"

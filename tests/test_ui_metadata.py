@@ -42,11 +42,16 @@ def _table(value) -> list[dict]:
     return [json.loads(r) if isinstance(r, str) else dict(r.data) for r in value.records]
 
 
-def test_a_cell_verdicts_partition_carries_its_own_verdict(scored_wave2):
+def test_a_cell_verdicts_partition_carries_its_own_verdict(scored_wave2, registry):
     operator, probe = CELL.split("|")
     meta = _materialization(scored_wave2, "cell_verdicts", CELL).metadata
+    registered = registry.wave(WAVE).registered_readings
     with connect(scored_wave2.store_path, read_only=True) as con:
-        rows = [r for r in read_verdicts(con, WAVE) if (r["operator"], r["probe"]) == (operator, probe)]
+        rows = [
+            r
+            for r in read_verdicts(con, WAVE)
+            if (r["operator"], r["probe"]) == (operator, probe) and r["ruleset"] in registered
+        ]
         acts = read_acts(con, WAVE, "v0.2.0", operator, probe)
     table = _table(meta["verdicts by ruleset"].value)
     assert [t["ruleset"].split()[0] for t in table] == sorted(r["ruleset"] for r in rows)
@@ -71,12 +76,32 @@ def test_a_cell_verdicts_partition_carries_its_own_verdict(scored_wave2):
         a["quote"].startswith((b["reason"] or "")[:40] if b["counted"] else f"({b['note']})")
         for a, b in zip(deciding, acts)
     )
+    # A ruleset added after registration is not a row here: it is a partition of later_readings, linked.
+    assert (
+        "[v0.2.1-2026-12-02](" in meta["later readings"].value
+        and "--ruleset v0.2.1-2026-12-02" in meta["later readings"].value
+    )
     head = next(r for r in rows if r["ruleset"] == "v0.2.0")
     assert meta["fault run read"].value == f"run {head['fault_run_id']}, record sha256 {head['fault_sha256']}"
     assert meta["explain"].value == f"sabot explain {WAVE} --cell '{CELL}'"
     # Its own, not the batch's: another cell of the same run says something else.
     other = _materialization(scored_wave2, "cell_verdicts", OTHER).metadata
     assert other["fault run read"].value != meta["fault run read"].value
+
+
+def test_a_later_reading_is_one_partition_naming_the_cells_it_reads_differently(scored_wave2):
+    later = "v0.2.1-2026-12-02"  # names public_wave2 in `rescores`
+    meta = _materialization(scored_wave2, "later_readings", later).metadata
+    with connect(scored_wave2.store_path, read_only=True) as con:
+        head = {(r["operator"], r["probe"]): r for r in read_verdicts(con, WAVE, "v0.2.0")}
+        rows = read_verdicts(con, WAVE, later)
+    assert meta["dagster/row_count"].value == len(rows) == len(head) > 0  # every settled cell, read once more
+    verdict = lambda r: (r["status"], r["excluded"], bool(r["detected_hard"]))  # noqa: E731
+    differs = {f"{op}|{probe}" for r in rows if verdict(r) != verdict(head[(op := r["operator"], probe := r["probe"])])}
+    assert differs  # this reading scores the wave differently: the table below has something to show
+    assert meta["read differently from the headline"].value == len(differs)
+    listed = {re.match(r"\[([^\]]+)\]", t["cell"]).group(1) for t in _table(meta["cells read differently"].value)}
+    assert listed == differs if len(differs) <= 50 else listed < differs
 
 
 def test_a_judge_verdicts_partition_carries_its_judgement(scored_wave2):

@@ -48,11 +48,29 @@ ACT_COLUMNS = [
 JSON_COLUMNS = ("missing", "flags")
 
 
-def write_verdicts(con, wave: str, cell_keys: list[tuple[str, str]], verdicts: list[dict], acts: list[dict]) -> None:
-    """Replace every ruleset's verdicts and acts for these cells (call inside a transaction)."""
+def write_verdicts(
+    con, wave: str, cell_keys: list[tuple[str, str]], rulesets: list[str], verdicts: list[dict], acts: list[dict]
+) -> None:
+    """Replace these rulesets' verdicts and acts for these cells (call inside a transaction)."""
     import pandas as pd
 
-    keys = pd.DataFrame([(wave, op, probe) for op, probe in cell_keys], columns=["wave", "operator", "probe"])
+    keys = pd.DataFrame(
+        [(wave, v, op, probe) for op, probe in cell_keys for v in rulesets],
+        columns=["wave", "ruleset", "operator", "probe"],
+    )
+    _replace(con, keys, verdicts, acts)
+
+
+def write_reading(con, wave: str, ruleset: str, verdicts: list[dict], acts: list[dict]) -> None:
+    """Replace every verdict and act of one reading of a wave (call inside a transaction)."""
+    import pandas as pd
+
+    _replace(con, pd.DataFrame([(wave, ruleset)], columns=["wave", "ruleset"]), verdicts, acts)
+
+
+def _replace(con, keys, verdicts: list[dict], acts: list[dict]) -> None:
+    import pandas as pd
+
     rows = pd.DataFrame(verdicts, columns=VERDICT_COLUMNS)
     for col in JSON_COLUMNS:
         rows[col] = rows[col].map(json.dumps)

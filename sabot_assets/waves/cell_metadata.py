@@ -22,7 +22,7 @@ from sabot.registry import WaveDef
 from sabot.trace import EventKind
 from sabot_assets.constants import RERUN_TAG
 from sabot_assets.file_server.addresses import record_url
-from sabot_assets.waves.ui_links import explain_cell_command
+from sabot_assets.waves.ui_links import LATER_READINGS, explain_cell_command, partition_url
 from sabot_assets.waves.ui_text import shortened
 
 OWN_CHECK_KINDS = (EventKind.GUARDRAIL_EVENT, EventKind.VERDICT)  # the event kinds the mappings read acts from
@@ -250,12 +250,19 @@ def verdict_metadata(wave: WaveDef, key: str, rows: list[dict], acts: list[dict]
         f"{HEADLINE_COLUMN} ({wave.headline_ruleset})": _yes(head["detected_hard"])
         if head["status"] == "valid"
         else "not counted (outside the denominator)",
-        "verdicts by ruleset": dg.MetadataValue.table(table, VERDICT_SCHEMA),
+        "verdicts by ruleset": dg.MetadataValue.table(table, VERDICT_SCHEMA),  # the registered readings
         **deciding_acts([r["ruleset"] for r in rows], wave.headline_ruleset, acts, explain),
         "fault run read": _read(head, "fault", attempt_read),
         "baseline read": _read(head, "baseline", None),
         "explain": explain,
     }
+    if wave.later_readings:  # rulesets added after registration: a partition each, not a row here
+        meta["later readings"] = dg.MetadataValue.md(
+            "\n".join(
+                f"- [{v}]({partition_url(wave.name, v, LATER_READINGS)}): `{explain} --ruleset {v}`"
+                for v in wave.later_readings
+            )
+        )
     return meta
 
 

@@ -23,12 +23,12 @@ from sabot_assets.waves.scoreboard_assets import report_link, reports_dir
 from sabot_assets.waves.ui_text import summary
 
 
-def build_instrument_check(wave: WaveDef, rulesets, cell_verdicts: dg.AssetKey, scorer: str) -> dg.AssetsDefinition:
+def build_instrument_check(wave: WaveDef, rulesets, verdicts: list[dg.AssetKey], scorer: str) -> dg.AssetsDefinition:
     @dg.asset(
         name="instrument_check",
         key_prefix=wave.name,
         group_name=wave.name,
-        deps=[cell_verdicts],
+        deps=verdicts,
         code_version=f"instrument-v1+{scorer}",
         automation_condition=REBUILD_BOARD,
         tags={COST_TAG: "cheap"},

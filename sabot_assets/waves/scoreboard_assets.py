@@ -32,6 +32,7 @@ from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
 from sabot_assets.guard import require_registered
 from sabot_assets.resources import store_connection
+from sabot_assets.waves.board_inputs import BOARD_INPUTS, INPUTS_KEY, board_inputs
 from sabot_assets.waves.judging import judge_runs_by_itself, located_judgements
 from sabot_assets.waves.number_pages import write_number_pages
 from sabot_assets.waves.numbers import SECTION2, cells_behind, row_links_markdown, scored_rows, undecided_summary
@@ -78,6 +79,16 @@ def run_error_rows(con, wave: WaveDef, ruleset, dagster_run_id: str) -> list[dic
 def expected_rows(wave: WaveDef) -> list[str]:
     """Every scoreboard row the wave registers (framework x config): the median needs them all."""
     return [f"{fw}/{cfg}" for fw in wave.frameworks for cfg in wave.configs]
+
+
+def _last_metadata(context: dg.AssetExecutionContext) -> dict:
+    """The metadata of the asset's last materialization, if any."""
+    records = context.instance.fetch_materializations(context.asset_key, limit=1).records
+    return dict(records[0].asset_materialization.metadata) if records else {}
+
+
+def _text(value) -> str | None:
+    return value.value if isinstance(value, dg.TextMetadataValue) else None
 
 
 def footnotes(registry: Registry, rulesets, label: str) -> list[str]:
@@ -178,8 +189,9 @@ def number_links(
 
 
 def build_board_assets(
-    wave: WaveDef, registry: Registry, rulesets, cell_verdicts: dg.AssetKey, judge_verdicts: dg.AssetKey, scorer: str
+    wave: WaveDef, registry: Registry, rulesets, verdicts: list[dg.AssetKey], judge_verdicts: dg.AssetKey, scorer: str
 ) -> list[dg.AssetsDefinition]:
+    """`verdicts`: the cell verdicts and, when the wave has later readings, their asset."""
     floors = {r.version: floor_rules(r, rulesets) for r in rulesets}
     common = dict(
         key_prefix=wave.name,
@@ -191,7 +203,7 @@ def build_board_assets(
 
     @dg.asset(
         name="scoreboard",
-        deps=[cell_verdicts, judge_verdicts],
+        deps=[*verdicts, judge_verdicts],
         code_version=f"{BOARD_VERSION}+{scorer}",
         description=(
             "Funnel tables, exclusion appendix, strict floor, base rates and band, under every ruleset the wave reads. "
@@ -206,11 +218,23 @@ def build_board_assets(
         require_registered(registry)
         boards = {}
         with store_connection(store) as con:
-            baselines = read_baselines(con, wave.name)
             label = conformance_label(con, wave)
-            judged = located_judgements(con, wave.name)
+            inputs = board_inputs(con, registry, wave, rulesets, floors, label)
+            previous = _last_metadata(context)
+            # A board whose inputs are as at its last build would come out the same (`board_inputs`); the
+            # headline's is kept only with the metadata that build gave it (its number pages and links).
+            kept = {
+                r.version
+                for r in rulesets
+                if read_report(con, wave.name, r.version, BOARD_INPUTS) == inputs[r.version]
+                and (r.version != wave.headline_ruleset or _text(previous.get(INPUTS_KEY)) == inputs[r.version])
+            }
+            stale = [r for r in rulesets if r.version not in kept]
+            if stale:
+                baselines = read_baselines(con, wave.name)
+                judged = located_judgements(con, wave.name)
             with transaction(con):
-                for ruleset in rulesets:
+                for ruleset in stale:
                     rows = read_verdicts(con, wave.name, ruleset.version)
                     rows += run_error_rows(con, wave, ruleset, context.run_id) if wave.source == "live" else []
                     boards[ruleset.version] = build_board(
@@ -229,8 +253,13 @@ def build_board_assets(
                     write_board(
                         con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id
                     )
+                    write_report(con, wave.name, ruleset.version, BOARD_INPUTS, inputs[ruleset.version], context.run_id)
                     if ruleset.version == wave.headline_ruleset:
                         headline_rows = rows
+        built = ", ".join(r.version for r in stale) or "none"
+        context.log.info(f"scoreboard: built {built}; kept as last built: {', '.join(sorted(kept)) or 'none'}")
+        if wave.headline_ruleset in kept:
+            return dg.MaterializeResult(metadata={**previous, "boards built by this run": built})
         head = boards[wave.headline_ruleset]
         withheld = head["median"]["withheld"]
         return dg.MaterializeResult(
@@ -253,6 +282,8 @@ def build_board_assets(
                         for e in head["tables"]["framework_config"]
                     )
                 ),
+                INPUTS_KEY: inputs[wave.headline_ruleset],
+                "boards built by this run": built,
             }
         )
 

@@ -21,6 +21,7 @@ from sabot.matrix import Cell
 from sabot.registry import WaveDef
 
 CELL_ASSET = "cell_verdicts"  # the asset whose partitions carry each cell's verdict
+LATER_READINGS = "later_readings"  # one partition per ruleset added after the wave's registration
 NEEDS_QUOTES = re.compile(r"[^-a-zA-Z0-9_:/@]")  # the UI grammar's unquoted key characters, negated
 
 

@@ -1,8 +1,10 @@
-"""Cell verdicts: the hard tier under every ruleset the wave reads, per cell partition.
+"""Cell verdicts: the hard tier under every ruleset the wave registered, per cell partition.
 
 Cheap and deterministic, so it is the layer automation may re-run: its code version is the hash
 of every ruleset it applies (data and scorer code), and a change marks only it, and what lies
-downstream, stale. No scoring logic lives here; it calls `judges.hard`.
+downstream, stale. A ruleset added later (a new rule: a new file naming the wave in `rescores`)
+is a partition of `later_readings` instead, so adding one re-scores no cell partition. No scoring
+logic lives here; it calls `judges.hard`.
 """
 
 import hashlib
@@ -144,7 +146,14 @@ def build_cell_verdicts(
                 ).encode()
             ).hexdigest()
             with transaction(con):
-                write_verdicts(con, wave.name, [(c.operator, c.probe.key) for c in cells], rows, acts)
+                write_verdicts(
+                    con,
+                    wave.name,
+                    [(c.operator, c.probe.key) for c in cells],
+                    [r.version for r in rulesets],
+                    rows,
+                    acts,
+                )
                 append_manifest(
                     con,
                     wave.name,

@@ -1,0 +1,79 @@
+"""Whether a reading's board would come out as its last build left it: a digest of its inputs.
+
+The scoreboard builds one board per reading of the wave. A new rule is a new later reading
+(`later_readings`), and it changes only that reading's verdicts: every other board's inputs (its
+verdict rows, the wave's runs, the judge's verdicts, the label, its own rule files and the rest of
+the registry, and the code that builds a board) are as they were, and a board is a deterministic
+function of them. Such a board is kept, not built again; its digest is stored beside it (a
+`reports` row per reading) in the transaction that writes it.
+"""
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+from sabot.registry import Registry, WaveDef
+from sabot_assets.constants import BOARD_VERSION
+
+BOARD_INPUTS = "board.inputs"  # the reports row holding the digest a reading's stored board was built from
+INPUTS_KEY = "board inputs (headline)"  # the scoreboard's metadata entry: the headline board's digest
+
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+# What builds a board and its metadata, besides the rules (whose hashes carry the scorer's code).
+_BOARD_CODE = ("judges", "sabot_assets/waves", "sabot/store/published.py", "sabot/store/verdicts.py")
+
+
+@functools.cache
+def board_code_hash() -> str:
+    """The source of what builds a board, hashed once per process."""
+    digest = hashlib.sha256()
+    for rel in _BOARD_CODE:
+        path = _PACKAGE_ROOT / rel
+        for file in sorted(p for p in path.rglob("*") if p.suffix in (".py", ".j2")) if path.is_dir() else [path]:
+            digest.update(file.relative_to(_PACKAGE_ROOT).as_posix().encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
+def _rows(con, table: str, columns: str, wave: str, ruleset: str | None = None) -> str:
+    where, params = "wave = ?", [wave]
+    if ruleset is not None:
+        where, params = where + " AND ruleset = ?", params + [ruleset]
+    return con.execute(
+        f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}), ',' "
+        f"ORDER BY concat_ws('|', {columns}))), '') FROM {table} WHERE {where}",
+        params,
+    ).fetchone()[0]
+
+
+def board_inputs(con, registry: Registry, wave: WaveDef, rulesets, floors: dict, label: str) -> dict[str, str]:
+    """reading -> the digest of what its board is built from, as the store and registry hold it now."""
+    shared = {
+        "board": BOARD_VERSION,
+        "code": board_code_hash(),
+        "label": label,
+        "runs": _rows(con, "runs", "operator, probe, status, coalesce(source_sha256, '')", wave.name),
+        "judge": _rows(
+            con, "judge_verdicts", "operator, probe, CAST(prompt_variant AS VARCHAR), dagster_run_id", wave.name
+        ),
+    }
+    by_version = {r.version: r for r in rulesets}
+    every_rule_file = set().union(*(r.files for r in rulesets))
+    out = {}
+    for ruleset in rulesets:
+        floor = by_version[floors[ruleset.version].source]
+        mine = set(ruleset.files) | set(floor.files)
+        doc = {
+            **shared,
+            "ruleset": ruleset.hash,
+            "floor": floor.hash,
+            # The registry, less the files only other readings use: adding a later reading leaves this board's inputs.
+            "registry": sorted(
+                f"{rel}:{f.sha256}" for rel, f in registry.files.items() if rel in mine or rel not in every_rule_file
+            ),
+            "verdicts": _rows(
+                con, "cell_verdicts", "ruleset_hash, operator, probe, dagster_run_id", wave.name, ruleset.version
+            ),
+        }
+        out[ruleset.version] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    return out
