@@ -92,11 +92,27 @@ def registry_with_rule_change(tmp: Path):
 
 
 def ensure_live_wave2(live_var: Path) -> None:
-    if (live_var / "sabot.duckdb").exists():
-        return
-    print(f"building a full live wave 2 under {live_var} (`sabot wave run wave2`, several minutes)...", flush=True)
-    env = {**os.environ, "SABOT_VAR": str(live_var)}
-    subprocess.run([str(PROJECT / ".venv/bin/sabot"), "wave", "run", "wave2"], env=env, check=True, capture_output=True)
+    """A full live wave 2 under `live_var`, its board built by the current code. A board is kept
+    only while the code that builds it is unchanged (`sabot_assets/waves/board_inputs.py`), so a
+    store left by older code has its board built again once here (untimed), as a user's would."""
+    import dagster as dg
+    from dagster_duckdb import DuckDBResource
+
+    from sabot.registry import Registry
+    from sabot_assets.definitions import build_definitions
+    from sabot_assets.materialize import WaveRunner
+
+    if not (live_var / "sabot.duckdb").exists():
+        print(f"building a full live wave 2 under {live_var} (`sabot wave run wave2`, several minutes)...", flush=True)
+        env = {**os.environ, "SABOT_VAR": str(live_var)}
+        subprocess.run(
+            [str(PROJECT / ".venv/bin/sabot"), "wave", "run", "wave2"], env=env, check=True, capture_output=True
+        )
+    os.environ.update(DAGSTER_HOME=str(PROJECT), SABOT_DAGSTER_STORAGE=str(live_var / "dagster"))
+    with dg.DagsterInstance.get() as instance:
+        registry = Registry()
+        defs = build_definitions(registry, DuckDBResource(database=str(live_var / "sabot.duckdb")))
+        WaveRunner(defs, registry.wave("wave2"), instance).board()
 
 
 def rescore_live_wave2(live_var: Path) -> dict:

@@ -9,13 +9,15 @@ idempotent, so a parent process, a later sweep or a second host can ingest the s
 import json
 from dataclasses import dataclass
 
+import duckdb
+
 
 from sabot.matrix import Probe
 from sabot.store.db import now, replace_values
 from sabot.runroot import Attempt, Identity
 from sabot.store.spend import write_calls
 from sabot.store.wave_replace import OrphanedRuns, orphan_message
-from sabot.trace import RunRecord, parse_runresult, to_runresult
+from sabot.trace import RESULT_KEYS, RunRecord, parse_runresult, to_runresult
 
 RUN_COLUMNS = [
     "wave",
@@ -113,17 +115,41 @@ class StoredRun:
 
 def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], StoredRun]:
     """(operator or '', probe) -> the stored slot, for the slots among `keys` that were materialized."""
+    return _read_slots(con, wave, keys, picked=False)
+
+
+def read_scored_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], StoredRun]:
+    """`read_runs` as the scorer and the judge's locating read it: each record's reference-schema
+    fields only (RESULT_KEYS), picked out in the store. A live record also carries its model
+    exchanges and usage (`extra`, most of its bytes), which no verdict reads: here `extra` is empty."""
+    return _read_slots(con, wave, keys, picked=True)
+
+
+def _read_slots(con, wave: str, keys: list[tuple[str, str]], picked: bool) -> dict[tuple[str, str], StoredRun]:
     import pandas as pd
 
     if not keys:
         return {}
+    fields = ", ".join(f"'{k}', parts[{i + 1}]" for i, k in enumerate(RESULT_KEYS))
+    paths = ", ".join(f"'$.{k}'" for k in RESULT_KEYS)
+    record = f"CASE WHEN rec IS NULL THEN NULL ELSE json_object({fields})::VARCHAR END" if picked else "rec"
     con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
-    rows = con.execute(
-        f"SELECT r.operator, r.probe, r.status, {record_sql('r')}, r.source_path, r.source_sha256 FROM runs r "
-        "JOIN _wanted w ON r.operator = w.operator AND r.probe = w.probe WHERE r.wave = ?",
-        [wave],
-    ).fetchall()
-    con.unregister("_wanted")
+    try:
+        rows = con.execute(
+            f"SELECT operator, probe, status, {record}, source_path, source_sha256 FROM ("
+            f"SELECT *, {f'json_extract(rec, [{paths}])' if picked else 'NULL'} AS parts FROM ("
+            f"SELECT r.operator, r.probe, r.status, {record_sql('r')} AS rec, r.source_path, r.source_sha256 FROM runs r "
+            "JOIN _wanted w ON r.operator = w.operator AND r.probe = w.probe WHERE r.wave = ?))",
+            [wave],
+        ).fetchall()
+    except duckdb.InvalidInputException:
+        if not picked:
+            raise
+        rows = None  # a record that is not JSON: read whole, so the parser names the file and what is wrong
+    finally:
+        con.unregister("_wanted")
+    if rows is None:
+        return _read_slots(con, wave, keys, picked=False)
     out = {}
     for op, probe, status, record, path, sha in rows:
         if status == "present" and record is None:

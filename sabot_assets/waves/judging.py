@@ -29,7 +29,7 @@ from sabot.registry import Registry, WaveDef
 from sabot.store.published import read_report, write_report
 from sabot.store.db import transaction
 from sabot.store.judging import read_judgements, write_judgements
-from sabot.store.runs import read_runs
+from sabot.store.runs import read_runs, read_scored_runs
 from sabot_assets.automation import REBUILD_BOARD, RESCORE_CELLS
 from sabot_assets.constants import COST_TAG
 from sabot_assets.partitions import cell_partitions
@@ -74,7 +74,7 @@ def located_judgements(con, wave: str) -> dict:
     (`judges.soft.location`): only noticed verdicts need their fault run read."""
     judged = {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave, variant=0).items()}
     noticed = [key for key, v in judged.items() if v["status"] == "ok" and v["noticed"]]
-    return located_from_runs(judged, read_runs(con, wave, noticed))
+    return located_from_runs(judged, read_scored_runs(con, wave, noticed))
 
 
 def located_from_runs(judged: dict, runs: dict) -> dict:

@@ -19,7 +19,7 @@ from judges.hard.tables import HEADLINE_COLUMN
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, WaveDef
 from sabot.store.db import append_manifest, transaction
-from sabot.store.runs import read_runs
+from sabot.store.runs import read_scored_runs
 from sabot.store.verdicts import read_verdicts, write_reading
 from sabot_assets.automation import RESCORE_CELLS
 from sabot_assets.constants import COST_TAG
@@ -71,7 +71,7 @@ def build_later_readings(
                 }
                 cells = [Cell(op, Probe.parse(probe)) for op, probe in headline]
                 slots = [(c.operator, c.probe.key) for c in cells]
-                runs = read_runs(con, wave.name, slots + [("", c.probe.key) for c in cells])
+                runs = read_scored_runs(con, wave.name, slots + [("", c.probe.key) for c in cells])
                 rows, acts = [], []
                 for cell in cells:
                     fault, baseline = runs.get((cell.operator, cell.probe.key)), runs.get(("", cell.probe.key))

@@ -26,7 +26,7 @@ from sabot.store.db import transaction
 
 from sabot.store.landing import latest_import
 from sabot.matrix import Cell, Probe
-from sabot.store.runs import read_baselines, run_endpoints, read_runs, unscored_fault_slots
+from sabot.store.runs import read_baselines, read_scored_runs, run_endpoints, unscored_fault_slots
 from sabot.store.verdicts import read_verdicts, retry_acts
 from sabot_assets.automation import REBUILD_BOARD
 from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
@@ -66,7 +66,7 @@ def run_error_rows(con, wave: WaveDef, ruleset, dagster_run_id: str) -> list[dic
     from sabot_assets.waves.verdicts import verdict_rows
 
     slots = unscored_fault_slots(con, wave.name, ruleset.version)
-    runs = read_runs(con, wave.name, slots + [("", probe) for _, probe in slots])
+    runs = read_scored_runs(con, wave.name, slots + [("", probe) for _, probe in slots])
     rows = []
     for operator, probe in slots:
         cell = Cell(operator, Probe.parse(probe))

@@ -19,7 +19,7 @@ from sabot.matrix import Cell
 from sabot.registry import Registry, WaveDef
 from sabot.store.db import append_manifest, transaction
 from sabot.store.lineage import attempts_read
-from sabot.store.runs import read_runs
+from sabot.store.runs import read_scored_runs
 from sabot.store.verdicts import write_verdicts
 from sabot_assets.automation import RESCORE_CELLS
 from sabot_assets.constants import COST_TAG
@@ -127,7 +127,7 @@ def build_cell_verdicts(
         keys = [(c.operator, c.probe.key) for c in cells] + [("", c.probe.key) for c in cells]
         rows, acts = [], []
         with store_connection(store) as con:
-            runs = read_runs(con, wave.name, keys)
+            runs = read_scored_runs(con, wave.name, keys)
             for cell in cells:
                 for ruleset in rulesets:
                     fault, baseline = runs.get((cell.operator, cell.probe.key)), runs.get(("", cell.probe.key))
