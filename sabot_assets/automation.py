@@ -16,6 +16,18 @@ RESCORE_CELLS = dg.AutomationCondition.eager() | (
     & ~dg.AutomationCondition.in_progress()
 )
 
+# A later reading spans every cell of the wave, as the board does: it follows its inputs without
+# waiting for every cell (partial waves are normal), and a new reading's partition is made.
+RESCORE_READINGS = (
+    (
+        dg.AutomationCondition.missing()
+        | dg.AutomationCondition.any_deps_updated()
+        | dg.AutomationCondition.code_version_changed()
+    ).since_last_handled()
+    & ~dg.AutomationCondition.any_deps_in_progress()
+    & ~dg.AutomationCondition.in_progress()
+)
+
 REBUILD_BOARD = (
     (dg.AutomationCondition.any_deps_updated() | dg.AutomationCondition.code_version_changed()).since_last_handled()
     & ~dg.AutomationCondition.any_deps_in_progress()

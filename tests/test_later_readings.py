@@ -129,3 +129,23 @@ def test_a_boards_inputs_move_with_its_own_verdicts_runs_judge_and_rules_and_not
         "UPDATE runs SET source_sha256 = 'edited' WHERE wave = ? AND probe = (SELECT min(probe) FROM runs)",
     )
     assert all(runs[v] != judged[v] for v in first)
+
+
+def test_the_rescore_sensor_makes_a_new_reading_and_the_board_and_leaves_the_cells(
+    registry,
+    slice_corpus,  # noqa: F811
+    scored,
+    tmp_path,
+):
+    """The UI's and the daemon's path: a partial wave (30 of 900 cells) and a new ruleset file."""
+    store_path, instance = scored(registry, slice_corpus, "sensor")
+    store = DuckDBResource(database=str(store_path))
+    first = dg.evaluate_automation_conditions(defs=build_definitions(registry, store), instance=instance)
+    copied = add_one_anchor_ruleset(copy_registry(tmp_path))
+    tick = dg.evaluate_automation_conditions(
+        defs=build_definitions(copied, store), instance=instance, cursor=first.cursor
+    )
+    names = ("baseline_runs", "fault_runs", "cell_verdicts", "judge_verdicts", "later_readings", "scoreboard", "report")
+    requested = {n: tick.get_num_requested(dg.AssetKey([WAVE, n])) for n in names}
+    # Both partitions of later_readings (the asset's code version spans its readings), never a cell.
+    assert requested == {n: {"later_readings": 2, "scoreboard": 1, "report": 1}.get(n, 0) for n in names}

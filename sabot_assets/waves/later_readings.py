@@ -21,7 +21,7 @@ from sabot.registry import Registry, WaveDef
 from sabot.store.db import append_manifest, transaction
 from sabot.store.runs import read_scored_runs
 from sabot.store.verdicts import read_verdicts, write_reading
-from sabot_assets.automation import RESCORE_CELLS
+from sabot_assets.automation import RESCORE_READINGS
 from sabot_assets.constants import COST_TAG
 from sabot_assets.guard import require_registered
 from sabot_assets.resources import store_connection
@@ -50,7 +50,7 @@ def build_later_readings(
         backfill_policy=dg.BackfillPolicy.single_run(),
         code_version=code_version,
         deps=[dg.AssetDep(cell_verdicts, partition_mapping=dg.AllPartitionMapping())],
-        automation_condition=RESCORE_CELLS,
+        automation_condition=RESCORE_READINGS,
         kinds={"duckdb"},
         tags={COST_TAG: "cheap"},
         description=(
