@@ -45,25 +45,21 @@ class Rescore:
     flips: list[Flip]
 
 
-def _verdicts(store_path, wave: str, ruleset: str) -> dict:
-    with connect(store_path, read_only=True) as con:
-        return {
-            f"{r['operator']}|{r['probe']}": {k: r[k] for k in VERDICT_FIELDS}
-            for r in read_verdicts(con, wave, ruleset)
-        }
+def _verdicts(con, wave: str, ruleset: str) -> dict:
+    return {
+        f"{r['operator']}|{r['probe']}": {k: r[k] for k in VERDICT_FIELDS} for r in read_verdicts(con, wave, ruleset)
+    }
 
 
-def _stored_cell_ranges(store_path, wave: WaveDef) -> list[tuple[str, str]]:
+def _stored_cell_ranges(con, wave: WaveDef) -> list[tuple[str, str]]:
     """Cell partition ranges covering the stored runs: one per (framework, config) row's contiguous
     tasks, so a complete wave is one run per scoreboard row. Not one run for the whole wave: Dagster
     writes a planned row per partition and check when a run starts, serializing the run's whole
     range for each, so a run's check set-up grows with the square of its range (900 cells in one run:
     5.2-5.8 s of CPU in Dagster alone; six runs of 150: 3.5 s; `bench/bench_dagster_floor.py`)."""
-    with connect(store_path, read_only=True) as con:
-        probes = [
-            Probe.parse(p)
-            for (p,) in con.execute("SELECT DISTINCT probe FROM runs WHERE wave = ?", [wave.name]).fetchall()
-        ]
+    probes = [
+        Probe.parse(p) for (p,) in con.execute("SELECT DISTINCT probe FROM runs WHERE wave = ?", [wave.name]).fetchall()
+    ]
     touched = {(p.framework, p.config, p.task) for p in probes}
     if not touched:
         raise RegistryError(f"wave {wave.name} has no stored runs to re-score (run or import it first)")
@@ -87,26 +83,26 @@ def rescore_wave(
             f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {ruleset!r} "
             f'(a later ruleset reads a wave when its file lists the wave under "rescores")'
         )
-    before = _verdicts(store_path, wave.name, ruleset)
-    print_ = fingerprint(registry, defs.assets, store_path, wave, {"rescore": ruleset}, {})
-    if before and settled_by(
-        instance, wave, print_
-    ):  # nothing changed since a rescore under these rules: nothing to do
-        return Rescore(wave, ruleset, ruleset, len(before), 0, [])
-    compared_with = ruleset if before else wave.headline_ruleset
-    before = before or _verdicts(store_path, wave.name, wave.headline_ruleset)
+    asked = {"rescore": ruleset}
+    with connect(store_path, read_only=True) as con:  # one connection for every read before the run
+        before = _verdicts(con, wave.name, ruleset)
+        print_ = fingerprint(registry, defs.assets, store_path, wave, asked, {}, con)
+        if before and settled_by(instance, wave, print_):  # nothing changed since a rescore under these rules
+            return Rescore(wave, ruleset, ruleset, len(before), 0, [])
+        compared_with = ruleset if before else wave.headline_ruleset
+        before = before or _verdicts(con, wave.name, wave.headline_ruleset)
+        spans = _stored_cell_ranges(con, wave)  # refuses a wave with nothing stored, whichever the reading
     runner = WaveRunner(defs, wave, instance, tags={"sabot/rescore": ruleset})
     if ruleset in wave.later_readings:  # its own partition: no cell partition is touched
         spans = []
-        _stored_cell_ranges(store_path, wave)  # the same refusal when nothing is stored
         board = runner.board(readings=(ruleset, ruleset), instrument=False)
     else:
-        spans = _stored_cell_ranges(store_path, wave)
         for span in spans:
             runner.run(["cell_verdicts"], span)
         board = runner.board(instrument=False)
-    mark_settled(instance, board.run_id, fingerprint(registry, defs.assets, store_path, wave, {"rescore": ruleset}, {}))
-    after = _verdicts(store_path, wave.name, ruleset)
+    with connect(store_path, read_only=True) as con:
+        mark_settled(instance, board.run_id, fingerprint(registry, defs.assets, store_path, wave, asked, {}, con))
+        after = _verdicts(con, wave.name, ruleset)
     flips = [
         Flip(cell, before[cell], after[cell])
         for cell in sorted(after)

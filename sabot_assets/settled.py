@@ -42,19 +42,22 @@ _WRITTEN = {
 }
 
 
-def stored_state(store_path: Path, wave: str) -> dict[str, str]:
-    """table -> a digest of the wave's rows there (their keys and the Dagster run that wrote each)."""
-    if not Path(store_path).exists():
-        return {}
-    with connect(store_path, read_only=True) as con:
-        return {
-            table: con.execute(
-                f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}, dagster_run_id), ',' "
-                f"ORDER BY concat_ws('|', {columns}, dagster_run_id))), '') FROM {table} WHERE wave = ?",
-                [wave],
-            ).fetchone()[0]
-            for table, columns in _WRITTEN.items()
-        }
+def stored_state(store_path: Path, wave: str, con=None) -> dict[str, str]:
+    """table -> a digest of the wave's rows there (their keys and the Dagster run that wrote each).
+    `con`: a connection the caller holds on the store (opening one costs tens of milliseconds)."""
+    if con is None:
+        if not Path(store_path).exists():
+            return {}
+        with connect(store_path, read_only=True) as con:
+            return stored_state(store_path, wave, con)
+    return {
+        table: con.execute(
+            f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}, dagster_run_id), ',' "
+            f"ORDER BY concat_ws('|', {columns}, dagster_run_id))), '') FROM {table} WHERE wave = ?",
+            [wave],
+        ).fetchone()[0]
+        for table, columns in _WRITTEN.items()
+    }
 
 
 def code_versions(assets, wave: WaveDef) -> dict[str, str]:
@@ -68,16 +71,18 @@ def code_versions(assets, wave: WaveDef) -> dict[str, str]:
     return out
 
 
-def fingerprint(registry: Registry, assets, store_path: Path, wave: WaveDef, asked: dict, answers: dict) -> str:
+def fingerprint(
+    registry: Registry, assets, store_path: Path, wave: WaveDef, asked: dict, answers: dict, con=None
+) -> str:
     """One hash over what a settling of `wave` depends on. `assets`: the definitions' assets (the
     wave's are picked out); `asked`: what the command settles (its selection, a corpus digest);
-    `answers`: slot -> what answers it (an attempt's run file hash)."""
+    `answers`: slot -> what answers it (an attempt's run file hash); `con`: as `stored_state`'s."""
     doc = {
         "registry": registry.content_hash,
         "code": code_versions(assets, wave),
         "asked": asked,
         "answers": sorted(f"{op or ''}|{probe}|{sha}" for (op, probe), sha in answers.items()),
-        "stored": stored_state(store_path, wave.name),
+        "stored": stored_state(store_path, wave.name, con),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -4,6 +4,7 @@ make it, and leaves every cell partition as it was."""
 
 import contextlib
 import json
+import shutil
 
 import dagster as dg
 import pytest
@@ -14,6 +15,7 @@ from judges.hard.strict import floor_rules
 from sabot.store.db import connect
 from sabot_assets.corpus_jobs import import_corpus, score_corpus
 from sabot_assets.definitions import build_definitions
+from sabot_assets.materialize import WaveRunner
 from sabot_assets.rescore import rescore_wave
 from sabot_assets.waves.board_inputs import board_inputs
 from sabot_assets.waves.scoreboard_assets import conformance_label
@@ -82,6 +84,12 @@ def test_a_new_reading_builds_its_own_board_and_keeps_the_others_as_a_fresh_buil
     assert head_after == head_before
     assert result.runs == 1
 
+    # The headline's number pages are files its build wrote: gone, the next board run builds it again.
+    shutil.rmtree(store_path.parent / "reports" / WAVE / "cells")
+    WaveRunner(build_definitions(copied, store), copied.wave(WAVE), instance).board()
+    assert scoreboard_metadata(instance)["boards built by this run"].value == "v0.2.0"
+    assert (store_path.parent / "reports" / WAVE / "cells").is_dir()
+
     # What was kept is what a build from nothing under the new registry makes, board for board.
     fresh_path, _ = scored(copied, slice_corpus, "fresh")
     fresh = boards(fresh_path)
@@ -116,9 +124,13 @@ def test_a_boards_inputs_move_with_its_own_verdicts_runs_judge_and_rules_and_not
     copied = add_one_anchor_ruleset(copy_registry(tmp_path))
     assert {v: d for v, d in digests(copied).items() if v != NEW_RULESET} == first
 
-    # One reading's verdicts rewritten: that reading's board only.
+    # The same verdicts written again by another run: nothing moved.
+    assert digests(registry, "UPDATE cell_verdicts SET dagster_run_id = 'another' WHERE wave = ?") == first
+    # One cell's verdict under one reading changed: that reading's board only.
     moved = digests(
-        registry, f"UPDATE cell_verdicts SET dagster_run_id = 'another' WHERE wave = ? AND ruleset = '{LATER}'"
+        registry,
+        "UPDATE cell_verdicts SET detected_hard = NOT detected_hard WHERE wave = ? "
+        f"AND ruleset = '{LATER}' AND (operator, probe) = (SELECT (min(operator), min(probe)) FROM cell_verdicts)",
     )
     assert {v for v in first if moved[v] != first[v]} == {LATER}
     # The judge's verdicts and the runs feed every board.

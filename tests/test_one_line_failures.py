@@ -51,7 +51,16 @@ def test_a_lock_taken_mid_wave_ends_in_one_line_naming_the_holder(tmp_path):
         [
             str(PROJECT / ".venv/bin/python"),
             "-c",
-            "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush=True); sys.stdin.read()",
+            # The command holds the store for moments of its own (an ingest): wait one out, then hold it.
+            "import duckdb, sys, time\n"
+            "for _ in range(300):\n"
+            "    try:\n"
+            "        c = duckdb.connect(sys.argv[1])\n"
+            "        break\n"
+            "    except duckdb.IOException:\n"
+            "        time.sleep(0.05)\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()",
             str(tmp_path / "var" / "sabot.duckdb"),
         ],
         stdin=subprocess.PIPE,

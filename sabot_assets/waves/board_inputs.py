@@ -2,9 +2,9 @@
 
 The scoreboard builds one board per reading of the wave. A new rule is a new later reading
 (`later_readings`), and it changes only that reading's verdicts: every other board's inputs (its
-verdict rows, the wave's runs, the judge's verdicts, the label, its own rule files and the rest of
-the registry, and the code that builds a board) are as they were, and a board is a deterministic
-function of them. Such a board is kept, not built again; its digest is stored beside it (a
+verdicts and acts, the wave's runs, the judge's verdicts, the label, its own rule files and the
+rest of the registry, and the code that builds a board) are as they were, and a board is a
+deterministic function of them. Such a board is kept, not built again; its digest is stored beside it (a
 `reports` row per reading) in the transaction that writes it.
 """
 
@@ -14,11 +14,14 @@ import json
 from pathlib import Path
 
 from sabot.registry import Registry, WaveDef
+from sabot.store.verdicts import ACT_COLUMNS, VERDICT_COLUMNS
 from sabot_assets.constants import BOARD_VERSION
 
 BOARD_INPUTS = "board.inputs"  # the reports row holding the digest a reading's stored board was built from
 INPUTS_KEY = "board inputs (headline)"  # the scoreboard's metadata entry: the headline board's digest
 
+_VERDICTS = ", ".join(c for c in VERDICT_COLUMNS if c != "dagster_run_id")
+_ACTS = ", ".join(ACT_COLUMNS)
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 # What builds a board and its metadata, besides the rules (whose hashes carry the scorer's code).
 _BOARD_CODE = ("judges", "sabot_assets/waves", "sabot/store/published.py", "sabot/store/verdicts.py")
@@ -71,9 +74,9 @@ def board_inputs(con, registry: Registry, wave: WaveDef, rulesets, floors: dict,
             "registry": sorted(
                 f"{rel}:{f.sha256}" for rel, f in registry.files.items() if rel in mine or rel not in every_rule_file
             ),
-            "verdicts": _rows(
-                con, "cell_verdicts", "ruleset_hash, operator, probe, dagster_run_id", wave.name, ruleset.version
-            ),
+            # By content, not by the run that wrote them: the same verdicts written again keep the board.
+            "verdicts": _rows(con, "cell_verdicts", _VERDICTS, wave.name, ruleset.version),
+            "acts": _rows(con, "acts", _ACTS, wave.name, ruleset.version),
         }
         out[ruleset.version] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
     return out

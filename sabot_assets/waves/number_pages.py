@@ -21,10 +21,15 @@ from sabot_assets.waves.ui_links import cells_by_operator, explain_command, oper
 VALID = "valid"  # the denominator's page
 
 
+def pages_dir(wave: str) -> Path:
+    """Where a wave's number pages live, relative to the reports directory."""
+    return Path(wave) / "cells"
+
+
 def page_path(wave: str, group: str, column: str) -> Path:
     """Where a number's page lives, relative to the reports directory."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", group)
-    return Path(wave) / "cells" / slug / f"{column}.html"
+    return pages_dir(wave) / slug / f"{column}.html"
 
 
 def _in_ui(address: str) -> str:

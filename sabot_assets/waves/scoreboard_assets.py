@@ -34,7 +34,7 @@ from sabot_assets.guard import require_registered
 from sabot_assets.resources import store_connection
 from sabot_assets.waves.board_inputs import BOARD_INPUTS, INPUTS_KEY, board_inputs
 from sabot_assets.waves.judging import judge_runs_by_itself, located_judgements
-from sabot_assets.waves.number_pages import write_number_pages
+from sabot_assets.waves.number_pages import pages_dir, write_number_pages
 from sabot_assets.waves.numbers import SECTION2, cells_behind, row_links_markdown, scored_rows, undecided_summary
 from sabot_assets.waves.ui_links import explain_command, row_cells_url
 from sabot_assets.file_server.addresses import report_url
@@ -85,6 +85,12 @@ def _last_metadata(context: dg.AssetExecutionContext) -> dict:
     """The metadata of the asset's last materialization, if any."""
     records = context.instance.fetch_materializations(context.asset_key, limit=1).records
     return dict(records[0].asset_materialization.metadata) if records else {}
+
+
+def _pages_present(store: DuckDBResource, wave: WaveDef) -> bool:
+    """The headline's number pages are files its build wrote; kept metadata links them."""
+    pages = reports_dir(store) / pages_dir(wave.name)
+    return pages.is_dir() and any(pages.iterdir())
 
 
 def _text(value) -> str | None:
@@ -227,7 +233,10 @@ def build_board_assets(
                 r.version
                 for r in rulesets
                 if read_report(con, wave.name, r.version, BOARD_INPUTS) == inputs[r.version]
-                and (r.version != wave.headline_ruleset or _text(previous.get(INPUTS_KEY)) == inputs[r.version])
+                and (
+                    r.version != wave.headline_ruleset
+                    or (_text(previous.get(INPUTS_KEY)) == inputs[r.version] and _pages_present(store, wave))
+                )
             }
             stale = [r for r in rulesets if r.version not in kept]
             if stale:
