@@ -4,9 +4,10 @@
 A block (one framework, config and task; its baselines, fault runs, judge and cell verdicts) is
 settled by a wave run once its verdicts are materialized; the Dagster run that made its cell verdicts
 is then tagged with the block's fingerprint (`sabot_assets.settled.fingerprint`, over the block's
-own slots): the wave's code versions and the registry, the sealed attempt answering each of its
-slots at the current identity, and every row of its cells and baselines in the store (by key and
-the Dagster run that wrote it). The next wave run of a slice where something is stale (a run
+own slots): its assets' code versions and the registry (less what only a later reading reads, so
+a new rule settles no block again: `later_readings` and the board take it), the sealed attempt
+answering each of its slots at the current identity, and every row of its cells and baselines in
+the store (by key and the Dagster run that wrote it). The next wave run of a slice where something is stale (a run
 missing, a verdict lost, another block's rule) computes each block's fingerprint before launching
 anything; a block whose fingerprint a successful run carries is left as it is, since settling it
 again would write the same rows from the same runs under the same rules.
@@ -29,6 +30,24 @@ _BLOCK_ROWS = {
     "cell_verdicts": "ruleset, ruleset_hash, operator, probe",
     "judge_verdicts": "operator, probe, CAST(prompt_variant AS VARCHAR)",
 }
+
+
+_BLOCK_ASSETS = ("preregistration", "baseline_runs", "fault_runs", "judge_verdicts", "cell_verdicts")
+
+
+def _registry_for_blocks(registry: Registry, wave) -> str:
+    """The registry's files less those only later readings use (their ruleset files and the rule
+    files no registered reading reads): a new rule is a later reading, which no block reads."""
+    import hashlib
+
+    from judges.hard.rulesets import load_ruleset
+
+    def files(versions) -> set:
+        return set().union(*(load_ruleset(registry, v).files for v in versions))
+
+    only_later = files(wave.later_readings) - files(wave.registered_readings)
+    lines = "".join(f"{rel} {e.sha256}\n" for rel, e in sorted(registry.files.items()) if rel not in only_later)
+    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def _stored_rows(con, wave, probes: list[str]) -> dict[str, str]:
@@ -60,7 +79,9 @@ def block_fingerprints(registry: Registry, assets, store_path: Path, wave, slots
         run_root_beside,
     )  # the run path: imported where a wave runs
 
-    code = code_versions(assets, wave)
+    # What a block is made from: its own assets' code and the registry less a later reading's files.
+    code = {k: v for k, v in code_versions(assets, wave).items() if k.split("/")[-1] in _BLOCK_ASSETS}
+    rules = _registry_for_blocks(registry, wave)
     out = dict.fromkeys(slots_by_block)
     with contextlib.ExitStack() as held:
         try:
@@ -73,7 +94,7 @@ def block_fingerprints(registry: Registry, assets, store_path: Path, wave, slots
                 out[block] = None
                 continue
             doc = {
-                "registry": registry.content_hash,
+                "registry": rules,
                 "code": code,
                 "identity": repr(identity),
                 "slots": sorted(f"{op or ''}|{probe.key}|{answers[(op, probe)].sha256}" for op, probe in slots),

@@ -161,3 +161,37 @@ def test_the_rescore_sensor_makes_a_new_reading_and_the_board_and_leaves_the_cel
     requested = {n: tick.get_num_requested(dg.AssetKey([WAVE, n])) for n in names}
     # Both partitions of later_readings (the asset's code version spans its readings), never a cell.
     assert requested == {n: {"later_readings": 2, "scoreboard": 1, "report": 1}.get(n, 0) for n in names}
+
+
+def test_a_wave_run_after_a_new_ruleset_settles_no_block_again(tmp_path):
+    """`sabot wave run` over a settled slice after a new rule: the new reading and the board, no cell."""
+    from sabot.registry import Registry
+    from sabot_assets.wave_jobs import Slice, run_wave
+
+    one_block = Slice(frameworks=("langgraph",), configs=("default",), tasks=("T1",))
+    store_path = tmp_path / "store.duckdb"
+    store = DuckDBResource(database=str(store_path))
+    (tmp_path / "dagster").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+        registry = Registry()
+        run_wave(registry, build_definitions(registry, store), instance, "demo", selection=one_block)
+        key = lambda name: dg.AssetKey(["demo", name])  # noqa: E731
+        counted = lambda name: len(instance.fetch_materializations(key(name), limit=10_000).records)  # noqa: E731
+        before = {n: counted(n) for n in ("cell_verdicts", "judge_verdicts", "fault_runs", "scoreboard")}
+        copied = add_one_anchor_ruleset(copy_registry(tmp_path), rescores=("demo",))
+        again = run_wave(copied, build_definitions(copied, store), instance, "demo", selection=one_block)
+        after = {n: counted(n) for n in before}
+        readings = instance.fetch_materializations(key("later_readings"), limit=1).records
+    assert (again.tally.ran, again.tally.reused) == (0, 7)  # one baseline and six fault runs, all stored
+    assert {n: after[n] - before[n] for n in before} == {
+        "cell_verdicts": 0,
+        "judge_verdicts": 0,
+        "fault_runs": 0,
+        "scoreboard": 1,
+    }
+    assert readings and readings[0].partition_key == NEW_RULESET
+    with connect(store_path, read_only=True) as con:
+        scored = con.execute(
+            "SELECT count(*) FROM cell_verdicts WHERE wave = 'demo' AND ruleset = ?", [NEW_RULESET]
+        ).fetchone()[0]
+    assert scored == 6  # every settled cell, under the new reading
