@@ -103,6 +103,7 @@ def test_a_boards_inputs_move_with_its_own_verdicts_runs_judge_and_rules_and_not
     slice_corpus,  # noqa: F811
     scored,
     tmp_path,
+    monkeypatch,
 ):
     store_path, _ = scored(registry, slice_corpus, "scored")
     wave = registry.wave(WAVE)
@@ -141,6 +142,9 @@ def test_a_boards_inputs_move_with_its_own_verdicts_runs_judge_and_rules_and_not
         "UPDATE runs SET source_sha256 = 'edited' WHERE wave = ? AND probe = (SELECT min(probe) FROM runs)",
     )
     assert all(runs[v] != judged[v] for v in first)
+    # The headline's metadata links the UI: another address, another build.
+    monkeypatch.setenv("SABOT_UI_URL", "http://elsewhere:3000")
+    assert all(moved_ui != runs[v] for v, moved_ui in digests(registry).items())
 
 
 def test_the_rescore_sensor_makes_a_new_reading_and_the_board_and_leaves_the_cells(

@@ -4,7 +4,8 @@ The scoreboard builds one board per reading of the wave. A new rule is a new lat
 (`later_readings`), and it changes only that reading's verdicts: every other board's inputs (its
 verdicts and acts, the wave's runs, the judge's verdicts, the label, its own rule files and the
 rest of the registry, and the code that builds a board) are as they were, and a board is a
-deterministic function of them. Such a board is kept, not built again; its digest is stored beside it (a
+deterministic function of them (and the headline's metadata of what it prints beside the board:
+the addresses its links use and whether the judge runs by itself). Such a board is kept, not built again; its digest is stored beside it (a
 `reports` row per reading) in the transaction that writes it.
 """
 
@@ -16,6 +17,9 @@ from pathlib import Path
 from sabot.registry import Registry, WaveDef
 from sabot.store.verdicts import ACT_COLUMNS, VERDICT_COLUMNS
 from sabot_assets.constants import BOARD_VERSION
+from sabot_assets.file_server.addresses import files_url
+from sabot_assets.waves.judging import judge_runs_by_itself
+from sabot_assets.waves.ui_links import ui_base
 
 BOARD_INPUTS = "board.inputs"  # the reports row holding the digest a reading's stored board was built from
 INPUTS_KEY = "board inputs (headline)"  # the scoreboard's metadata entry: the headline board's digest
@@ -55,6 +59,9 @@ def board_inputs(con, registry: Registry, wave: WaveDef, rulesets, floors: dict,
         "board": BOARD_VERSION,
         "code": board_code_hash(),
         "label": label,
+        # What the headline's metadata prints besides the board: its links' addresses, the judge's kind.
+        "addresses": [ui_base(), files_url()],
+        "judge runs by itself": judge_runs_by_itself(wave),
         "runs": _rows(con, "runs", "operator, probe, status, coalesce(source_sha256, '')", wave.name),
         "judge": _rows(
             con, "judge_verdicts", "operator, probe, CAST(prompt_variant AS VARCHAR), dagster_run_id", wave.name
