@@ -7,7 +7,6 @@ that what the asset graph, store, scorer, report and `explain` read of a project
 
 import json
 import re
-from functools import cached_property
 from pathlib import Path
 
 from sabot.pricing import PRICES_DOC
@@ -150,11 +149,6 @@ class ProjectRegistry(Registry):
         if task == self.project.task_id:
             return self.project.anchors(operator)
         return super().anchors(task, operator)
-
-    @cached_property
-    def content_hash(self) -> str:
-        lines = "".join(f"{rel} {e.sha256}\n" for rel, e in sorted(self.files.items()))
-        return sha256_bytes(lines.encode())
 
     def lock_problems(self) -> list[str]:
         data = Registry(self.root).lock_problems()

@@ -205,7 +205,11 @@ class Registry:
     @cached_property
     def content_hash(self) -> str:
         """One hash over every registered file: what a wave's pre-registration pins."""
-        lines = "".join(f"{rel} {e.sha256}\n" for rel, e in sorted(self.files.items()))
+        return self.content_hash_without(())
+
+    def content_hash_without(self, excluded) -> str:
+        """`content_hash` less the files in `excluded` (what a result made from the rest depends on)."""
+        lines = "".join(f"{rel} {e.sha256}\n" for rel, e in sorted(self.files.items()) if rel not in excluded)
         return sha256_bytes(lines.encode())
 
     # -- accessors --------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from pathlib import Path
 import dagster as dg
 
 from sabot.registry import Registry, WaveDef
-from sabot.store.db import connect
+from sabot.store.db import connect, rows_digest
 
 SETTLED_TAG = "sabot/settled"  # on a board run: the fingerprint of the state it settled
 
@@ -51,11 +51,7 @@ def stored_state(store_path: Path, wave: str, con=None) -> dict[str, str]:
         with connect(store_path, read_only=True) as con:
             return stored_state(store_path, wave, con)
     return {
-        table: con.execute(
-            f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}, dagster_run_id), ',' "
-            f"ORDER BY concat_ws('|', {columns}, dagster_run_id))), '') FROM {table} WHERE wave = ?",
-            [wave],
-        ).fetchone()[0]
+        table: rows_digest(con, table, f"{columns}, dagster_run_id", "wave = ?", [wave])
         for table, columns in _WRITTEN.items()
     }
 

@@ -7,9 +7,9 @@ is then tagged with the block's fingerprint (`sabot_assets.settled.fingerprint`,
 own slots): its assets' code versions and the registry (less what only a later reading reads, so
 a new rule settles no block again: `later_readings` and the board take it), the sealed attempt
 answering each of its slots at the current identity, and every row of its cells and baselines in
-the store (by key and the Dagster run that wrote it). The next wave run of a slice where something is stale (a run
-missing, a verdict lost, another block's rule) computes each block's fingerprint before launching
-anything; a block whose fingerprint a successful run carries is left as it is, since settling it
+the store (by key and the Dagster run that wrote it). The next wave run of a slice where something
+is stale (a run missing, a verdict lost, another block's rule) computes each block's fingerprint
+before launching anything; a block whose fingerprint a successful run carries is left as it is, since settling it
 again would write the same rows from the same runs under the same rules.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import dagster as dg
 
 from sabot.registry import Registry
-from sabot.store.db import StoreLocked, connect
+from sabot.store.db import StoreLocked, connect, rows_digest
 from sabot_assets.settled import code_versions
 
 BLOCK_TAG = "sabot/block-settled"  # on a block's cell-verdicts run: the fingerprint of what it settled
@@ -36,18 +36,14 @@ _BLOCK_ASSETS = ("preregistration", "baseline_runs", "fault_runs", "judge_verdic
 
 
 def _registry_for_blocks(registry: Registry, wave) -> str:
-    """The registry's files less those only later readings use (their ruleset files and the rule
-    files no registered reading reads): a new rule is a later reading, which no block reads."""
-    import hashlib
-
+    """The registry less the files only later readings use (their ruleset files and the rule files
+    no registered reading reads): a new rule is a later reading, which no block reads."""
     from judges.hard.rulesets import load_ruleset
 
     def files(versions) -> set:
         return set().union(*(load_ruleset(registry, v).files for v in versions))
 
-    only_later = files(wave.later_readings) - files(wave.registered_readings)
-    lines = "".join(f"{rel} {e.sha256}\n" for rel, e in sorted(registry.files.items()) if rel not in only_later)
-    return hashlib.sha256(lines.encode()).hexdigest()
+    return registry.content_hash_without(files(wave.later_readings) - files(wave.registered_readings))
 
 
 def _stored_rows(con, wave, probes: list[str]) -> dict[str, str]:
@@ -60,11 +56,13 @@ def _stored_rows(con, wave, probes: list[str]) -> dict[str, str]:
         where = f"wave = ? AND probe IN ({marks})" + (
             f" AND ruleset NOT IN ({', '.join('?' for _ in wave.later_readings)})" if later else ""
         )
-        out[table] = con.execute(
-            f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}, dagster_run_id), ',' "
-            f"ORDER BY concat_ws('|', {columns}, dagster_run_id))), '') FROM {table} WHERE {where}",
+        out[table] = rows_digest(
+            con,
+            table,
+            f"{columns}, dagster_run_id",
+            where,
             [wave.name, *probes, *(wave.later_readings if later else ())],
-        ).fetchone()[0]
+        )
     return out
 
 

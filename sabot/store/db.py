@@ -170,6 +170,16 @@ def insert(con, table: str, rows: "pd.DataFrame") -> None:
     con.unregister("_rows")
 
 
+def rows_digest(con, table: str, columns: str, where: str, params: list) -> str:
+    """`count:md5` over the rows `where` selects, each as its `columns` joined: what a fingerprint
+    compares to know whether rows were written since (one small query per table)."""
+    return con.execute(
+        f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}), ',' "
+        f"ORDER BY concat_ws('|', {columns}))), '') FROM {table} WHERE {where}",
+        params,
+    ).fetchone()[0]
+
+
 def append_manifest(
     con, wave: str, asset: str, dagster_run_id: str, partitions: int, row_count: int, content_sha256: str, inputs
 ) -> None:

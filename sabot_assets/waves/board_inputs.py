@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from sabot.registry import Registry, WaveDef
+from sabot.store.db import rows_digest
 from sabot.store.verdicts import ACT_COLUMNS, VERDICT_COLUMNS
 from sabot_assets.constants import BOARD_VERSION
 from sabot_assets.file_server.addresses import files_url
@@ -43,14 +44,9 @@ def board_code_hash() -> str:
 
 
 def _rows(con, table: str, columns: str, wave: str, ruleset: str | None = None) -> str:
-    where, params = "wave = ?", [wave]
-    if ruleset is not None:
-        where, params = where + " AND ruleset = ?", params + [ruleset]
-    return con.execute(
-        f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}), ',' "
-        f"ORDER BY concat_ws('|', {columns}))), '') FROM {table} WHERE {where}",
-        params,
-    ).fetchone()[0]
+    if ruleset is None:
+        return rows_digest(con, table, columns, "wave = ?", [wave])
+    return rows_digest(con, table, columns, "wave = ? AND ruleset = ?", [wave, ruleset])
 
 
 def board_inputs(con, registry: Registry, wave: WaveDef, rulesets, floors: dict, label: str) -> dict[str, str]:
@@ -78,9 +74,7 @@ def board_inputs(con, registry: Registry, wave: WaveDef, rulesets, floors: dict,
             "ruleset": ruleset.hash,
             "floor": floor.hash,
             # The registry, less the files only other readings use: adding a later reading leaves this board's inputs.
-            "registry": sorted(
-                f"{rel}:{f.sha256}" for rel, f in registry.files.items() if rel in mine or rel not in every_rule_file
-            ),
+            "registry": registry.content_hash_without(every_rule_file - mine),
             # By content, not by the run that wrote them: the same verdicts written again keep the board.
             "verdicts": _rows(con, "cell_verdicts", _VERDICTS, wave.name, ruleset.version),
             "acts": _rows(con, "acts", _ACTS, wave.name, ruleset.version),

@@ -2,7 +2,7 @@
 
 A new rule is a new ruleset file naming the wave in `rescores` (a registered wave is never edited).
 Its verdicts are one partition of this asset, keyed by the ruleset, not a new row in each of the
-wave's cell partitions: adding or changing such a ruleset re-scores one partition and the board,
+wave's cell partitions: adding such a ruleset re-scores one partition and the board,
 and every cell partition, with its two checks, stays as it was (`docs/figures.md`: a cell
 partition costs Dagster far more than scoring it). The partition scores exactly the cells the wave
 has settled under its headline ruleset, from the same stored runs; its metadata names the cells it
