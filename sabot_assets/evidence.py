@@ -31,7 +31,7 @@ from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import
 from sabot.store.runs import read_baselines, read_runs, record_sql
 from sabot.store.verdicts import read_verdicts
-from sabot.trace import parse_runresult
+from sabot.trace import RESULT_KEYS, parse_runresult
 from sabot_assets.waves.scoreboard_assets import conformance_label, expected_rows, footnotes, with_cell_links
 from sabot_assets.waves.attempts import run_root_beside
 from sabot_assets.waves.judging import located_from_runs
@@ -302,6 +302,15 @@ def check_sealed_run(run_root: Path, source_path: str, source_sha256: str, recor
         raise VerifyError(f"store: runs.source_sha256 of {source_path}: not the hash its seal holds")
 
 
+def check_scored_fields(source_path: str, record_json: str | None, scored_json: str | None) -> None:
+    """The fields the scorer reads (`runs.scored`, `sabot.store.runs.read_scored_runs`) are the record's own."""
+    if scored_json is None:
+        return
+    record = json.loads(record_json) if record_json else {}
+    if json.loads(scored_json) != {k: record.get(k) for k in RESULT_KEYS}:
+        raise VerifyError(f"store: runs.scored of {source_path}: not the fields of its record (what the scorer reads)")
+
+
 def _check_landed(con, wave: str, rows) -> None:
     """An imported run is the landed file it was parsed from (the corpus file, stored verbatim)."""
     landed = {
@@ -310,7 +319,7 @@ def _check_landed(con, wave: str, rows) -> None:
             "SELECT rel_path, sha256, body FROM corpus_files WHERE wave = ?", [wave]
         ).fetchall()
     }
-    for _op, _probe, status, record, path, sha, _attempt in rows:
+    for _op, _probe, status, record, path, sha, *_ in rows:
         if status != "present":
             continue
         if path not in landed or landed[path][0] != sha or hashlib.sha256(landed[path][1].encode()).hexdigest() != sha:
@@ -335,13 +344,16 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
     run_root = run_root_beside(store_path)
     with connect(store_path, read_only=True) as con:
         rows = con.execute(
-            f"SELECT operator, probe, status, {record_sql()}, source_path, source_sha256, attempt FROM runs WHERE wave = ? ORDER BY probe, operator",
+            f"SELECT operator, probe, status, {record_sql()}, source_path, source_sha256, attempt, scored::VARCHAR "
+            "FROM runs WHERE wave = ? ORDER BY probe, operator",
             [wave.name],
         ).fetchall()
         if not rows:
             raise VerifyError(f"store {store_path}: wave {wave.name} has no stored runs")
+        for *_, record, path, _sha, _attempt, scored in rows:
+            check_scored_fields(path, record, scored)
         if wave.source == "live":
-            for _op, _probe, status, record, path, sha, attempt in rows:
+            for _op, _probe, status, record, path, sha, attempt, _scored in rows:
                 if status == "present":
                     if attempt is None:
                         raise VerifyError(f"store: {path}: a live run that is not a sealed attempt")

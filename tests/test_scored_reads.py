@@ -67,3 +67,28 @@ def test_a_record_the_store_cannot_read_as_json_fails_as_the_whole_read_does(sco
         with pytest.raises(json.JSONDecodeError) as scored:
             read_scored_runs(con, "public_wave2", [(op, probe)])
     assert str(scored.value) == str(whole.value)
+
+
+def test_the_scored_fields_are_stored_with_the_record_and_filled_in_for_older_rows(tmp_path):
+    """A live record's scored fields are written beside it. A row stored before they were (NULL
+    there) reads the same, picked from its record, and gains them the next time the store is opened
+    for writing."""
+    store, keys = live_like(tmp_path)
+    with connect(store, read_only=True) as con:
+        written = dict(con.execute("SELECT operator, scored::VARCHAR FROM runs").fetchall())
+        expected = read_scored_runs(con, "w", keys)
+    assert set(written) == {op for op, _ in keys} and all(written.values())
+    with connect(store) as con:
+        con.execute("ALTER TABLE runs DROP COLUMN scored")  # a store from before the column,
+        con.execute("DROP TABLE store_schema")  # and before its schema was recorded
+    with connect(store, read_only=True) as con:
+        assert "scored" not in [
+            c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'runs'").fetchall()
+        ]
+    with connect(store) as con:  # opening for writing adds the column and fills it
+        filled = dict(con.execute("SELECT operator, scored::VARCHAR FROM runs").fetchall())
+        con.execute("UPDATE runs SET scored = NULL WHERE operator = ''")
+    assert {op: json.loads(v) for op, v in filled.items()} == {op: json.loads(v) for op, v in written.items()}
+    with connect(store, read_only=True) as con:  # a row without them is picked from its record
+        assert con.execute("SELECT count(*) FROM runs WHERE scored IS NULL").fetchone() == (1,)
+        assert read_scored_runs(con, "w", keys) == expected

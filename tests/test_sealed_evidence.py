@@ -148,6 +148,19 @@ def test_an_edited_stored_reply_is_refused_by_replay_before_any_call(store_copy,
     assert [a for a in attempts if a[0] == "O1"] == [a for a in before[1] if a[0] == "O1"]
 
 
+def test_verify_names_edited_scored_fields_the_record_does_not_hold(store_copy, registry):
+    """The scorer reads each run's reference-schema fields from `runs.scored`, kept beside the record:
+    fields edited there alone (the record and its seal intact) are named by verify."""
+    assert verify_wave(registry, store_copy / "sabot.duckdb", "demo").cells
+    with connect(store_copy / "sabot.duckdb") as con:
+        source_path, raw = con.execute("SELECT source_path, scored FROM runs WHERE operator = 'O1'").fetchone()
+        scored = json.loads(raw)
+        scored["task_passed"] = not scored["task_passed"]
+        con.execute("UPDATE runs SET scored = ? WHERE operator = 'O1'", [json.dumps(scored)])
+    with pytest.raises(VerifyError, match=rf"store: runs.scored of {source_path}: not the fields of its record"):
+        verify_wave(registry, store_copy / "sabot.duckdb", "demo")
+
+
 def test_verify_names_an_edited_stored_verdict_and_an_edited_stored_board(store_copy, registry):
     store = store_copy / "sabot.duckdb"
     with connect(store) as con:

@@ -36,6 +36,7 @@ RUN_COLUMNS = [
     "source_path",
     "source_sha256",
     "record",
+    "scored",
     "dagster_run_id",
     "materialized_at",
     "attempt",
@@ -43,6 +44,28 @@ RUN_COLUMNS = [
 RUN_DTYPES = {"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"}
 EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind"]  # payloads: in the record
 SLOT_KEY = ["wave", "operator", "probe"]
+
+
+def _picked_sql(record: str) -> tuple[str, str]:
+    """(the record's RESULT_KEYS as one JSON object, NULL without a record; the `parts` it is built
+    from): `record` is parsed once, by json_extract."""
+    paths = ", ".join(f"'$.{k}'" for k in RESULT_KEYS)
+    fields = ", ".join(f"'{k}', parts[{i + 1}]" for i, k in enumerate(RESULT_KEYS))
+    return f"CASE WHEN parts IS NULL THEN NULL ELSE json_object({fields}) END", f"json_extract({record}, [{paths}])"
+
+
+def fill_scored(con) -> None:
+    """Fill `runs.scored` of the rows stored before it existed, from their records (once: after that
+    no row is left to fill). A record that is not JSON is left to the whole read, which names it."""
+    picked, parts = _picked_sql("record")
+    try:
+        con.execute(
+            f"UPDATE runs SET scored = p.scored FROM (SELECT wave, operator, probe, {picked} AS scored FROM ("
+            f"SELECT wave, operator, probe, {parts} AS parts FROM runs WHERE scored IS NULL AND record IS NOT NULL)) p "
+            "WHERE runs.wave = p.wave AND runs.operator = p.operator AND runs.probe = p.probe"
+        )
+    except duckdb.InvalidInputException:
+        pass
 
 
 def record_sql(alias: str = "runs") -> str:
@@ -88,7 +111,8 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
                 r.error if r else None,
                 s.source_path,
                 s.source_sha256,
-                json.dumps(to_runresult(r)) if r else None,
+                json.dumps(full := to_runresult(r)) if r else None,
+                json.dumps({k: full.get(k) for k in RESULT_KEYS}) if r else None,
                 dagster_run_id,
                 at,
                 s.attempt,
@@ -126,28 +150,35 @@ def read_scored_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[
 
 
 def _read_slots(con, wave: str, keys: list[tuple[str, str]], picked: bool) -> dict[tuple[str, str], StoredRun]:
-    import pandas as pd
-
+    keys = list(dict.fromkeys(keys))  # a baseline asked for once per cell of its probe is read once
     if not keys:
         return {}
-    fields = ", ".join(f"'{k}', parts[{i + 1}]" for i, k in enumerate(RESULT_KEYS))
-    paths = ", ".join(f"'$.{k}'" for k in RESULT_KEYS)
-    record = f"CASE WHEN rec IS NULL THEN NULL ELSE json_object({fields})::VARCHAR END" if picked else "rec"
-    con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
+    # The wanted slots as two list parameters: no frame to register (DuckDB refuses one beside a
+    # caller's unfinished result) and no pandas import on this path.
+    slots = (
+        "FROM runs r JOIN (SELECT unnest(?::VARCHAR[]) AS operator, unnest(?::VARCHAR[]) AS probe) w "
+        "ON r.operator = w.operator AND r.probe = w.probe WHERE r.wave = ?"
+    )
+    wanted = [[op for op, _ in keys], [probe for _, probe in keys], wave]
     try:
-        rows = con.execute(
-            f"SELECT operator, probe, status, {record}, source_path, source_sha256 FROM ("
-            f"SELECT *, {f'json_extract(rec, [{paths}])' if picked else 'NULL'} AS parts FROM ("
-            f"SELECT r.operator, r.probe, r.status, {record_sql('r')} AS rec, r.source_path, r.source_sha256 FROM runs r "
-            "JOIN _wanted w ON r.operator = w.operator AND r.probe = w.probe WHERE r.wave = ?))",
-            [wave],
-        ).fetchall()
+        if picked:  # the stored fields; a row without them (an import, an older row) picked from its record
+            fields, parts = _picked_sql("rec")
+            rows = con.execute(
+                f"SELECT r.operator, r.probe, r.status, r.scored::VARCHAR, r.source_path, r.source_sha256 {slots} "
+                f"AND r.scored IS NOT NULL UNION ALL SELECT operator, probe, status, ({fields})::VARCHAR, source_path, "
+                f"source_sha256 FROM (SELECT *, {parts} AS parts FROM (SELECT r.operator, r.probe, r.status, "
+                f"{record_sql('r')} AS rec, r.source_path, r.source_sha256 {slots} AND r.scored IS NULL))",
+                wanted + wanted,
+            ).fetchall()
+        else:
+            rows = con.execute(
+                f"SELECT r.operator, r.probe, r.status, {record_sql('r')}, r.source_path, r.source_sha256 {slots}",
+                wanted,
+            ).fetchall()
     except duckdb.InvalidInputException:
         if not picked:
             raise
         rows = None  # a record that is not JSON: read whole, so the parser names the file and what is wrong
-    finally:
-        con.unregister("_wanted")
     if rows is None:
         return _read_slots(con, wave, keys, picked=False)
     out = {}
@@ -160,15 +191,15 @@ def _read_slots(con, wave: str, keys: list[tuple[str, str]], picked: bool) -> di
 
 
 def read_baselines(con, wave: str) -> list[RunRecord]:
-    """Every present baseline of a wave, in probe order."""
-    rows = con.execute(
-        f"SELECT {record_sql()}, source_path FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe",
-        [wave],
-    ).fetchall()
-    orphans = sum(1 for record, _ in rows if record is None)
-    if orphans:
-        raise OrphanedRuns(orphan_message(None, wave, orphans))
-    return [parse_runresult(json.loads(record), path) for record, path in rows]
+    """Every present baseline of a wave, in probe order, as the scorer reads it (`read_scored_runs`)."""
+    probes = [
+        p
+        for (p,) in con.execute(
+            "SELECT probe FROM runs WHERE wave = ? AND operator = '' AND status = 'present' ORDER BY probe", [wave]
+        ).fetchall()
+    ]
+    runs = read_scored_runs(con, wave, [("", p) for p in probes])
+    return [runs[("", p)].record for p in probes]
 
 
 def write_intent(con, wave: str, operator: str | None, probe: str, run_id: str, intent: list) -> None:

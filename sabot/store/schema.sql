@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 -- Live slots: which attempt (below) the slot holds; NULL for imported runs. Older stores gain it here.
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS attempt INTEGER;
+-- The record's reference-schema fields (sabot.trace.RESULT_KEYS), what the scorer reads: a live
+-- record is mostly model exchanges no verdict reads (sabot.store.runs.read_scored_runs). NULL for
+-- an imported run (its record is its landed file). Older stores gain it here, filled on opening.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS scored JSON;
 
 -- Append-only: every finished attempt of a live run slot, whatever its outcome. The slot's scored
 -- run (`runs` above) is its latest complete attempt, else its latest RUN_ERROR attempt, so a
