@@ -69,7 +69,7 @@ def write_report(con, wave: str, ruleset: str, fmt: str, body: str, dagster_run_
 
 
 def read_report(con, wave: str, ruleset: str, fmt: str) -> str | None:
-    row = con.execute(
+    rows = con.execute(  # fetched whole: a result left open stops `register` on this connection
         "SELECT body FROM reports WHERE wave = ? AND ruleset = ? AND format = ?", [wave, ruleset, fmt]
-    ).fetchone()
-    return row[0] if row else None
+    ).fetchall()
+    return rows[0][0] if rows else None

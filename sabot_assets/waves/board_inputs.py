@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from sabot.registry import Registry, WaveDef
-from sabot.store.db import rows_digest
+from sabot.store.db import rows_digest, rows_digests
 from sabot.store.verdicts import ACT_COLUMNS, VERDICT_COLUMNS
 from sabot_assets.constants import BOARD_VERSION
 from sabot_assets.file_server.addresses import files_url
@@ -28,8 +28,17 @@ INPUTS_KEY = "board inputs (headline)"  # the scoreboard's metadata entry: the h
 _VERDICTS = ", ".join(c for c in VERDICT_COLUMNS if c != "dagster_run_id")
 _ACTS = ", ".join(ACT_COLUMNS)
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-# What builds a board and its metadata, besides the rules (whose hashes carry the scorer's code).
-_BOARD_CODE = ("judges", "sabot_assets/waves", "sabot/store/published.py", "sabot/store/verdicts.py")
+# What builds a board and its metadata, and what it derives from the runs (the label, the quotes'
+# locations), besides the rules (whose hashes carry the scorer's code).
+_BOARD_CODE = (
+    "judges",
+    "sabot_assets/waves",
+    "sabot/provenance.py",  # the label (`kept_derivations`)
+    "sabot/store/published.py",
+    "sabot/store/runs.py",
+    "sabot/store/verdicts.py",
+    "sabot/trace.py",
+)
 
 
 @functools.cache
@@ -43,10 +52,15 @@ def board_code_hash() -> str:
     return digest.hexdigest()
 
 
-def _rows(con, table: str, columns: str, wave: str, ruleset: str | None = None) -> str:
-    if ruleset is None:
-        return rows_digest(con, table, columns, "wave = ?", [wave])
-    return rows_digest(con, table, columns, "wave = ? AND ruleset = ?", [wave, ruleset])
+def runs_digest(con, wave: str) -> str:
+    """The wave's runs by content: a run stored again from the same record keeps it."""
+    return rows_digest(con, "runs", "operator, probe, status, coalesce(source_sha256, '')", "wave = ?", [wave])
+
+
+def judge_digest(con, wave: str) -> str:
+    """The judge's verdicts, by the run that wrote them."""
+    columns = "operator, probe, CAST(prompt_variant AS VARCHAR), dagster_run_id"
+    return rows_digest(con, "judge_verdicts", columns, "wave = ?", [wave])
 
 
 def board_inputs(con, registry: Registry, wave: WaveDef, rulesets, floors: dict, label: str) -> dict[str, str]:
@@ -58,12 +72,12 @@ def board_inputs(con, registry: Registry, wave: WaveDef, rulesets, floors: dict,
         # What the headline's metadata prints besides the board: its links' addresses, the judge's kind.
         "addresses": [ui_base(), files_url()],
         "judge runs by itself": judge_runs_by_itself(wave),
-        "runs": _rows(con, "runs", "operator, probe, status, coalesce(source_sha256, '')", wave.name),
-        "judge": _rows(
-            con, "judge_verdicts", "operator, probe, CAST(prompt_variant AS VARCHAR), dagster_run_id", wave.name
-        ),
+        "runs": runs_digest(con, wave.name),
+        "judge": judge_digest(con, wave.name),
     }
     by_version = {r.version: r for r in rulesets}
+    verdicts = rows_digests(con, "cell_verdicts", _VERDICTS, "ruleset", "wave = ?", [wave.name])
+    acts = rows_digests(con, "acts", _ACTS, "ruleset", "wave = ?", [wave.name])
     every_rule_file = set().union(*(r.files for r in rulesets))
     out = {}
     for ruleset in rulesets:
@@ -76,8 +90,8 @@ def board_inputs(con, registry: Registry, wave: WaveDef, rulesets, floors: dict,
             # The registry, less the files only other readings use: adding a later reading leaves this board's inputs.
             "registry": registry.content_hash_without(every_rule_file - mine),
             # By content, not by the run that wrote them: the same verdicts written again keep the board.
-            "verdicts": _rows(con, "cell_verdicts", _VERDICTS, wave.name, ruleset.version),
-            "acts": _rows(con, "acts", _ACTS, wave.name, ruleset.version),
+            "verdicts": verdicts[ruleset.version],
+            "acts": acts[ruleset.version],
         }
         out[ruleset.version] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
     return out

@@ -72,9 +72,21 @@ def backend_from_env():
 def located_judgements(con, wave: str) -> dict:
     """(operator, probe) -> the first judge verdict (variant 0), with where its quote was written
     (`judges.soft.location`): only noticed verdicts need their fault run read."""
-    judged = {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave, variant=0).items()}
+    judged = judged_verdicts(con, wave)
+    where = quote_locations(con, wave, judged)
+    return {key: {**v, "quote_location": where[key]} for key, v in judged.items()}
+
+
+def judged_verdicts(con, wave: str) -> dict:
+    """(operator, probe) -> the first judge verdict (variant 0)."""
+    return {(op, probe): v for (op, probe, variant), v in read_judgements(con, wave, variant=0).items()}
+
+
+def quote_locations(con, wave: str, judged: dict) -> dict:
+    """(operator, probe) -> where the verdict's quote was written, reading the noticed verdicts' fault runs."""
     noticed = [key for key, v in judged.items() if v["status"] == "ok" and v["noticed"]]
-    return located_from_runs(judged, read_scored_runs(con, wave, noticed))
+    located = located_from_runs(judged, read_scored_runs(con, wave, noticed))
+    return {key: v["quote_location"] for key, v in located.items()}
 
 
 def located_from_runs(judged: dict, runs: dict) -> dict:

@@ -33,7 +33,8 @@ from sabot_assets.constants import BOARD_VERSION, COST_TAG, REPORT_VERSION
 from sabot_assets.guard import require_registered
 from sabot_assets.resources import store_connection
 from sabot_assets.waves.board_inputs import BOARD_INPUTS, INPUTS_KEY, board_inputs
-from sabot_assets.waves.judging import judge_runs_by_itself, located_judgements
+from sabot_assets.waves.judging import judge_runs_by_itself
+from sabot_assets.waves.kept_derivations import kept_label, kept_located_judgements
 from sabot_assets.waves.number_pages import pages_dir, write_number_pages
 from sabot_assets.waves.numbers import SECTION2, cells_behind, row_links_markdown, scored_rows, undecided_summary
 from sabot_assets.waves.ui_links import explain_command, row_cells_url
@@ -223,8 +224,8 @@ def build_board_assets(
 
         require_registered(registry)
         boards = {}
-        with store_connection(store) as con:
-            label = conformance_label(con, wave)
+        with store_connection(store) as con, transaction(con):
+            label = kept_label(con, wave, lambda: conformance_label(con, wave), context.run_id)
             inputs = board_inputs(con, registry, wave, rulesets, floors, label)
             previous = _last_metadata(context)
             # A board whose inputs are as at its last build would come out the same (`board_inputs`); the
@@ -241,30 +242,29 @@ def build_board_assets(
             stale = [r for r in rulesets if r.version not in kept]
             if stale:
                 baselines = read_baselines(con, wave.name)
-                judged = located_judgements(con, wave.name)
-            with transaction(con):
-                for ruleset in stale:
-                    rows = read_verdicts(con, wave.name, ruleset.version)
-                    rows += run_error_rows(con, wave, ruleset, context.run_id) if wave.source == "live" else []
-                    boards[ruleset.version] = build_board(
-                        registry,
-                        ruleset.version,
-                        rows,
-                        baselines,
-                        wave.operators,
-                        judged,
-                        label,
-                        expected_rows(wave),
-                        floor=floors[ruleset.version],
-                        expected_cells=wave.cell_keys(),
-                        retries=retry_acts(con, wave.name, ruleset.version),
-                    )
-                    write_board(
-                        con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id
-                    )
-                    write_report(con, wave.name, ruleset.version, BOARD_INPUTS, inputs[ruleset.version], context.run_id)
-                    if ruleset.version == wave.headline_ruleset:
-                        headline_rows = rows
+                judged = kept_located_judgements(con, wave.name, context.run_id)
+            for ruleset in stale:
+                rows = read_verdicts(con, wave.name, ruleset.version)
+                rows += run_error_rows(con, wave, ruleset, context.run_id) if wave.source == "live" else []
+                boards[ruleset.version] = build_board(
+                    registry,
+                    ruleset.version,
+                    rows,
+                    baselines,
+                    wave.operators,
+                    judged,
+                    label,
+                    expected_rows(wave),
+                    floor=floors[ruleset.version],
+                    expected_cells=wave.cell_keys(),
+                    retries=retry_acts(con, wave.name, ruleset.version),
+                )
+                write_board(
+                    con, wave.name, ruleset.version, ruleset.hash, boards[ruleset.version], rows, context.run_id
+                )
+                write_report(con, wave.name, ruleset.version, BOARD_INPUTS, inputs[ruleset.version], context.run_id)
+                if ruleset.version == wave.headline_ruleset:
+                    headline_rows = rows
         built = ", ".join(r.version for r in stale) or "none"
         context.log.info(f"scoreboard: built {built}; kept as last built: {', '.join(sorted(kept)) or 'none'}")
         if wave.headline_ruleset in kept:
