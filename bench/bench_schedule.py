@@ -17,7 +17,6 @@ and after.
 
 import argparse
 import datetime as dt
-import gc
 import json
 import os
 import tempfile
@@ -29,6 +28,7 @@ from dagster_duckdb import DuckDBResource
 
 from sabot.registry import Registry
 from sabot.store.db import connect
+from sabot_assets.cli.common import settle_heap
 from sabot_assets.definitions import build_definitions
 from sabot_assets.wave_jobs import Slice, run_wave
 from sabot_assets.waves.concurrency import set_pool_limit
@@ -55,7 +55,7 @@ def measure(wave: str, framework: str, tasks: tuple[str, ...] | None, concurrenc
         with dg.DagsterInstance.get() as instance:
             set_pool_limit(instance, concurrency)
             defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
-            gc.freeze()  # as the CLI does once the definitions are built
+            settle_heap()  # as the CLI does once the definitions are built
             start, began = time.perf_counter(), time.time()
             result = run_wave(registry, defs, instance, wave, [framework], selection=Slice(tasks=tasks))
             wall = time.perf_counter() - start

@@ -125,6 +125,7 @@ def rescore_live_wave2(live_var: Path) -> dict:
     from sabot.matrix import Cell
     from sabot.store.db import connect
     from sabot.store.runs import read_runs
+    from sabot_assets.cli.common import settle_heap
     from sabot_assets.definitions import build_definitions
     from sabot_assets.rescore import rescore_wave
 
@@ -136,6 +137,7 @@ def rescore_live_wave2(live_var: Path) -> dict:
         store_path = tmp / "var" / "sabot.duckdb"
         with dg.DagsterInstance.get() as instance:
             defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
+            settle_heap()  # as `sabot wave rescore` does once the definitions are built
             out = {}
             wall, cpu = timed(
                 lambda: out.setdefault("r", rescore_wave(registry, defs, instance, store_path, "wave2", "v0.2.0-bench"))
