@@ -30,8 +30,9 @@ from sabot.store.db import connect
 from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import
 from sabot.store.runs import read_baselines, read_runs, record_sql
+from sabot.store.scored import scored_fields
 from sabot.store.verdicts import read_verdicts
-from sabot.trace import RESULT_KEYS, parse_runresult
+from sabot.trace import parse_runresult
 from sabot_assets.waves.scoreboard_assets import conformance_label, expected_rows, footnotes, with_cell_links
 from sabot_assets.waves.attempts import run_root_beside
 from sabot_assets.waves.judging import located_from_runs
@@ -306,8 +307,7 @@ def check_scored_fields(source_path: str, record_json: str | None, scored_json: 
     """The fields the scorer reads (`runs.scored`, `sabot.store.runs.read_scored_runs`) are the record's own."""
     if scored_json is None:
         return
-    record = json.loads(record_json) if record_json else {}
-    if json.loads(scored_json) != {k: record.get(k) for k in RESULT_KEYS}:
+    if json.loads(scored_json) != scored_fields(json.loads(record_json) if record_json else {}):
         raise VerifyError(f"store: runs.scored of {source_path}: not the fields of its record (what the scorer reads)")
 
 

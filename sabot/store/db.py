@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 import duckdb
 import tenacity
 
+from sabot.store.scored import fill_scored
+
 if TYPE_CHECKING:  # pandas is imported where rows are written: loading the definitions need not import it
     import pandas as pd
 
@@ -95,8 +97,6 @@ def _schema_is_current(con: duckdb.DuckDBPyConnection) -> bool:
 def prepare(con: duckdb.DuckDBPyConnection, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     con.execute("SET python_enable_replacements = false")
     if not read_only and not _schema_is_current(con):
-        from sabot.store.runs import fill_scored  # runs.py builds on this module
-
         con.execute(SCHEMA)
         fill_scored(con)
         con.execute("CREATE OR REPLACE TABLE store_schema AS SELECT ? AS sha256", [_SCHEMA_SHA256])

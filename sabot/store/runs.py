@@ -17,7 +17,8 @@ from sabot.store.db import now, replace_values
 from sabot.runroot import Attempt, Identity
 from sabot.store.spend import write_calls
 from sabot.store.wave_replace import OrphanedRuns, orphan_message
-from sabot.trace import RESULT_KEYS, RunRecord, parse_runresult, to_runresult
+from sabot.store.scored import picked_sql, scored_fields
+from sabot.trace import RunRecord, parse_runresult, to_runresult
 
 RUN_COLUMNS = [
     "wave",
@@ -44,28 +45,6 @@ RUN_COLUMNS = [
 RUN_DTYPES = {"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"}
 EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind"]  # payloads: in the record
 SLOT_KEY = ["wave", "operator", "probe"]
-
-
-def _picked_sql(record: str) -> tuple[str, str]:
-    """(the record's RESULT_KEYS as one JSON object, NULL without a record; the `parts` it is built
-    from): `record` is parsed once, by json_extract."""
-    paths = ", ".join(f"'$.{k}'" for k in RESULT_KEYS)
-    fields = ", ".join(f"'{k}', parts[{i + 1}]" for i, k in enumerate(RESULT_KEYS))
-    return f"CASE WHEN parts IS NULL THEN NULL ELSE json_object({fields}) END", f"json_extract({record}, [{paths}])"
-
-
-def fill_scored(con) -> None:
-    """Fill `runs.scored` of the rows stored before it existed, from their records (once: after that
-    no row is left to fill). A record that is not JSON is left to the whole read, which names it."""
-    picked, parts = _picked_sql("record")
-    try:
-        con.execute(
-            f"UPDATE runs SET scored = p.scored FROM (SELECT wave, operator, probe, {picked} AS scored FROM ("
-            f"SELECT wave, operator, probe, {parts} AS parts FROM runs WHERE scored IS NULL AND record IS NOT NULL)) p "
-            "WHERE runs.wave = p.wave AND runs.operator = p.operator AND runs.probe = p.probe"
-        )
-    except duckdb.InvalidInputException:
-        pass
 
 
 def record_sql(alias: str = "runs") -> str:
@@ -112,7 +91,7 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
                 s.source_path,
                 s.source_sha256,
                 json.dumps(full := to_runresult(r)) if r else None,
-                json.dumps({k: full.get(k) for k in RESULT_KEYS}) if r else None,
+                json.dumps(scored_fields(full)) if r else None,
                 dagster_run_id,
                 at,
                 s.attempt,
@@ -144,8 +123,9 @@ def read_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, st
 
 def read_scored_runs(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], StoredRun]:
     """`read_runs` as the scorer and the judge's locating read it: each record's reference-schema
-    fields only (RESULT_KEYS), picked out in the store. A live record also carries its model
-    exchanges and usage (`extra`, most of its bytes), which no verdict reads: here `extra` is empty."""
+    fields only (RESULT_KEYS): `runs.scored` (`sabot.store.scored`), else picked out of the record in
+    the store. A live record also carries its model exchanges and usage (`extra`, most of its bytes),
+    which no verdict reads: here `extra` is empty."""
     return _read_slots(con, wave, keys, picked=True)
 
 
@@ -162,7 +142,7 @@ def _read_slots(con, wave: str, keys: list[tuple[str, str]], picked: bool) -> di
     wanted = [[op for op, _ in keys], [probe for _, probe in keys], wave]
     try:
         if picked:  # the stored fields; a row without them (an import, an older row) picked from its record
-            fields, parts = _picked_sql("rec")
+            fields, parts = picked_sql("rec")
             rows = con.execute(
                 f"SELECT r.operator, r.probe, r.status, r.scored::VARCHAR, r.source_path, r.source_sha256 {slots} "
                 f"AND r.scored IS NOT NULL UNION ALL SELECT operator, probe, status, ({fields})::VARCHAR, source_path, "
