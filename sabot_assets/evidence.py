@@ -30,7 +30,7 @@ from sabot.store.db import connect
 from sabot.store.judging import read_judgements
 from sabot.store.landing import latest_import
 from sabot.store.runs import read_baselines, read_runs, record_sql
-from sabot.store.scored import scored_fields
+from sabot.store.scored import scored_column, scored_fields
 from sabot.store.verdicts import read_verdicts
 from sabot.trace import parse_runresult
 from sabot_assets.waves.scoreboard_assets import conformance_label, expected_rows, footnotes, with_cell_links
@@ -344,8 +344,8 @@ def published_in_store(registry: Registry, store_path: Path, wave: WaveDef) -> P
     run_root = run_root_beside(store_path)
     with connect(store_path, read_only=True) as con:
         rows = con.execute(
-            f"SELECT operator, probe, status, {record_sql()}, source_path, source_sha256, attempt, scored::VARCHAR "
-            "FROM runs WHERE wave = ? ORDER BY probe, operator",
+            f"SELECT operator, probe, status, {record_sql()}, source_path, source_sha256, attempt, "
+            f"{scored_column(con, 'runs')}::VARCHAR FROM runs WHERE wave = ? ORDER BY probe, operator",
             [wave.name],
         ).fetchall()
         if not rows:

@@ -70,9 +70,9 @@ def test_a_record_the_store_cannot_read_as_json_fails_as_the_whole_read_does(sco
 
 
 def test_the_scored_fields_are_stored_with_the_record_and_filled_in_for_older_rows(tmp_path):
-    """A live record's scored fields are written beside it. A row stored before they were (NULL
-    there) reads the same, picked from its record, and gains them the next time the store is opened
-    for writing."""
+    """A live record's scored fields are written beside it. A store from before the column reads the
+    same, read-only, and gains them the next time it is opened for writing; a row without them reads
+    the same, picked from its record."""
     store, keys = live_like(tmp_path)
     with connect(store, read_only=True) as con:
         written = dict(con.execute("SELECT operator, scored::VARCHAR FROM runs").fetchall())
@@ -81,10 +81,11 @@ def test_the_scored_fields_are_stored_with_the_record_and_filled_in_for_older_ro
     with connect(store) as con:
         con.execute("ALTER TABLE runs DROP COLUMN scored")  # a store from before the column,
         con.execute("DROP TABLE store_schema")  # and before its schema was recorded
-    with connect(store, read_only=True) as con:
+    with connect(store, read_only=True) as con:  # read-only, such a store is read from its records
         assert "scored" not in [
             c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'runs'").fetchall()
         ]
+        assert read_scored_runs(con, "w", keys) == expected
     with connect(store) as con:  # opening for writing adds the column and fills it
         filled = dict(con.execute("SELECT operator, scored::VARCHAR FROM runs").fetchall())
         con.execute("UPDATE runs SET scored = NULL WHERE operator = ''")

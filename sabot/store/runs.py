@@ -17,7 +17,7 @@ from sabot.store.db import now, replace_values
 from sabot.runroot import Attempt, Identity
 from sabot.store.spend import write_calls
 from sabot.store.wave_replace import OrphanedRuns, orphan_message
-from sabot.store.scored import picked_sql, scored_fields
+from sabot.store.scored import picked_sql, scored_column, scored_fields
 from sabot.trace import RunRecord, parse_runresult, to_runresult
 
 RUN_COLUMNS = [
@@ -142,12 +142,12 @@ def _read_slots(con, wave: str, keys: list[tuple[str, str]], picked: bool) -> di
     wanted = [[op for op, _ in keys], [probe for _, probe in keys], wave]
     try:
         if picked:  # the stored fields; a row without them (an import, an older row) picked from its record
-            fields, parts = picked_sql("rec")
+            (fields, parts), scored = picked_sql("rec"), scored_column(con, "r")
             rows = con.execute(
-                f"SELECT r.operator, r.probe, r.status, r.scored::VARCHAR, r.source_path, r.source_sha256 {slots} "
-                f"AND r.scored IS NOT NULL UNION ALL SELECT operator, probe, status, ({fields})::VARCHAR, source_path, "
+                f"SELECT r.operator, r.probe, r.status, {scored}::VARCHAR, r.source_path, r.source_sha256 {slots} "
+                f"AND {scored} IS NOT NULL UNION ALL SELECT operator, probe, status, ({fields})::VARCHAR, source_path, "
                 f"source_sha256 FROM (SELECT *, {parts} AS parts FROM (SELECT r.operator, r.probe, r.status, "
-                f"{record_sql('r')} AS rec, r.source_path, r.source_sha256 {slots} AND r.scored IS NULL))",
+                f"{record_sql('r')} AS rec, r.source_path, r.source_sha256 {slots} AND {scored} IS NULL))",
                 wanted + wanted,
             ).fetchall()
         else:

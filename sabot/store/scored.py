@@ -17,6 +17,15 @@ def scored_fields(record: dict) -> dict:
     return {k: record.get(k) for k in RESULT_KEYS}
 
 
+def scored_column(con, alias: str) -> str:
+    """`alias.scored` in SQL, or NULL in a store from before the column that is open read-only (the
+    column is added when a store is opened for writing): its rows are then read from their records."""
+    present = con.execute(
+        "SELECT 1 FROM duckdb_columns() WHERE table_name = 'runs' AND column_name = 'scored'"
+    ).fetchall()
+    return f"{alias}.scored" if present else "NULL"
+
+
 def picked_sql(record: str) -> tuple[str, str]:
     """(the record's RESULT_KEYS as one JSON object, NULL without a record; the `parts` it is built
     from): `record` is parsed once, by json_extract."""
