@@ -23,6 +23,7 @@ from adapters.gateway import (
     ProviderTaxonomy,
     Upstream,
 )
+from adapters import pipelines
 from adapters.outcome import RunOutcome, infrastructure_errors, unscored_record
 from adapters.scripted.policy import ScriptedPolicy, probe_seed_key
 from adapters.scripted.latency import Latency
@@ -34,13 +35,7 @@ from sabot.budget import Margin, RunBound
 from sabot.pricing import PriceTable, call_rows, local_price_table, totals
 from sabot.trace import EventKind
 
-# Built-in pipelines are plug-ins registered by "module:Class", imported when a run executes: loading
-# the asset definitions (and every scoring command) never pays for importing an agent framework.
-plugins.register("pipeline", "langgraph", "adapters.langgraph_pipeline:LangGraphPipeline")
-plugins.register("pipeline", "crewai", "adapters.crewai_pipeline:CrewAIPipeline")
-plugins.register("pipeline", "autogen", "adapters.autogen_pipeline:AutoGenPipeline")
-plugins.register("pipeline", "agent_framework", "adapters.agent_framework_pipeline:AgentFrameworkPipeline")
-PIPELINES = plugins.registered("pipeline")
+PIPELINES = pipelines.PIPELINES  # the same registry: a test that patches one pipeline patches both names
 # A team's own pipeline (sabot.projects) runs through its own runner, a plug-in too: this module never
 # imports it, and it imports only the shared leaf (adapters.outcome) back.
 plugins.register("runner", "project", "adapters.byo.runner:run_project")

@@ -4,10 +4,11 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from adapters.runner import PIPELINES
+from adapters.pipelines import PIPELINES
 from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, RegistryError, WaveDef
@@ -17,17 +18,9 @@ from sabot_assets.settled import fingerprint, mark_settled, settled_by
 from sabot_assets.settled_blocks import block_fingerprints, is_settled, mark_block
 from sabot_assets.waves.budget import ceiling_tag
 from sabot_assets.waves.concurrency import free_slots_of_dead_runs, host_label
-from sabot_assets.waves.schedule import (
-    BASELINES,
-    BlockCounter,
-    Plan,
-    new_run_id,
-    ordered,
-    recordings_for,
-    run_schedule,
-    spec_of,
-    wait_for_foreign,
-)
+
+if TYPE_CHECKING:  # the schedule imports the runner and the fork server: only a command with runs to launch does
+    from sabot_assets.waves.schedule import BlockCounter, Plan
 
 
 @dataclass(frozen=True)
@@ -183,6 +176,7 @@ def run_wave(
     """
     from adapters.pool import start_fork_server
     from judges.stats.kappa import import_backends  # numpy: not imported by a command with nothing to run
+    from sabot_assets.waves.schedule import BlockCounter, new_run_id, run_schedule
 
     registry.require_registered()
     chosen = select(registry, wave_name, selection, frameworks)
@@ -311,7 +305,9 @@ def _fingerprint(registry: Registry, assets, store_path: Path, chosen: Selected)
     )
 
 
-def _as_blocks_land(landed, counter: BlockCounter, plan: Plan):
+def _as_blocks_land(landed, counter: "BlockCounter", plan: "Plan"):
+    from sabot_assets.waves.schedule import wait_for_foreign
+
     yield from counter.ready_now()  # every run reused: nothing to wait for
     for spec, _directory in landed:
         yield from counter.land(spec)
@@ -324,6 +320,8 @@ def _baselines_on_the_way(stages, runner: WaveRunner, fresh: set):
     """Whole blocks, as they land; a block's baselines are settled as soon as they have landed. They run
     first, so this happens while the pool runs fault runs and leaves only fault runs and verdicts
     to settle once a block's last run lands. `fresh` blocks have nothing stale: skipped."""
+    from sabot_assets.waves.schedule import BASELINES
+
     for stage, block in stages:
         if block in fresh:
             continue
@@ -333,7 +331,7 @@ def _baselines_on_the_way(stages, runner: WaveRunner, fresh: set):
             yield block
 
 
-def _plan(registry: Registry, store, chosen: Selected, tags: dict, rerun: bool, replay: bool) -> Plan:
+def _plan(registry: Registry, store, chosen: Selected, tags: dict, rerun: bool, replay: bool) -> "Plan":
     """The schedule's runs: every slot of the slice less those a matching complete run answers, in
     launch order, with the step breaker's ceiling and, for a replay, the recordings that answer them."""
     from adapters.run_attempt import current_identity, provider_circuit
@@ -341,6 +339,7 @@ def _plan(registry: Registry, store, chosen: Selected, tags: dict, rerun: bool, 
     from sabot.store.recordings import read_recording
     from sabot_assets.waves.budget import step_breaker
     from sabot_assets.waves.attempts import reusable_attempts, run_root_beside
+    from sabot_assets.waves.schedule import Plan, ordered, recordings_for, spec_of
 
     store_path = Path(store.database)
     wave, run_root = chosen.wave, run_root_beside(store_path)
