@@ -191,20 +191,18 @@ def insert(con, table: str, rows: "pd.DataFrame") -> None:
 def rows_digest(con, table: str, columns: str, where: str, params: list) -> str:
     """`count:md5` over the rows `where` selects, each as its `columns` joined: what a fingerprint
     compares to know whether rows were written since (one small query per table)."""
-    return con.execute(
-        f"SELECT count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}), ',' "
-        f"ORDER BY concat_ws('|', {columns}))), '') FROM {table} WHERE {where}",
-        params,
-    ).fetchone()[0]
+    return con.execute(f"SELECT {_digest_sql(columns)} FROM {table} WHERE {where}", params).fetchone()[0]
+
+
+def _digest_sql(columns: str) -> str:
+    return f"count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}), ',' ORDER BY concat_ws('|', {columns}))), '')"
 
 
 def rows_digests(con, table: str, columns: str, by: str, where: str, params: list) -> dict:
     """`rows_digest` for each value of the column `by` among the rows `where` selects, in one scan
     (a value with no rows: "0:", as `rows_digest` gives)."""
     rows = con.execute(
-        f"SELECT {by}, count(*) || ':' || coalesce(md5(string_agg(concat_ws('|', {columns}), ',' "
-        f"ORDER BY concat_ws('|', {columns}))), '') FROM {table} WHERE {where} GROUP BY {by}",
-        params,
+        f"SELECT {by}, {_digest_sql(columns)} FROM {table} WHERE {where} GROUP BY {by}", params
     ).fetchall()
     return collections.defaultdict(lambda: "0:", rows)
 
