@@ -56,7 +56,7 @@ def import_corpus(
     runner = WaveRunner(defs, wave, instance)
     spans = blocks(wave, {(f.probe.framework, f.probe.config, f.probe.task) for f in found.files})
     if scoring and not replace:
-        board_run = settled_by(instance, wave, _fingerprint(registry, defs, wave, found))
+        board_run = settled_by(store_path, wave, _fingerprint(registry, defs, wave, found))
         if board_run:
             return ImportResult(wave, found, spans, False, runner, board_run, None, registry)
     replaced = None
@@ -110,9 +110,8 @@ def score_corpus(imported: ImportResult, progress=iter) -> None:
         runner.verdicts(block)  # judge verdicts here are the cached reference ones: no model call
     runner.kappa()
     board = runner.board()
-    mark_settled(
-        runner.instance, board.run_id, _fingerprint(imported.registry, runner.defs, imported.wave, imported.scan)
-    )
+    print_ = _fingerprint(imported.registry, runner.defs, imported.wave, imported.scan)
+    mark_settled(runner.instance, Path(runner.defs.resources["store"].database), imported.wave, board.run_id, print_)
 
 
 def _fingerprint(registry: Registry, defs: dg.Definitions, wave: WaveDef, found: CorpusScan) -> str:

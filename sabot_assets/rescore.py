@@ -87,7 +87,7 @@ def rescore_wave(
     with connect(store_path, read_only=True) as con:  # one connection for every read before the run
         before = _verdicts(con, wave.name, ruleset)
         print_ = fingerprint(registry, defs.assets, store_path, wave, asked, {}, con)
-        if before and settled_by(instance, wave, print_):  # nothing changed since a rescore under these rules
+        if before and settled_by(store_path, wave, print_, con):  # nothing changed since a rescore under these rules
             return Rescore(wave, ruleset, ruleset, len(before), 0, [])
         compared_with = ruleset if before else wave.headline_ruleset
         before = before or _verdicts(con, wave.name, wave.headline_ruleset)
@@ -100,8 +100,15 @@ def rescore_wave(
         for span in spans:
             runner.run(["cell_verdicts"], span)
         board = runner.board(instrument=False)
-    with connect(store_path, read_only=True) as con:
-        mark_settled(instance, board.run_id, fingerprint(registry, defs.assets, store_path, wave, asked, {}, con))
+    with connect(store_path) as con:  # one opening: what the rescore left, and its settling recorded
+        mark_settled(
+            instance,
+            store_path,
+            wave,
+            board.run_id,
+            fingerprint(registry, defs.assets, store_path, wave, asked, {}, con),
+            con,
+        )
         after = _verdicts(con, wave.name, ruleset)
     flips = [
         Flip(cell, before[cell], after[cell])

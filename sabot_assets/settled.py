@@ -14,11 +14,14 @@ fingerprint of everything the board was made from:
   it (runs, cell and judge verdicts, scoreboard, reports): any later write changes it.
 
 The next command computes the same fingerprint before launching anything; when a successful board
-run carries it, nothing is stale and nothing is materialized. Dagster's own per-partition stale
+run carries it, nothing is stale and nothing is materialized. The store records each settling beside
+the tag (`settlements`, written once the board run has succeeded and been tagged), so that lookup
+needs no Dagster instance: creating one imports Dagster's storage, about half a second of CPU, more
+than the rest of a command with nothing to do. Dagster's own per-partition stale
 status was the first thing tried: it needs the asset graph's stale resolver per partition (an
 internal API, hundreds of event-log reads for a wave), does not propagate across the board's
 fan-in of more than 100 partitions, and cannot see a run stored by another command without a
-materialization. The fingerprint reads one small query per table and one run-tag lookup.
+materialization. The fingerprint reads one small query per table and one row of `settlements`.
 """
 
 import hashlib
@@ -29,6 +32,7 @@ import dagster as dg
 
 from sabot.registry import Registry, WaveDef
 from sabot.store.db import connect, rows_digest
+from sabot.store.settlements import record_settlement, settling_run
 
 SETTLED_TAG = "sabot/settled"  # on a board run: the fingerprint of the state it settled
 
@@ -83,14 +87,26 @@ def fingerprint(
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def settled_by(instance: dg.DagsterInstance, wave: WaveDef, print_: str) -> str | None:
-    """The id of a successful board run that settled exactly this state, if there is one."""
-    runs = instance.get_run_records(
-        dg.RunsFilter(tags={"sabot/wave": wave.name, SETTLED_TAG: print_}, statuses=[dg.DagsterRunStatus.SUCCESS]),
-        limit=1,
-    )
-    return runs[0].dagster_run.run_id if runs else None
+def settled_by(store_path: Path, wave: WaveDef, print_: str, con=None) -> str | None:
+    """The id of the successful board run that settled exactly this state, if there is one.
+    `con`: as `stored_state`'s."""
+    if con is None:
+        if not Path(store_path).exists():
+            return None
+        with connect(store_path, read_only=True) as con:
+            return settling_run(con, wave.name, print_)
+    return settling_run(con, wave.name, print_)
 
 
-def mark_settled(instance: dg.DagsterInstance, board_run_id: str, print_: str) -> None:
+def mark_settled(
+    instance: dg.DagsterInstance, store_path: Path, wave: WaveDef, board_run_id: str, print_: str, con=None
+) -> None:
+    """Tag the board run with the state it settled (shown with the run in the UI), then record it in
+    the store, where the next command looks: a recorded settling always names a tagged, successful run.
+    `con`: a connection for writing the caller holds on the store."""
     instance.add_run_tags(board_run_id, {SETTLED_TAG: print_})
+    if con is None:
+        with connect(store_path) as con:
+            record_settlement(con, wave.name, print_, board_run_id)
+    else:
+        record_settlement(con, wave.name, print_, board_run_id)

@@ -12,6 +12,7 @@ from adapters.pipelines import PIPELINES
 from sabot import runroot
 from sabot.matrix import Cell, Probe
 from sabot.registry import Registry, RegistryError, WaveDef
+from sabot.store.db import connect
 from sabot_assets.constants import REPLAY_TAG, RERUN_TAG, RUNNER_VERSION, SCHEDULED_TAG
 from sabot_assets.materialize import Block, RunTally, WaveRunner
 from sabot_assets.settled import fingerprint, mark_settled, settled_by
@@ -138,8 +139,6 @@ def rerun_reasons(registry: Registry, store_path: Path, chosen: Selected) -> dic
 
 def missing_slots(store_path: Path, chosen: Selected) -> int:
     """How many runs of the slice the store holds no scored run for (never run, or only stopped)."""
-    from sabot.store.db import connect
-
     slots = chosen.slots()
     if not Path(store_path).exists():
         return len(slots)
@@ -242,9 +241,10 @@ def run_wave(
     board = runner.board()
     tally = runner.tally
     if not (tally.run_errors or tally.waiting or tally.not_launched or tally.stopped):
-        print_ = _fingerprint(registry, defs.assets, Path(defs.resources["store"].database), chosen)
-        if print_ is not None:  # the next command with nothing to do says so at once
-            mark_settled(instance, board.run_id, print_)
+        with connect(store_path) as con:
+            print_ = _fingerprint(registry, defs.assets, store_path, chosen, con)
+            if print_ is not None:  # the next command with nothing to do says so at once
+                mark_settled(instance, store_path, wave, board.run_id, print_, con)
     return WaveRun(
         wave.name, [(fw, cfg) for fw in chosen.frameworks for cfg in chosen.configs], chosen.skipped, runner.tally
     )
@@ -252,7 +252,6 @@ def run_wave(
 
 def settled_wave(
     registry: Registry,
-    instance: dg.DagsterInstance,
     store_path: Path,
     wave_name: str,
     selection: Slice | None = None,
@@ -262,7 +261,8 @@ def settled_wave(
     stale: every slot answered by a reusable stored run, and the code, registry and stored results
     exactly as a successful board run left them (sabot_assets.settled). None: something is stale.
 
-    Only this wave's assets are built for their code versions, not the whole code location's."""
+    Only this wave's assets are built for their code versions, not the whole code location's, and
+    no Dagster instance is needed (the store records each settling: sabot_assets.settled)."""
     from sabot_assets.quiet import beta_used_on_purpose
     from sabot_assets.waves.factory import build_wave
 
@@ -270,8 +270,12 @@ def settled_wave(
     chosen = select(registry, wave_name, selection, frameworks)
     with beta_used_on_purpose():
         assets = build_wave(chosen.wave, registry).assets
-    print_ = _fingerprint(registry, assets, Path(store_path), chosen)
-    board_run = print_ and settled_by(instance, chosen.wave, print_)
+    store_path = Path(store_path)
+    if not store_path.exists():
+        return None
+    with connect(store_path, read_only=True) as con:  # one opening for the fingerprint and the lookup
+        print_ = _fingerprint(registry, assets, store_path, chosen, con)
+        board_run = print_ and settled_by(store_path, chosen.wave, print_, con)
     if not board_run:
         return None
     result = WaveRun(
@@ -282,8 +286,9 @@ def settled_wave(
     return result, board_run
 
 
-def _fingerprint(registry: Registry, assets, store_path: Path, chosen: Selected) -> str | None:
-    """The slice's fingerprint (sabot_assets.settled); None when a slot has no reusable stored run."""
+def _fingerprint(registry: Registry, assets, store_path: Path, chosen: Selected, con=None) -> str | None:
+    """The slice's fingerprint (sabot_assets.settled); None when a slot has no reusable stored run.
+    `con`: a connection the caller holds on the store."""
     from adapters.run_attempt import current_identity
     from sabot_assets.waves.attempts import reusable_attempts, run_root_beside
 
@@ -301,7 +306,13 @@ def _fingerprint(registry: Registry, assets, store_path: Path, chosen: Selected)
         "identity": repr(identity),
     }
     return fingerprint(
-        registry, assets, store_path, chosen.wave, asked, {(op, p.key): a.sha256 for (op, p), a in reuse.items()}
+        registry,
+        assets,
+        store_path,
+        chosen.wave,
+        asked,
+        {(op, p.key): a.sha256 for (op, p), a in reuse.items()},
+        con,
     )
 
 

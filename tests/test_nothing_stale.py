@@ -2,6 +2,7 @@
 board as the last complete run left them. Anything written since (a lost or changed row) is stale."""
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -14,7 +15,7 @@ SLICE = ["demo", "--framework", "langgraph", "--config", "default", "--task", "T
 NOTHING_STALE = "nothing stale"
 
 
-def _sabot(var: Path) -> subprocess.CompletedProcess:
+def _sabot(var: Path, **extra_env) -> subprocess.CompletedProcess:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -22,7 +23,7 @@ def _sabot(var: Path) -> subprocess.CompletedProcess:
     }
     return subprocess.run(
         [str(PROJECT / ".venv/bin/sabot"), "wave", "run", *SLICE],
-        env={**env, "SABOT_VAR": str(var)},
+        env={**env, "SABOT_VAR": str(var), **extra_env},
         capture_output=True,
         text=True,
         timeout=600,
@@ -61,6 +62,41 @@ def test_a_second_run_with_nothing_stale_materializes_nothing_and_prints_the_sam
     assert "0 run, 7 reused" in again.stdout
     assert _writers(var) == before
     assert _board(again.stdout) == _board(first.stdout)
+
+
+def test_nothing_stale_is_known_without_the_dagster_instance(var, tmp_path, monkeypatch):
+    """The settling is looked up in the store: with an instance that cannot even be created, a
+    command with nothing to do still says so, naming the board run the store recorded, which
+    Dagster holds as a success tagged with the same fingerprint."""
+    import dagster as dg
+
+    from sabot_assets.settled import SETTLED_TAG
+
+    var, _ = var
+    broken = tmp_path / "no-instance"
+    broken.mkdir()
+    (broken / "dagster.yaml").write_text("storage: [this is not an instance config]\n")
+    again = _sabot(var, DAGSTER_HOME=str(broken))
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert NOTHING_STALE in again.stdout
+    with connect(var / "sabot.duckdb", read_only=True) as con:
+        board_run, print_ = con.execute(
+            "SELECT dagster_run_id, fingerprint FROM settlements WHERE wave = 'demo' ORDER BY settled_at DESC LIMIT 1"
+        ).fetchone()
+    assert f"those Dagster run {board_run} made" in again.stdout
+    monkeypatch.setenv("DAGSTER_HOME", str(PROJECT))
+    monkeypatch.setenv("SABOT_DAGSTER_STORAGE", str(var / "dagster"))
+    with dg.DagsterInstance.get() as instance:
+        run = instance.get_run_by_id(board_run)
+    assert run.status == dg.DagsterRunStatus.SUCCESS and run.tags[SETTLED_TAG] == print_
+
+    # The same instance home, once something is stale, does fail: the command above never created it.
+    copy = tmp_path / "copy"
+    shutil.copytree(var, copy)
+    with connect(copy / "sabot.duckdb") as con:
+        con.execute("DELETE FROM cell_verdicts WHERE wave = 'demo' AND operator = 'O2'")
+    stale = _sabot(copy, DAGSTER_HOME=str(broken))
+    assert stale.returncode != 0 and NOTHING_STALE not in stale.stdout
 
 
 def test_a_verdict_lost_from_the_store_is_stale_and_written_again(var):

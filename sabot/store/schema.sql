@@ -272,3 +272,15 @@ CREATE TABLE IF NOT EXISTS standard_registration (
     sha256     VARCHAR NOT NULL,
     pinned_at  TIMESTAMP NOT NULL
 );
+
+-- Which Dagster board run settled which state of a wave (sabot_assets.settled): written after the
+-- board run succeeded and was tagged with the same fingerprint, so a command with nothing to do
+-- finds it here without creating the Dagster instance (about half a second of Dagster's storage
+-- imports). A row never goes stale by itself: any later write to the wave changes the fingerprint.
+CREATE TABLE IF NOT EXISTS settlements (
+    wave           VARCHAR NOT NULL,
+    fingerprint    VARCHAR NOT NULL,
+    dagster_run_id VARCHAR NOT NULL,
+    settled_at     TIMESTAMP NOT NULL,
+    PRIMARY KEY (wave, fingerprint)
+);

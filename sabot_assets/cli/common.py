@@ -26,9 +26,13 @@ class Context:
         self.registry = Registry()
 
     def instance(self):
-        import dagster as dg
+        """The project's Dagster instance, created once per command and only when asked: creating it
+        imports Dagster's storage (about half a second), which a command with nothing to do skips."""
+        if getattr(self, "_instance", None) is None:
+            import dagster as dg
 
-        return dg.DagsterInstance.get()
+            self._instance = dg.DagsterInstance.get()
+        return self._instance
 
     def defs(self):
         """The definitions, built once per command."""

@@ -117,13 +117,10 @@ def _wave(
         click.echo(f"{name}: model endpoint: {endpoint.label if endpoint else offline}")
     from sabot_assets.waves.concurrency import pool_limit, set_pool_limit
 
-    instance = ctx.instance()
-    if concurrency:
-        set_pool_limit(instance, concurrency)
-    click.echo(
-        f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)"
-    )
-    settled = None if (rerun or replay) else settled_wave(ctx.registry, instance, STORE_PATH, name, selection)
+    if concurrency:  # the UI's knob is set whether or not this command launches anything
+        set_pool_limit(ctx.instance(), concurrency)
+    # Asked before the Dagster instance is created: with nothing stale, none is needed.
+    settled = None if (rerun or replay) else settled_wave(ctx.registry, STORE_PATH, name, selection)
     if settled is not None:  # nothing is stale: no run launched, nothing materialized
         result, board_run = settled
         ceiling = None
@@ -132,6 +129,10 @@ def _wave(
             f"those Dagster run {board_run} made from them, under the same rules and code; nothing launched"
         )
     else:
+        instance = ctx.instance()
+        click.echo(
+            f"{name}: up to {pool_limit(instance) or 'unbounded'} run(s) in flight, each in its own process (llm_agent pool limit)"
+        )
         if not (rerun or replay):
             _say_why_stored_runs_rerun(ctx, name, selection)
         ceiling = (
