@@ -126,49 +126,55 @@ def transaction(con: duckdb.DuckDBPyConnection):
     con.execute("COMMIT")
 
 
-SMALL_WRITE = 64  # rows: below this a parameterised VALUES statement is several times cheaper than a DataFrame scan
+SMALL_WRITE = 64  # rows: below this a parameterised VALUES statement is several times cheaper than unnested lists
 
 
 def replace_values(
-    con,
-    table: str,
-    key_columns: list[str],
-    keys: list[tuple],
-    columns: list[str],
-    rows: list[tuple],
-    dtypes: dict | None = None,
+    con, table: str, key_columns: list[str], keys: list[tuple], columns: list[str], rows: list[tuple]
 ) -> None:
-    """`replace_rows` for rows given as tuples (call inside a transaction). A few rows, as one run's ingest
-    writes, go as VALUES statements: registering a DataFrame and scanning it costs milliseconds a statement,
-    more than a run's whole write (profiled). Many rows, as an import writes, go through a DataFrame."""
-    import pandas as pd
-
-    if len(keys) > SMALL_WRITE or len(rows) > SMALL_WRITE:
-        replace_rows(con, table, pd.DataFrame(keys, columns=key_columns), _frame(rows, columns, dtypes))
-        return
+    """Delete the rows whose key columns match one of `keys`, then insert `rows` (call inside a
+    transaction). A few rows, as one run's ingest writes, go as VALUES statements; many, as a reading
+    of a wave writes, as one list per column (`insert_rows`). Neither needs pandas."""
     if len(keys) == 1:  # equality on each column: DuckDB prunes by the columns' zone maps
         con.execute(f"DELETE FROM {table} WHERE {' AND '.join(f'{c} = ?' for c in key_columns)}", list(keys[0]))
+    elif len(keys) > SMALL_WRITE:
+        con.execute(
+            f"DELETE FROM {table} WHERE ({', '.join(key_columns)}) IN (SELECT {_unnested(len(key_columns))})",
+            _column_lists(keys),
+        )
     elif keys:
         con.execute(
             f"DELETE FROM {table} WHERE ({', '.join(key_columns)}) IN (VALUES {_placeholders(keys)})",
             [v for k in keys for v in k],
         )
-    if rows:
+    if len(rows) > SMALL_WRITE:
+        insert_rows(con, table, columns, rows)
+    elif rows:
         con.execute(
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES {_placeholders(rows)}", [v for r in rows for v in r]
         )
 
 
+def insert_rows(con, table: str, columns: list[str], rows: list[tuple]) -> None:
+    """Insert rows given as tuples in one statement: each column goes as one list parameter, the lists
+    unnested side by side. At a thousand rows this is as fast as scanning a DataFrame (6-9 ms against
+    5-10 ms for 900 rows of 8 columns), without importing pandas (about 0.3 s of CPU) into a command
+    that needs nothing else of it; each value is cast to its column's type as any INSERT casts."""
+    if rows:
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {_unnested(len(columns))}", _column_lists(rows))
+
+
+def _unnested(n: int) -> str:
+    return ", ".join(["unnest(?)"] * n)
+
+
+def _column_lists(rows: list[tuple]) -> list[list]:
+    return [list(column) for column in zip(*rows)]
+
+
 def _placeholders(rows: list[tuple]) -> str:
     one = f"({', '.join('?' * len(rows[0]))})"
     return ", ".join([one] * len(rows))
-
-
-def _frame(rows: list[tuple], columns: list[str], dtypes: dict | None) -> "pd.DataFrame":
-    import pandas as pd
-
-    frame = pd.DataFrame(rows, columns=columns)
-    return frame.astype(dtypes) if dtypes else frame
 
 
 def replace_rows(con, table: str, keys: "pd.DataFrame", rows: "pd.DataFrame") -> None:

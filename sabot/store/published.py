@@ -4,8 +4,19 @@ import hashlib
 import json
 
 
-from sabot.store.db import now, replace_rows, insert
+from sabot.store.db import insert_rows, now, replace_values
 
+SCOREBOARD_COLUMNS = [
+    "wave",
+    "ruleset",
+    "ruleset_hash",
+    "table_name",
+    "group_key",
+    "valid",
+    "counts",
+    "cells_fingerprint",
+    "dagster_run_id",
+]
 MANIFEST_COLUMNS = [
     "dagster_run_id",
     "built_at",
@@ -28,36 +39,26 @@ def write_board(
     con, wave: str, ruleset: str, ruleset_hash: str, board: dict, rows: list[dict], dagster_run_id: str
 ) -> None:
     """Replace a ruleset's scoreboard rows and append the cells it was built from (in a transaction)."""
-    import pandas as pd
-
     records = [
-        {
-            "wave": wave,
-            "ruleset": ruleset,
-            "ruleset_hash": ruleset_hash,
-            "table_name": table,
-            "group_key": e["group"],
-            "valid": e["valid"],
-            "counts": json.dumps(e["counts"]),
-            "cells_fingerprint": board["cells_fingerprint"],
-            "dagster_run_id": dagster_run_id,
-        }
+        (
+            wave,
+            ruleset,
+            ruleset_hash,
+            table,
+            e["group"],
+            e["valid"],
+            json.dumps(e["counts"]),
+            board["cells_fingerprint"],
+            dagster_run_id,
+        )
         for table, entries in board["tables"].items()
         for e in entries
     ]
-    keys = pd.DataFrame([(wave, ruleset)], columns=["wave", "ruleset"])
-    replace_rows(con, "scoreboard", keys, pd.DataFrame(records))
+    replace_values(con, "scoreboard", ["wave", "ruleset"], [(wave, ruleset)], SCOREBOARD_COLUMNS, records)
     at = now()
-    manifest = [
-        {
-            **{k: r[k] for k in MANIFEST_COLUMNS if k in r},
-            "dagster_run_id": dagster_run_id,
-            "built_at": at,
-            "ruleset_hash": ruleset_hash,
-        }
-        for r in rows
-    ]
-    insert(con, "scoreboard_manifest", pd.DataFrame(manifest, columns=MANIFEST_COLUMNS))
+    fixed = {"dagster_run_id": dagster_run_id, "built_at": at, "ruleset_hash": ruleset_hash}
+    manifest = [tuple(fixed[k] if k in fixed else r.get(k) for k in MANIFEST_COLUMNS) for r in rows]
+    insert_rows(con, "scoreboard_manifest", MANIFEST_COLUMNS, manifest)
     write_report(con, wave, ruleset, "board.json", json.dumps(board, sort_keys=True), dagster_run_id)
 
 

@@ -100,7 +100,7 @@ def write_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str) -> tu
         for e in r.events if r else ():
             events.append((wave, op, s.probe.key, r.run_id, e.seq, e.agent, e.kind))
     keys = [(wave, s.operator or "", s.probe.key) for s in slots]
-    replace_values(con, "runs", SLOT_KEY, keys, RUN_COLUMNS, runs, RUN_DTYPES)
+    replace_values(con, "runs", SLOT_KEY, keys, RUN_COLUMNS, runs)
     replace_values(con, "events", SLOT_KEY, keys, EVENT_COLUMNS, events)
     for s in slots:  # spend follows every stored record, so no write path can drop it
         write_calls(con, wave, s.operator, s.probe.key, s.record, s.source_sha256)

@@ -29,7 +29,6 @@ CALL_COLUMNS = [
     "endpoint",
 ]
 CALL_KEY = ["wave", "operator", "probe", "record_sha256"]
-CALL_DTYPES = {"status": "Int64", "n": "Int64", "cost_usd": "Float64"}
 SUMS = (
     "COUNT(*) AS calls, COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens, COALESCE(SUM(completion_tokens), 0) AS completion_tokens, "
     "COALESCE(SUM(cached_tokens), 0) AS cached_tokens, COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens, "
@@ -82,7 +81,7 @@ def write_calls(con, wave: str, operator: str | None, probe: str, record, _sourc
         "endpoint": record.extra.get("endpoint"),
     }
     rows = [tuple(fixed[k] if k in fixed else call.get(k) for k in CALL_COLUMNS) for call in usage["per_call"]]
-    replace_values(con, "model_calls", CALL_KEY, [(wave, op, probe, sha)], CALL_COLUMNS, rows, CALL_DTYPES)
+    replace_values(con, "model_calls", CALL_KEY, [(wave, op, probe, sha)], CALL_COLUMNS, rows)
     return len(rows)
 
 

@@ -3,7 +3,7 @@
 import json
 
 
-from sabot.store.db import replace_rows
+from sabot.store.db import replace_values
 
 VERDICT_COLUMNS = [
     "wave",
@@ -52,30 +52,19 @@ def write_verdicts(
     con, wave: str, cell_keys: list[tuple[str, str]], rulesets: list[str], verdicts: list[dict], acts: list[dict]
 ) -> None:
     """Replace these rulesets' verdicts and acts for these cells (call inside a transaction)."""
-    import pandas as pd
-
-    keys = pd.DataFrame(
-        [(wave, v, op, probe) for op, probe in cell_keys for v in rulesets],
-        columns=["wave", "ruleset", "operator", "probe"],
-    )
-    _replace(con, keys, verdicts, acts)
+    keys = [(wave, v, op, probe) for op, probe in cell_keys for v in rulesets]
+    _replace(con, ["wave", "ruleset", "operator", "probe"], keys, verdicts, acts)
 
 
 def write_reading(con, wave: str, ruleset: str, verdicts: list[dict], acts: list[dict]) -> None:
     """Replace every verdict and act of one reading of a wave (call inside a transaction)."""
-    import pandas as pd
-
-    _replace(con, pd.DataFrame([(wave, ruleset)], columns=["wave", "ruleset"]), verdicts, acts)
+    _replace(con, ["wave", "ruleset"], [(wave, ruleset)], verdicts, acts)
 
 
-def _replace(con, keys, verdicts: list[dict], acts: list[dict]) -> None:
-    import pandas as pd
-
-    rows = pd.DataFrame(verdicts, columns=VERDICT_COLUMNS)
-    for col in JSON_COLUMNS:
-        rows[col] = rows[col].map(json.dumps)
-    replace_rows(con, "cell_verdicts", keys, rows)
-    replace_rows(con, "acts", keys, pd.DataFrame(acts, columns=ACT_COLUMNS))
+def _replace(con, key_columns: list[str], keys: list[tuple], verdicts: list[dict], acts: list[dict]) -> None:
+    rows = [tuple(json.dumps(v.get(c)) if c in JSON_COLUMNS else v.get(c) for c in VERDICT_COLUMNS) for v in verdicts]
+    replace_values(con, "cell_verdicts", key_columns, keys, VERDICT_COLUMNS, rows)
+    replace_values(con, "acts", key_columns, keys, ACT_COLUMNS, [tuple(a.get(c) for c in ACT_COLUMNS) for a in acts])
 
 
 def read_verdicts(con, wave: str, ruleset: str | None = None) -> list[dict]:
