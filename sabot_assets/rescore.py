@@ -14,7 +14,7 @@ import dagster as dg
 
 from sabot.matrix import Probe
 from sabot.registry import Registry, RegistryError, WaveDef
-from sabot.store.db import connect
+from sabot.store.db import connect, held
 from sabot.store.verdicts import read_verdicts
 from sabot_assets.materialize import WaveRunner, blocks
 from sabot_assets.settled import fingerprint, mark_settled, settled_by
@@ -93,23 +93,18 @@ def rescore_wave(
         before = before or _verdicts(con, wave.name, wave.headline_ruleset)
         spans = _stored_cell_ranges(con, wave)  # refuses a wave with nothing stored, whichever the reading
     runner = WaveRunner(defs, wave, instance, tags={"sabot/rescore": ruleset})
-    if ruleset in wave.later_readings:  # its own partition: no cell partition is touched
-        spans = []
-        board = runner.board(readings=(ruleset, ruleset), instrument=False)
-    else:
-        for span in spans:
-            runner.run(["cell_verdicts"], span)
-        board = runner.board(instrument=False)
-    with connect(store_path) as con:  # one opening: what the rescore left, and its settling recorded
-        mark_settled(
-            instance,
-            store_path,
-            wave,
-            board.run_id,
-            fingerprint(registry, defs.assets, store_path, wave, asked, {}, con),
-            con,
-        )
-        after = _verdicts(con, wave.name, ruleset)
+    with held(store_path):  # every opening below, the assets' included, is a cursor on one opening
+        if ruleset in wave.later_readings:  # its own partition: no cell partition is touched
+            spans = []
+            board = runner.board(readings=(ruleset, ruleset), instrument=False)
+        else:
+            for span in spans:
+                runner.run(["cell_verdicts"], span)
+            board = runner.board(instrument=False)
+        with connect(store_path) as con:  # what the rescore left, and its settling recorded
+            print_ = fingerprint(registry, defs.assets, store_path, wave, asked, {}, con)
+            mark_settled(instance, store_path, wave, board.run_id, print_, con)
+            after = _verdicts(con, wave.name, ruleset)
     flips = [
         Flip(cell, before[cell], after[cell])
         for cell in sorted(after)
