@@ -1,15 +1,14 @@
 """Spend: per-framework rates from the store's priced calls, the projection before a wave, the breaker."""
 
-import pandas as pd
 import pytest
 
 from adapters.runner import RunSpec
 from sabot.budget import Breaker, BudgetError, Rate, check_projection, project
-from sabot.store.db import connect, insert
+from sabot.store.db import connect, insert_rows
 from sabot.store.spend import CALL_COLUMNS, rates_of, spend_at
 
 
-def _calls(rows: list[tuple]) -> pd.DataFrame:
+def _calls(rows: list[tuple]) -> list[tuple]:
     """(probe, record hash, endpoint, prompt, completion, cost) -> model_calls rows."""
     out = []
     for n, (probe, sha, endpoint, prompt, completion, cost) in enumerate(rows):
@@ -35,15 +34,16 @@ def _calls(rows: list[tuple]) -> pd.DataFrame:
                 "endpoint": endpoint,
             }
         )
-    return pd.DataFrame(out, columns=CALL_COLUMNS).astype({"status": "Int64", "n": "Int64", "cost_usd": "Float64"})
+    return [tuple(row[c] for c in CALL_COLUMNS) for row in out]
 
 
 def test_rates_and_spend_come_from_the_stored_calls_per_kind_of_endpoint(tmp_path):
     provider, sim = "provider https://api.example/v1", "simulation (scripted model on 127.0.0.1)"
     with connect(tmp_path / "s.duckdb") as con:
-        insert(
+        insert_rows(
             con,
             "model_calls",
+            CALL_COLUMNS,
             _calls(
                 [
                     ("langgraph.default.T1.11", "a", provider, 1000, 100, 0.10),

@@ -16,15 +16,10 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import duckdb
 import tenacity
 
 from sabot.store.scored import fill_scored
-
-if TYPE_CHECKING:  # pandas is imported where rows are written: loading the definitions need not import it
-    import pandas as pd
 
 SCHEMA = (Path(__file__).with_name("schema.sql")).read_text()
 LOCK_WAIT_ENV = "SABOT_STORE_LOCK_WAIT"
@@ -167,7 +162,7 @@ def replace_values(
     elif len(keys) > SMALL_WRITE:
         con.execute(
             f"DELETE FROM {table} WHERE ({', '.join(key_columns)}) IN (SELECT {_unnested(len(key_columns))})",
-            _column_lists(keys),
+            column_lists(keys),
         )
     elif keys:
         con.execute(
@@ -188,37 +183,25 @@ def insert_rows(con, table: str, columns: list[str], rows: list[tuple]) -> None:
     5-10 ms for 900 rows of 8 columns), without importing pandas (about 0.3 s of CPU) into a command
     that needs nothing else of it; each value is cast to its column's type as any INSERT casts."""
     if rows:
-        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {_unnested(len(columns))}", _column_lists(rows))
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {_unnested(len(columns))}", column_lists(rows))
+
+
+# The slots a read asks for, joined as two list parameters (`column_lists(keys)`): no frame to register
+# (DuckDB refuses one beside a caller's unfinished result) and no pandas import.
+WANTED_SLOTS = "SELECT unnest(?::VARCHAR[]) AS operator, unnest(?::VARCHAR[]) AS probe"
 
 
 def _unnested(n: int) -> str:
     return ", ".join(["unnest(?)"] * n)
 
 
-def _column_lists(rows: list[tuple]) -> list[list]:
+def column_lists(rows: list[tuple]) -> list[list]:
     return [list(column) for column in zip(*rows)]
 
 
 def _placeholders(rows: list[tuple]) -> str:
     one = f"({', '.join('?' * len(rows[0]))})"
     return ", ".join([one] * len(rows))
-
-
-def replace_rows(con, table: str, keys: "pd.DataFrame", rows: "pd.DataFrame") -> None:
-    """Delete the rows whose key columns match `keys`, then insert `rows` (call inside a transaction)."""
-    key_cols = list(keys.columns)
-    con.register("_keys", keys)
-    con.execute(f"DELETE FROM {table} WHERE ({', '.join(key_cols)}) IN (SELECT {', '.join(key_cols)} FROM _keys)")
-    con.unregister("_keys")
-    insert(con, table, rows)
-
-
-def insert(con, table: str, rows: "pd.DataFrame") -> None:
-    if rows.empty:
-        return
-    con.register("_rows", rows)
-    con.execute(f"INSERT INTO {table} ({', '.join(rows.columns)}) SELECT {', '.join(rows.columns)} FROM _rows")
-    con.unregister("_rows")
 
 
 def rows_digest(con, table: str, columns: str, where: str, params: list) -> str:

@@ -1,6 +1,6 @@
 """Judge verdicts (soft tier) in the store: cached per cell and prompt variant."""
 
-from sabot.store.db import replace_rows
+from sabot.store.db import replace_values
 
 COLUMNS = [
     "wave",
@@ -23,11 +23,15 @@ COLUMNS = [
 
 def write_judgements(con, wave: str, cell_keys: list[tuple[str, str]], rows: list[dict]) -> None:
     """Replace the verdicts of these cells (call inside a transaction)."""
-    import pandas as pd
-
-    keys = pd.DataFrame([(wave, op, probe) for op, probe in cell_keys], columns=["wave", "operator", "probe"])
-    frame = pd.DataFrame(rows, columns=COLUMNS).astype({"noticed": "boolean", "attempts": "Int64"})
-    replace_rows(con, "judge_verdicts", keys, frame)
+    keys = [(wave, op, probe) for op, probe in cell_keys]
+    replace_values(
+        con,
+        "judge_verdicts",
+        ["wave", "operator", "probe"],
+        keys,
+        COLUMNS,
+        [tuple(r.get(c) for c in COLUMNS) for r in rows],
+    )
 
 
 def read_judgements(con, wave: str, variant: int | None = None) -> dict[tuple[str, str, int], dict]:

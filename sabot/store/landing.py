@@ -9,8 +9,8 @@ from pathlib import Path
 
 from sabot.corpus import EVENTS, CorpusError, CorpusScan, digest_of
 from sabot.json_stream import StreamError, stream_document
-from sabot.store.db import insert, now, transaction
-from sabot.store.runs import EVENT_COLUMNS, RUN_COLUMNS, RUN_DTYPES, RunSlot, write_slots
+from sabot.store.db import WANTED_SLOTS, column_lists, insert_rows, now, transaction
+from sabot.store.runs import EVENT_COLUMNS, RUN_COLUMNS, RunSlot, write_slots
 from sabot.store.spend import write_calls
 from sabot.store.wave_replace import Replaced, clear_wave, drop_unlanded_slots
 from sabot.trace import TraceError, parse_event, parse_runresult
@@ -72,17 +72,13 @@ def one_thread(con):
 
 def landed_files(con, wave: str, kind: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
     """(operator, probe) -> (rel_path, sha256) for the landed run files among `keys`."""
-    import pandas as pd
-
     if not keys:
         return {}
-    con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
     rows = con.execute(
         "SELECT f.operator, f.probe, f.rel_path, f.sha256 FROM corpus_files f "
-        "JOIN _wanted w ON f.operator = w.operator AND f.probe = w.probe WHERE f.wave = ? AND f.kind = ?",
-        [wave, kind],
+        f"JOIN ({WANTED_SLOTS}) w ON f.operator = w.operator AND f.probe = w.probe WHERE f.wave = ? AND f.kind = ?",
+        [*column_lists(keys), wave, kind],
     ).fetchall()
-    con.unregister("_wanted")
     return {(op, probe): (path, sha) for op, probe, path, sha in rows}
 
 
@@ -93,23 +89,19 @@ def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str
     a time, from the corpus file while it still holds the landed bytes (the hash is checked as it
     streams), else from the store's copy: no run is ever whole in Python. A record with priced calls
     is read whole for its spend, as a live run's is."""
-    import pandas as pd
-
     absent = [s for s in slots if s.source_sha256 is None]
     present = [s for s in slots if s.source_sha256 is not None]
     if absent:
         write_slots(con, wave, absent, dagster_run_id)
     imported = latest_import(con, wave)
     root = Path(imported["corpus_root"]) if imported else None
-    con.register(
-        "_keys",
-        pd.DataFrame([(wave, s.operator or "", s.probe.key) for s in present], columns=["wave", "operator", "probe"]),
-    )
+    keys = [(s.operator or "", s.probe.key) for s in present]
     for table in ("runs", "events"):
-        con.execute(
-            f"DELETE FROM {table} WHERE (wave, operator, probe) IN (SELECT wave, operator, probe FROM _keys)"
-        ).fetchall()
-    con.unregister("_keys")
+        if keys:
+            con.execute(
+                f"DELETE FROM {table} WHERE wave = ? AND (operator, probe) IN (SELECT operator, probe FROM ({WANTED_SLOTS}))",
+                [wave, *column_lists(keys)],
+            )
     at, rows, events = now(), [], _EventWriter(con, wave)
     with one_thread(con):
         for slot in present:
@@ -129,7 +121,7 @@ def write_landed_slots(con, wave: str, slots: list[RunSlot], dagster_run_id: str
                     slot.source_sha256,
                 )
         events.flush()
-        insert(con, "runs", pd.DataFrame(rows, columns=RUN_COLUMNS).astype(RUN_DTYPES))
+        insert_rows(con, "runs", RUN_COLUMNS, [tuple(row.get(c) for c in RUN_COLUMNS) for row in rows])
     return len(present), len(absent)
 
 
@@ -185,10 +177,8 @@ class _EventWriter:
             self.flush()
 
     def flush(self) -> None:
-        import pandas as pd
-
         if self.rows:
-            insert(self.con, "events", pd.DataFrame(self.rows, columns=EVENT_COLUMNS))
+            insert_rows(self.con, "events", EVENT_COLUMNS, [tuple(row[c] for c in EVENT_COLUMNS) for row in self.rows])
             self.rows.clear()
 
     def finish(self, slot: RunSlot, run_id: str) -> None:

@@ -13,7 +13,7 @@ import duckdb
 
 
 from sabot.matrix import Probe
-from sabot.store.db import now, replace_values
+from sabot.store.db import WANTED_SLOTS, column_lists, now, replace_values
 from sabot.runroot import Attempt, Identity
 from sabot.store.spend import write_calls
 from sabot.store.wave_replace import OrphanedRuns, orphan_message
@@ -42,7 +42,6 @@ RUN_COLUMNS = [
     "materialized_at",
     "attempt",
 ]
-RUN_DTYPES = {"injection_seq": "Int64", "injection_verified": "boolean", "task_passed": "boolean", "attempt": "Int64"}
 EVENT_COLUMNS = ["wave", "operator", "probe", "run_id", "seq", "agent", "kind"]  # payloads: in the record
 SLOT_KEY = ["wave", "operator", "probe"]
 
@@ -133,13 +132,8 @@ def _read_slots(con, wave: str, keys: list[tuple[str, str]], picked: bool) -> di
     keys = list(dict.fromkeys(keys))  # a baseline asked for once per cell of its probe is read once
     if not keys:
         return {}
-    # The wanted slots as two list parameters: no frame to register (DuckDB refuses one beside a
-    # caller's unfinished result) and no pandas import on this path.
-    slots = (
-        "FROM runs r JOIN (SELECT unnest(?::VARCHAR[]) AS operator, unnest(?::VARCHAR[]) AS probe) w "
-        "ON r.operator = w.operator AND r.probe = w.probe WHERE r.wave = ?"
-    )
-    wanted = [[op for op, _ in keys], [probe for _, probe in keys], wave]
+    slots = f"FROM runs r JOIN ({WANTED_SLOTS}) w ON r.operator = w.operator AND r.probe = w.probe WHERE r.wave = ?"
+    wanted = [*column_lists(keys), wave]
     try:
         if picked:  # the stored fields; a row without them (an import, an older row) picked from its record
             (fields, parts), scored = picked_sql("rec"), scored_column(con, "r")
@@ -344,19 +338,15 @@ class StoredAttempt:
 
 def scored_attempts(con, wave: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], StoredAttempt]:
     """(operator or '', probe) -> the attempt each slot's scored run is, for live slots among `keys`."""
-    import pandas as pd
-
     if not keys:
         return {}
-    con.register("_wanted", pd.DataFrame(keys, columns=["operator", "probe"]))
     rows = con.execute(
         "SELECT a.operator, a.probe, a.attempt, a.outcome, a.runner_version, a.endpoint, a.pipeline_model, a.downgrade_model, "
-        "a.protocol, a.record, a.source_path FROM runs r JOIN _wanted w ON r.operator = w.operator AND r.probe = w.probe "
+        f"a.protocol, a.record, a.source_path FROM runs r JOIN ({WANTED_SLOTS}) w ON r.operator = w.operator AND r.probe = w.probe "
         "JOIN attempts a ON a.wave = r.wave AND a.operator = r.operator AND a.probe = r.probe AND a.attempt = r.attempt "
         "WHERE r.wave = ?",
-        [wave],
+        [*column_lists(keys), wave],
     ).fetchall()
-    con.unregister("_wanted")
     return {
         (op, probe): StoredAttempt(
             n, outcome, Identity(rv, ep, pm, dm, proto), parse_runresult(json.loads(rec), path), path
