@@ -17,20 +17,22 @@ def corpus():
 
 
 def _import(ctx: Context, directory: Path, wave_name: str, replace: bool, scoring: bool = False):
+    from sabot.store.db import held
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.corpus_jobs import import_corpus
 
-    imported = import_corpus(
-        ctx.registry,
-        ctx.defs(),
-        ctx.instance(),
-        STORE_PATH,
-        directory,
-        wave_name,
-        progress_bar(f"{wave_name}: run assets"),
-        replace,
-        scoring,
-    )
+    with held(STORE_PATH):  # the run assets' openings are cursors on one (sabot.store.db.held)
+        imported = import_corpus(
+            ctx.registry,
+            ctx.defs(),
+            ctx.instance(),
+            STORE_PATH,
+            directory,
+            wave_name,
+            progress_bar(f"{wave_name}: run assets"),
+            replace,
+            scoring,
+        )
     found = imported.scan
     if imported.replaced:
         click.echo(imported.replaced.text(wave_name))
@@ -76,6 +78,7 @@ def corpus_score(directory, wave_name, ruleset, json_out, replace):
 def _score(
     ctx: Context, directory: Path, wave_name: str, ruleset: str | None, json_out: Path | None, replace: bool = False
 ):
+    from sabot.store.db import held
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.corpus_jobs import score_corpus
     from sabot_assets.export import score_document
@@ -85,7 +88,8 @@ def _score(
     ruleset = ruleset or wave.headline_ruleset
     if ruleset not in wave.readings:
         raise click.ClickException(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {ruleset!r}")
-    imported = _import(ctx, directory, wave_name, replace, scoring=True)
-    score_corpus(imported, progress_bar(f"{wave_name}: cell verdicts"))
-    doc = score_document(STORE_PATH, wave, ruleset)
+    with held(STORE_PATH):  # every asset's opening is a cursor on one: about 30 openings in a cold score
+        imported = _import(ctx, directory, wave_name, replace, scoring=True)
+        score_corpus(imported, progress_bar(f"{wave_name}: cell verdicts"))
+        doc = score_document(STORE_PATH, wave, ruleset)
     publish(doc, json_out, started)
