@@ -16,7 +16,6 @@ from dagster_duckdb import DuckDBResource
 
 from judges.hard.strict import floor_rules
 from judges.hard.report import render_markdown
-from judges.report.html import render_html
 from judges.hard.tables import HEADLINE_COLUMN, columns_for, fmt_pct, fmt_rate, markdown_table
 from sabot.projects import PROJECT_BOARD_NOTE, TEST_DOUBLE_NOTE
 from sabot.provenance import SIMULATION, is_simulated, kinds, provenance_label
@@ -323,6 +322,10 @@ def build_board_assets(
                 v: render_markdown(wave.name, label, b, missing, v == wave.headline_ruleset, kappa)
                 for v, b in boards.items()
             }
+            from judges.report.html import (
+                render_html,
+            )  # jinja2: imported by the report's step, not with the definitions
+
             html = render_html(
                 wave.name, label, boards, wave.headline_ruleset, missing, footnotes(registry, rulesets, label), kappa
             )
