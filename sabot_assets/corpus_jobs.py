@@ -20,7 +20,7 @@ class ImportResult:
     scan: CorpusScan
     blocks: list[Block]
     runs_materialized: bool
-    runner: WaveRunner = field(repr=False)
+    runner: WaveRunner | None = field(repr=False)  # None: nothing was stale, nothing is to be materialized
     settled_by: str | None = None  # the board run that scored exactly this corpus, rules and code: nothing is stale
     replaced: Replaced | None = None  # what a replacing import removed
     registry: Registry | None = field(default=None, repr=False)
@@ -36,6 +36,7 @@ def import_corpus(
     progress=iter,
     replace: bool = False,
     scoring: bool = False,
+    found: CorpusScan | None = None,
 ) -> ImportResult:
     """Validate every file, land them in one transaction, then materialize the run assets.
 
@@ -43,22 +44,16 @@ def import_corpus(
     holding runs of another corpus (another directory) is refused unless `replace`, which replaces the
     wave's runs, landing and verdicts in the landing's transaction. When `scoring` (and not
     `replace`), and a board run scored exactly this corpus, from this directory, under the same rules
-    and code with nothing written since, nothing is materialized at all (`settled_by`;
-    sabot_assets.settled).
+    and code with nothing written since, nothing is materialized at all (`settled_import`).
+    `found`: the caller's `scan_corpus` of `directory`, not made again.
     """
-    registry.require_registered()
-    wave = registry.wave(wave_name)
-    if wave.source != "import":
-        raise RegistryError(f"wave {wave_name} is a live wave; only import waves read a corpus")
-    found = scan(
-        wave, directory, registry.field(LIMITS, "max_file_bytes")
-    )  # every refusal comes before the store is opened
+    wave, found = scan_corpus(registry, wave_name, directory) if found is None else (registry.wave(wave_name), found)
+    if scoring and not replace:
+        settled = settled_import(registry, defs.assets, store_path, wave, found)
+        if settled is not None:
+            return settled
     runner = WaveRunner(defs, wave, instance)
     spans = blocks(wave, {(f.probe.framework, f.probe.config, f.probe.task) for f in found.files})
-    if scoring and not replace:
-        board_run = settled_by(store_path, wave, _fingerprint(registry, defs, wave, found))
-        if board_run:
-            return ImportResult(wave, found, spans, False, runner, board_run, None, registry)
     replaced = None
     with connect(store_path) as con:
         if not replace:
@@ -73,6 +68,26 @@ def import_corpus(
         for block in progress(spans):
             runner.runs(block)
     return ImportResult(wave, found, spans, not unchanged, runner, None, replaced, registry)
+
+
+def scan_corpus(registry: Registry, wave_name: str, directory: Path) -> tuple[WaveDef, CorpusScan]:
+    """The import wave and every file of `directory` validated: every refusal comes before the store is opened."""
+    registry.require_registered()
+    wave = registry.wave(wave_name)
+    if wave.source != "import":
+        raise RegistryError(f"wave {wave_name} is a live wave; only import waves read a corpus")
+    return wave, scan(wave, directory, registry.field(LIMITS, "max_file_bytes"))
+
+
+def settled_import(
+    registry: Registry, assets, store_path: Path, wave: WaveDef, found: CorpusScan
+) -> ImportResult | None:
+    """What `corpus score` of `found` reports when nothing is stale: a board run scored exactly this
+    corpus, from this directory, under the same rules and code, with nothing written since
+    (sabot_assets.settled). Asked of the store alone: no Dagster instance, and `assets` may be the
+    wave's own (`sabot_assets.waves.factory.build_wave`) rather than the whole definitions'."""
+    board_run = settled_by(store_path, wave, _fingerprint(registry, assets, store_path, wave, found))
+    return None if board_run is None else ImportResult(wave, found, [], False, None, board_run, None, registry)
 
 
 def refuse_another_corpus(con, store_path: Path, wave: str, directory: Path) -> None:
@@ -110,13 +125,14 @@ def score_corpus(imported: ImportResult, progress=iter) -> None:
         runner.verdicts(block)  # judge verdicts here are the cached reference ones: no model call
     runner.kappa()
     board = runner.board()
-    print_ = _fingerprint(imported.registry, runner.defs, imported.wave, imported.scan)
-    mark_settled(runner.instance, Path(runner.defs.resources["store"].database), imported.wave, board.run_id, print_)
+    store_path = Path(runner.defs.resources["store"].database)
+    print_ = _fingerprint(imported.registry, runner.defs.assets, store_path, imported.wave, imported.scan)
+    mark_settled(runner.instance, store_path, imported.wave, board.run_id, print_)
 
 
-def _fingerprint(registry: Registry, defs: dg.Definitions, wave: WaveDef, found: CorpusScan) -> str:
+def _fingerprint(registry: Registry, assets, store_path: Path, wave: WaveDef, found: CorpusScan) -> str:
     asked = {
         "corpus": found.digest(),
         "from": str(Path(found.root).resolve()),
     }  # another directory is refused, not settled
-    return fingerprint(registry, defs.assets, Path(defs.resources["store"].database), wave, asked, {})
+    return fingerprint(registry, assets, store_path, wave, asked, {})

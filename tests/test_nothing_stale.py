@@ -44,6 +44,10 @@ def _board(stdout: str) -> str:
     return stdout[stdout.index("Instrument check") : stdout.rindex("done in")]
 
 
+def _corpus_board(stdout: str) -> str:
+    return stdout[stdout.index("public_wave2 under ruleset") : stdout.rindex("done in")]
+
+
 @pytest.fixture(scope="module")
 def var(tmp_path_factory):
     var = tmp_path_factory.mktemp("settled")
@@ -97,6 +101,27 @@ def test_nothing_stale_is_known_without_the_dagster_instance(var, tmp_path, monk
         con.execute("DELETE FROM cell_verdicts WHERE wave = 'demo' AND operator = 'O2'")
     stale = _sabot(copy, DAGSTER_HOME=str(broken))
     assert stale.returncode != 0 and NOTHING_STALE not in stale.stdout
+
+
+def test_corpus_score_with_nothing_stale_needs_no_dagster_instance(tmp_path):
+    """`sabot corpus score` of the same corpus again: nothing stale, said from the store alone (an
+    instance that cannot be created is never asked for), with the same board."""
+    from tests.test_rescore import copy_slice
+
+    corpus, var = copy_slice(tmp_path), tmp_path / "var"
+    score = [str(PROJECT / ".venv/bin/sabot"), "corpus", "score", str(corpus), "--wave", "public_wave2"]
+    env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")}
+    env["SABOT_VAR"] = str(var)
+    first = subprocess.run(score, env=env, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert NOTHING_STALE not in first.stdout
+    broken = tmp_path / "no-instance"
+    broken.mkdir()
+    (broken / "dagster.yaml").write_text("storage: [this is not an instance config]\n")
+    again = subprocess.run(score, env={**env, "DAGSTER_HOME": str(broken)}, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert NOTHING_STALE in again.stdout
+    assert _corpus_board(again.stdout) == _corpus_board(first.stdout)
 
 
 def test_a_verdict_lost_from_the_store_is_stale_and_written_again(var):

@@ -19,20 +19,30 @@ def corpus():
 def _import(ctx: Context, directory: Path, wave_name: str, replace: bool, scoring: bool = False):
     from sabot.store.db import held
     from sabot_assets.constants import STORE_PATH
-    from sabot_assets.corpus_jobs import import_corpus
+    from sabot_assets.corpus_jobs import import_corpus, scan_corpus, settled_import
+    from sabot_assets.quiet import beta_used_on_purpose
+    from sabot_assets.waves.factory import build_wave
 
-    with held(STORE_PATH):  # the run assets' openings are cursors on one (sabot.store.db.held)
-        imported = import_corpus(
-            ctx.registry,
-            ctx.defs(),
-            ctx.instance(),
-            STORE_PATH,
-            directory,
-            wave_name,
-            progress_bar(f"{wave_name}: run assets"),
-            replace,
-            scoring,
-        )
+    wave, found = scan_corpus(ctx.registry, wave_name, directory)
+    imported = None
+    if scoring and not replace:  # asked of the store before the Dagster instance and the whole definitions are made
+        with beta_used_on_purpose():
+            assets = build_wave(wave, ctx.registry).assets
+        imported = settled_import(ctx.registry, assets, STORE_PATH, wave, found)
+    if imported is None:
+        with held(STORE_PATH):  # the run assets' openings are cursors on one (sabot.store.db.held)
+            imported = import_corpus(
+                ctx.registry,
+                ctx.defs(),
+                ctx.instance(),
+                STORE_PATH,
+                directory,
+                wave_name,
+                progress_bar(f"{wave_name}: run assets"),
+                replace,
+                scoring,
+                found,
+            )
     found = imported.scan
     if imported.replaced:
         click.echo(imported.replaced.text(wave_name))
@@ -88,8 +98,9 @@ def _score(
     ruleset = ruleset or wave.headline_ruleset
     if ruleset not in wave.readings:
         raise click.ClickException(f"wave {wave.name} is scored under {', '.join(wave.readings)}, not {ruleset!r}")
-    with held(STORE_PATH):  # every asset's opening is a cursor on one: about 30 openings in a cold score
-        imported = _import(ctx, directory, wave_name, replace, scoring=True)
-        score_corpus(imported, progress_bar(f"{wave_name}: cell verdicts"))
-        doc = score_document(STORE_PATH, wave, ruleset)
+    imported = _import(ctx, directory, wave_name, replace, scoring=True)
+    if not imported.settled_by:
+        with held(STORE_PATH):  # every asset's opening is a cursor on one: about 30 openings in a cold score
+            score_corpus(imported, progress_bar(f"{wave_name}: cell verdicts"))
+    doc = score_document(STORE_PATH, wave, ruleset)
     publish(doc, json_out, started)
