@@ -13,7 +13,10 @@ shared machine wall time depends on the load, so CPU time is printed beside it.
   the pure scorer over the same cells and rulesets in the same process gives the ratio;
 - the published wave-2 row through Dagster, and `sabot corpus score` cold in a new process;
 - `sabot wave run demo --framework langgraph` a second time over the same store (every run reused);
-- loading the definitions (`build_definitions()`) in a new process.
+- loading the definitions (`build_definitions()`) in a new process;
+- without a target, what the commands behind two figures cost whole: the same rule change in a new
+  process, as `sabot wave rescore` makes it (imports, definitions, the Dagster instance, then
+  `rescore_wave`), and `sabot corpus score` of the public row again (nothing stale).
 
 Each headline figure is also printed as a ratio to `python -c "import dagster"` measured in the same
 run, interleaved with it (one floor measurement before each repetition), so the ratio holds on a
@@ -214,20 +217,49 @@ def _env(**extra) -> dict:
     return {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "SABOT_DAGSTER_STORAGE")} | extra
 
 
+def corpus_score(corpus, var: str) -> tuple[float, float]:
+    """`sabot corpus score` of the public wave-2 row in a new process, over the store under `var`."""
+    cmd = [str(PROJECT / ".venv" / "bin" / "sabot"), "corpus", "score", str(corpus), "--wave", "public_wave2"]
+    return child([*cmd, "--json", f"{var}/out.json"], env=_env(SABOT_VAR=var))
+
+
 def cold_cli(corpus) -> tuple[float, float]:
     """`sabot corpus score` of the public wave-2 row in a new process and a fresh store."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            str(PROJECT / ".venv" / "bin" / "sabot"),
-            "corpus",
-            "score",
-            str(corpus),
-            "--wave",
-            "public_wave2",
-            "--json",
-            f"{tmp}/out.json",
-        ]
-        return child(cmd, env=_env(SABOT_VAR=tmp))
+        return corpus_score(corpus, tmp)
+
+
+# `sabot wave rescore` against a registry with the bench's rule change (the command reads the
+# project's own data/): its imports, definitions, instance and `rescore_wave`, in a new process.
+RESCORE_COMMAND = """
+import sys
+from pathlib import Path
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from sabot.registry import Registry
+from sabot_assets.cli.common import settle_heap
+from sabot_assets.definitions import build_definitions
+from sabot_assets.rescore import rescore_wave
+
+tmp = Path(sys.argv[1])
+registry, store_path = Registry(tmp / "data"), tmp / "var" / "sabot.duckdb"
+defs = build_definitions(registry, DuckDBResource(database=str(store_path)))
+settle_heap()
+with dg.DagsterInstance.get() as instance:
+    assert rescore_wave(registry, defs, instance, store_path, "wave2", "v0.2.0-bench").runs == 1
+"""
+
+
+def rescore_command(live_var: Path) -> tuple[float, float]:
+    """The rule change of `rescore_live_wave2` as a command makes it, in a new process (the copies untimed)."""
+    with tempfile.TemporaryDirectory(dir=live_var.parent) as tmp:
+        tmp = Path(tmp)
+        shutil.copytree(live_var, tmp / "var")
+        registry_with_rule_change(tmp)
+        env = _env(DAGSTER_HOME=str(PROJECT), SABOT_DAGSTER_STORAGE=str(tmp / "var" / "dagster"))
+        return child([str(PROJECT / ".venv" / "bin" / "python"), "-c", RESCORE_COMMAND, str(tmp)], cwd=PROJECT, env=env)
 
 
 def import_dagster() -> tuple[float, float]:
@@ -267,14 +299,15 @@ class Figures:
             out.append(result)
         return out
 
-    def line(self, name: str, target: float) -> str:
+    def line(self, name: str, target: float | None) -> str:
         med, pairs = statistics.median, self.pairs[name]
         wall, cpu = med(s[0] for s, _ in pairs), med(s[1] for s, _ in pairs)
         floor_wall, floor_cpu = med(f[0] for _, f in pairs), med(f[1] for _, f in pairs)
         each = ", ".join(f"{s[0] / f[0]:.2f}" for s, f in pairs)
         return (
             f"{name}: {wall:.2f} s wall / import dagster {floor_wall:.2f} s = {med(s[0] / f[0] for s, f in pairs):.2f}x (each: {each}); "
-            f"CPU {cpu:.2f} s / {floor_cpu:.2f} s = {med(s[1] / f[1] for s, f in pairs):.2f}x; target <= {target}x"
+            f"CPU {cpu:.2f} s / {floor_cpu:.2f} s = {med(s[1] / f[1] for s, f in pairs):.2f}x; "
+            + (f"target <= {target}x" if target is not None else "no target")
         )
 
 
@@ -312,6 +345,11 @@ def main() -> None:
     print(figures.line("loading the definitions (new process)", 1.5), flush=True)
     figures.measure("`sabot corpus score` public wave-2 row, cold", lambda: cold_cli(args.corpus), args.repeat)
     print(figures.line("`sabot corpus score` public wave-2 row, cold", 2.5), flush=True)
+    again = "  `sabot corpus score` of the same row again, nothing stale"
+    with tempfile.TemporaryDirectory() as var:
+        corpus_score(args.corpus, var)  # the first score, untimed
+        figures.measure(again, lambda: corpus_score(args.corpus, var), args.repeat)
+    print(figures.line(again, None), flush=True)
     if not args.public_only:
         ensure_live_wave2(args.live_var)
         live = figures.measure(
@@ -319,6 +357,9 @@ def main() -> None:
         )
         print(figures.line("rule change over live wave 2 (`rescore_wave`)", 1.0), flush=True)
         print_live(live)
+        name = "  the same rule change in a new process, as `sabot wave rescore` makes it"
+        figures.measure(name, lambda: rescore_command(args.live_var), args.repeat)
+        print(figures.line(name, None), flush=True)
     if not args.skip_demo:
         with tempfile.TemporaryDirectory() as var:
             first = demo_wave(Path(var))
