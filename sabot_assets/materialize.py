@@ -188,7 +188,7 @@ class WaveRunner:
         if partition_range:
             tags[RANGE_START], tags[RANGE_END] = partition_range
         return dg.materialize(
-            [*self.defs.assets, *self.defs.asset_checks],
+            self._wave_definitions(),
             selection=[self.key(n) for n in names],
             instance=self.instance,
             resources=self.defs.resources,
@@ -196,6 +196,16 @@ class WaveRunner:
             run_config=run_config or quiet(),
             raise_on_error=False,
         )
+
+    def _wave_definitions(self) -> list:
+        """The wave's own assets and checks: Dagster builds a job from what it is given, on every
+        run, and the whole code location's six waves made each run's set-up six times the work."""
+        if getattr(self, "_own", None) is None:
+            own = self.wave.name
+            self._own = [a for a in self.defs.assets if any(k.path[0] == own for k in a.keys)] + [
+                c for c in self.defs.asset_checks if any(k.asset_key.path[0] == own for k in c.check_keys)
+            ]
+        return self._own
 
     def preregister(self) -> None:
         """Materialize the pre-registration; its blocking check failing stops everything here."""
