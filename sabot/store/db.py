@@ -16,6 +16,7 @@ import json
 import os
 import re
 from pathlib import Path
+
 import duckdb
 import tenacity
 
