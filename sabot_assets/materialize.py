@@ -6,6 +6,7 @@ framework-major with the seed last, so a (framework, config) block of contiguous
 range, and its cells are the rectangle first-operator..last-operator over that range.
 """
 
+import functools
 from dataclasses import dataclass, field
 from itertools import groupby
 
@@ -188,7 +189,7 @@ class WaveRunner:
         if partition_range:
             tags[RANGE_START], tags[RANGE_END] = partition_range
         return dg.materialize(
-            self._wave_definitions(),
+            self._wave_definitions,
             selection=[self.key(n) for n in names],
             instance=self.instance,
             resources=self.defs.resources,
@@ -197,15 +198,14 @@ class WaveRunner:
             raise_on_error=False,
         )
 
+    @functools.cached_property
     def _wave_definitions(self) -> list:
         """The wave's own assets and checks: Dagster builds a job from what it is given, on every
         run, and the whole code location's six waves made each run's set-up six times the work."""
-        if getattr(self, "_own", None) is None:
-            own = self.wave.name
-            self._own = [a for a in self.defs.assets if any(k.path[0] == own for k in a.keys)] + [
-                c for c in self.defs.asset_checks if any(k.asset_key.path[0] == own for k in c.check_keys)
-            ]
-        return self._own
+        own = self.wave.name
+        return [a for a in self.defs.assets if any(k.path[0] == own for k in a.keys)] + [
+            c for c in self.defs.asset_checks if any(k.asset_key.path[0] == own for k in c.check_keys)
+        ]
 
     def preregister(self) -> None:
         """Materialize the pre-registration; its blocking check failing stops everything here."""

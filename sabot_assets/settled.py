@@ -71,6 +71,16 @@ def code_versions(assets, wave: WaveDef) -> dict[str, str]:
     return out
 
 
+def own_assets(registry: Registry, wave: WaveDef) -> list:
+    """The wave's own assets, built for their code versions alone: a command that may have nothing
+    to do asks the fingerprint before it builds the whole code location's definitions."""
+    from sabot_assets.quiet import beta_used_on_purpose
+    from sabot_assets.waves.factory import build_wave
+
+    with beta_used_on_purpose():
+        return build_wave(wave, registry).assets
+
+
 def fingerprint(
     registry: Registry, assets, store_path: Path, wave: WaveDef, asked: dict, answers: dict, con=None
 ) -> str:

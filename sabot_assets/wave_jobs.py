@@ -15,7 +15,7 @@ from sabot.registry import Registry, RegistryError, WaveDef
 from sabot.store.db import connect
 from sabot_assets.constants import REPLAY_TAG, RERUN_TAG, RUNNER_VERSION, SCHEDULED_TAG
 from sabot_assets.materialize import Block, RunTally, WaveRunner
-from sabot_assets.settled import fingerprint, mark_settled, settled_by
+from sabot_assets.settled import fingerprint, mark_settled, own_assets, settled_by
 from sabot_assets.settled_blocks import block_fingerprints, is_settled, mark_block
 from sabot_assets.waves.budget import ceiling_tag
 from sabot_assets.waves.concurrency import free_slots_of_dead_runs, host_label
@@ -263,13 +263,9 @@ def settled_wave(
 
     Only this wave's assets are built for their code versions, not the whole code location's, and
     no Dagster instance is needed (the store records each settling: sabot_assets.settled)."""
-    from sabot_assets.quiet import beta_used_on_purpose
-    from sabot_assets.waves.factory import build_wave
-
     registry.require_registered()
     chosen = select(registry, wave_name, selection, frameworks)
-    with beta_used_on_purpose():
-        assets = build_wave(chosen.wave, registry).assets
+    assets = own_assets(registry, chosen.wave)
     store_path = Path(store_path)
     if not store_path.exists():
         return None

@@ -20,15 +20,12 @@ def _import(ctx: Context, directory: Path, wave_name: str, replace: bool, scorin
     from sabot.store.db import held
     from sabot_assets.constants import STORE_PATH
     from sabot_assets.corpus_jobs import import_corpus, scan_corpus, settled_import
-    from sabot_assets.quiet import beta_used_on_purpose
-    from sabot_assets.waves.factory import build_wave
+    from sabot_assets.settled import own_assets
 
     wave, found = scan_corpus(ctx.registry, wave_name, directory)
     imported = None
     if scoring and not replace:  # asked of the store before the Dagster instance and the whole definitions are made
-        with beta_used_on_purpose():
-            assets = build_wave(wave, ctx.registry).assets
-        imported = settled_import(ctx.registry, assets, STORE_PATH, wave, found)
+        imported = settled_import(ctx.registry, own_assets(ctx.registry, wave), STORE_PATH, wave, found)
     if imported is None:
         with held(STORE_PATH):  # the run assets' openings are cursors on one (sabot.store.db.held)
             imported = import_corpus(

@@ -322,9 +322,8 @@ def build_board_assets(
                 v: render_markdown(wave.name, label, b, missing, v == wave.headline_ruleset, kappa)
                 for v, b in boards.items()
             }
-            from judges.report.html import (
-                render_html,
-            )  # jinja2: imported by the report's step, not with the definitions
+            # jinja2 is imported by the report's step, not with the definitions.
+            from judges.report.html import render_html
 
             html = render_html(
                 wave.name, label, boards, wave.headline_ruleset, missing, footnotes(registry, rulesets, label), kappa
